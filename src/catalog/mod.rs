@@ -1,0 +1,477 @@
+//! The catalog: a redb database of what the roots hold, plus an in-memory mirror of
+//! its file list. It is a cache of the roots: deleting it loses only time.
+//!
+//! Tables (see `schema/catalog.md`):
+//! - `meta`: schema version, next file id, per-root scan completion times;
+//! - `roots`: root name -> directory, so a root that moved is re-indexed;
+//! - `files`: (root, relative path) -> `FileRecord`;
+//! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes.
+//!
+//! Every change goes through `apply`, one write transaction per batch, so a process
+//! killed at any instant leaves the last committed batch and nothing half-written.
+
+mod activity;
+mod file_list;
+mod records;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use redb::{
+    Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
+};
+
+pub use activity::Activity;
+pub use file_list::{
+    FileEntry, FileList, FileMatch, FileQuery, FileQueryResult, KindCounts, KindSet, Snapshot,
+};
+pub use records::{
+    FileRecord, FileStatus, KIND_TABLES, KindRow, KindTable, decode, encode, kind_tables,
+};
+
+use crate::formats::Kind;
+use crate::roots::Roots;
+
+/// Bumped whenever a table's layout or a value's encoding changes; a catalog with
+/// another version is emptied and rebuilt from the roots.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const DB_FILE: &str = "catalog.redb";
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const ROOTS: TableDefinition<&str, &str> = TableDefinition::new("roots");
+const FILES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("files");
+
+const META_SCHEMA_VERSION: &str = "schema_version";
+const META_NEXT_FILE_ID: &str = "next_file_id";
+
+fn kind_table(name: &'static str) -> TableDefinition<'static, (u64, &'static [u8]), &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+fn scan_key(root: &str) -> String {
+    format!("scan_completed_ms:{root}")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process holds the catalog (a daemon or another `quarry mcp`).
+    #[error("the catalog is in use by another quarry process")]
+    Locked,
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// A change to the file list, applied in one transaction with others.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Upsert {
+        root: usize,
+        rel: String,
+        file: NewFile,
+        rows: Vec<KindRow>,
+    },
+    Remove {
+        root: usize,
+        rel: String,
+    },
+}
+
+/// A file's record before the catalog gives it an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFile {
+    pub kind: Kind,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub fingerprint: u64,
+    pub status: FileStatus,
+    pub indexed_at_ms: i64,
+}
+
+pub struct Catalog {
+    dir: PathBuf,
+    db: Database,
+    roots: Roots,
+    files: FileList,
+    activity: Activity,
+}
+
+pub fn db_path(dir: &Path) -> PathBuf {
+    dir.join(DB_FILE)
+}
+
+/// Creates the catalog folder, private to the user (it may hold the socket).
+pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create catalog folder {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+impl Catalog {
+    /// Opens (or creates) the catalog in `dir` for `roots`. Entries of roots that are
+    /// no longer configured, or whose folder changed, are dropped. A catalog of
+    /// another schema version, or one redb cannot read, is emptied.
+    pub fn open(dir: &Path, roots: &Roots) -> Result<Catalog, OpenError> {
+        create_private_dir(dir)?;
+        let path = db_path(dir);
+        let db = match open_db(&path) {
+            Ok(db) => db,
+            Err(OpenError::Failed(e)) if path.exists() => {
+                tracing::warn!(
+                    "catalog {} is unreadable ({e:#}); starting a new one",
+                    path.display()
+                );
+                std::fs::remove_file(&path).context("cannot remove the unreadable catalog")?;
+                open_db(&path)?
+            }
+            Err(e) => return Err(e),
+        };
+        let catalog = Catalog {
+            dir: dir.to_path_buf(),
+            db,
+            roots: roots.clone(),
+            files: FileList::new(roots.list().len()),
+            activity: Activity::default(),
+        };
+        catalog.ensure_schema().map_err(OpenError::Failed)?;
+        catalog.sync_roots().map_err(OpenError::Failed)?;
+        catalog.load_mirror().map_err(OpenError::Failed)?;
+        Ok(catalog)
+    }
+
+    /// Opens an existing catalog for reading what it holds, with the roots it records.
+    pub fn open_existing(dir: &Path) -> Result<Catalog, OpenError> {
+        let path = db_path(dir);
+        if !path.exists() {
+            return Err(OpenError::Failed(anyhow::anyhow!(
+                "no catalog at {}: run `quarry rebuild --root DIR` or `quarry serve --root DIR`",
+                dir.display()
+            )));
+        }
+        let db = open_db(&path)?;
+        let stored = stored_roots(&db).map_err(OpenError::Failed)?;
+        let version = stored_version(&db).map_err(OpenError::Failed)?;
+        if version != Some(SCHEMA_VERSION) {
+            return Err(OpenError::Failed(anyhow::anyhow!(
+                "the catalog at {} has schema version {:?}, this quarry uses {SCHEMA_VERSION}; it is rebuilt at the next serve or rebuild",
+                dir.display(),
+                version
+            )));
+        }
+        let roots = Roots::recorded(stored);
+        let catalog = Catalog {
+            dir: dir.to_path_buf(),
+            db,
+            files: FileList::new(roots.list().len()),
+            roots,
+            activity: Activity::default(),
+        };
+        catalog.load_mirror().map_err(OpenError::Failed)?;
+        Ok(catalog)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
+    pub fn files(&self) -> &FileList {
+        &self.files
+    }
+
+    pub fn activity(&self) -> &Activity {
+        &self.activity
+    }
+
+    fn ensure_schema(&self) -> anyhow::Result<()> {
+        let version = stored_version(&self.db)?;
+        if version == Some(SCHEMA_VERSION) {
+            return Ok(());
+        }
+        if let Some(old) = version {
+            tracing::warn!(
+                "catalog schema version {old} differs from {SCHEMA_VERSION}: rebuilding it"
+            );
+        }
+        self.recreate_tables()
+    }
+
+    /// Drops every table and creates this version's, empty, in one transaction.
+    fn recreate_tables(&self) -> anyhow::Result<()> {
+        let txn = self.db.begin_write()?;
+        for table in txn.list_tables()? {
+            let name = table.name().to_string();
+            txn.delete_table(table)
+                .with_context(|| format!("dropping table {name}"))?;
+        }
+        {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(META_SCHEMA_VERSION, SCHEMA_VERSION.to_le_bytes().as_slice())?;
+            meta.insert(META_NEXT_FILE_ID, 1u64.to_le_bytes().as_slice())?;
+            txn.open_table(ROOTS)?;
+            txn.open_table(FILES)?;
+            for t in KIND_TABLES {
+                txn.open_table(kind_table(t.name))?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Empties the catalog (for `rebuild`): every table recreated, the mirror cleared.
+    pub fn reset(&self) -> anyhow::Result<()> {
+        self.recreate_tables()?;
+        self.sync_roots()?;
+        self.files.clear();
+        Ok(())
+    }
+
+    /// Drops the entries of roots that are gone or moved, and records the current set.
+    fn sync_roots(&self) -> anyhow::Result<()> {
+        let stored = stored_roots(&self.db)?;
+        let current: Vec<(String, String)> = self
+            .roots
+            .list()
+            .iter()
+            .map(|r| (r.name.clone(), r.canonical.to_string_lossy().into_owned()))
+            .collect();
+        let stale: Vec<String> = stored
+            .iter()
+            .filter(|s| !current.contains(s))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if stale.is_empty() && stored.len() == current.len() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write()?;
+        {
+            let mut files = txn.open_table(FILES)?;
+            let mut roots = txn.open_table(ROOTS)?;
+            let mut meta = txn.open_table(META)?;
+            for name in &stale {
+                tracing::info!("root '{name}' is no longer configured here: dropping its entries");
+                let doomed: Vec<(String, FileRecord)> = files
+                    .range((name.as_str(), "")..)?
+                    .map_while(|item| {
+                        let (k, v) = item.ok()?;
+                        let (root, rel) = k.value();
+                        (root == name).then(|| Some((rel.to_string(), decode(v.value()).ok()?)))?
+                    })
+                    .collect();
+                for (rel, record) in doomed {
+                    files.remove((name.as_str(), rel.as_str()))?;
+                    delete_kind_rows(&txn, record.kind, record.id)?;
+                }
+                roots.remove(name.as_str())?;
+                meta.remove(scan_key(name).as_str())?;
+            }
+            for (name, dir) in &current {
+                roots.insert(name.as_str(), dir.as_str())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn load_mirror(&self) -> anyhow::Result<()> {
+        let txn = self.db.begin_read()?;
+        let files = txn.open_table(FILES)?;
+        for (i, root) in self.roots.list().iter().enumerate() {
+            for item in files.range((root.name.as_str(), "")..)? {
+                let (k, v) = item?;
+                let (name, rel) = k.value();
+                if name != root.name {
+                    break;
+                }
+                let record: FileRecord = decode(v.value())?;
+                self.files.insert(i, rel, entry_of(&record));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a batch of changes in one transaction, then updates the mirror.
+    pub fn apply(&self, changes: &[Change]) -> anyhow::Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write()?;
+        let mut applied: Vec<(usize, &str, Option<FileEntry>)> = Vec::with_capacity(changes.len());
+        {
+            let mut files = txn.open_table(FILES)?;
+            let mut meta = txn.open_table(META)?;
+            let mut next_id = meta
+                .get(META_NEXT_FILE_ID)?
+                .map(|v| u64::from_le_bytes(v.value().try_into().unwrap_or([0; 8])))
+                .unwrap_or(1);
+            for change in changes {
+                match change {
+                    Change::Upsert {
+                        root,
+                        rel,
+                        file,
+                        rows,
+                    } => {
+                        let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
+                        let old: Option<FileRecord> =
+                            files.get(key)?.map(|v| decode(v.value())).transpose()?;
+                        let id = match &old {
+                            Some(old) => {
+                                delete_kind_rows(&txn, old.kind, old.id)?;
+                                old.id
+                            }
+                            None => {
+                                next_id += 1;
+                                next_id - 1
+                            }
+                        };
+                        for row in rows {
+                            let mut table = txn.open_table(kind_table(row.table))?;
+                            table.insert((id, row.key.as_slice()), row.value.as_slice())?;
+                        }
+                        let record = FileRecord {
+                            id,
+                            kind: file.kind,
+                            size: file.size,
+                            mtime_ns: file.mtime_ns,
+                            fingerprint: file.fingerprint,
+                            status: file.status.clone(),
+                            indexed_at_ms: file.indexed_at_ms,
+                        };
+                        files.insert(key, encode(&record).as_slice())?;
+                        applied.push((*root, rel, Some(entry_of(&record))));
+                    }
+                    Change::Remove { root, rel } => {
+                        let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
+                        let old = files.remove(key)?.map(|v| decode::<FileRecord>(v.value()));
+                        if let Some(old) = old.transpose()? {
+                            delete_kind_rows(&txn, old.kind, old.id)?;
+                        }
+                        applied.push((*root, rel, None));
+                    }
+                }
+            }
+            meta.insert(META_NEXT_FILE_ID, next_id.to_le_bytes().as_slice())?;
+        }
+        txn.commit()?;
+        for (root, rel, entry) in applied {
+            match entry {
+                Some(e) => self.files.insert(root, rel, e),
+                None => self.files.remove(root, rel),
+            }
+        }
+        Ok(())
+    }
+
+    /// The full record of one file, read from the database.
+    pub fn record(&self, root: usize, rel: &str) -> anyhow::Result<Option<FileRecord>> {
+        let txn = self.db.begin_read()?;
+        let files = txn.open_table(FILES)?;
+        let key = (self.roots.list()[root].name.as_str(), rel);
+        files.get(key)?.map(|v| decode(v.value())).transpose()
+    }
+
+    /// The failed files of a root with their errors, at most `limit` of them.
+    pub fn failures(
+        &self,
+        root: usize,
+        limit: usize,
+    ) -> anyhow::Result<Vec<(String, Kind, String)>> {
+        let mut out = Vec::new();
+        for rel in self.files.failed(root).into_iter().take(limit) {
+            if let Some(r) = self.record(root, &rel)?
+                && let FileStatus::Failed(msg) = r.status
+            {
+                out.push((rel, r.kind, msg));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn set_scan_completed(&self, root: usize, at_ms: i64) -> anyhow::Result<()> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            let key = scan_key(&self.roots.list()[root].name);
+            meta.insert(key.as_str(), at_ms.to_le_bytes().as_slice())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// When the last full scan of a root finished (ms since the epoch).
+    pub fn scan_completed(&self, root: usize) -> anyhow::Result<Option<i64>> {
+        let txn = self.db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        let key = scan_key(&self.roots.list()[root].name);
+        Ok(meta
+            .get(key.as_str())?
+            .and_then(|v| v.value().try_into().ok().map(i64::from_le_bytes)))
+    }
+}
+
+fn open_db(path: &Path) -> Result<Database, OpenError> {
+    // A modest page cache: the hot data (the file list) lives in the mirror.
+    match Database::builder().set_cache_size(16 << 20).create(path) {
+        Ok(db) => Ok(db),
+        Err(DatabaseError::DatabaseAlreadyOpen) => Err(OpenError::Locked),
+        Err(e) => Err(OpenError::Failed(
+            anyhow::Error::new(e).context(format!("cannot open catalog {}", path.display())),
+        )),
+    }
+}
+
+fn stored_version(db: &Database) -> anyhow::Result<Option<u32>> {
+    let txn = db.begin_read()?;
+    let meta = match txn.open_table(META) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(meta
+        .get(META_SCHEMA_VERSION)?
+        .and_then(|v| v.value().try_into().ok().map(u32::from_le_bytes)))
+}
+
+fn stored_roots(db: &Database) -> anyhow::Result<Vec<(String, String)>> {
+    let txn = db.begin_read()?;
+    let roots = match txn.open_table(ROOTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for item in roots.iter()? {
+        let (k, v) = item?;
+        out.push((k.value().to_string(), v.value().to_string()));
+    }
+    Ok(out)
+}
+
+fn delete_kind_rows(txn: &redb::WriteTransaction, kind: Kind, id: u64) -> anyhow::Result<()> {
+    for t in kind_tables(kind) {
+        let mut table = txn.open_table(kind_table(t.name))?;
+        let empty: &[u8] = &[];
+        table.retain_in((id, empty)..(id + 1, empty), |_, _| false)?;
+    }
+    Ok(())
+}
+
+fn entry_of(r: &FileRecord) -> FileEntry {
+    FileEntry {
+        id: r.id,
+        kind: r.kind,
+        size: r.size,
+        mtime_ns: r.mtime_ns,
+        fingerprint: r.fingerprint,
+        failed: r.status.is_failed(),
+    }
+}

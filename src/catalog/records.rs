@@ -1,0 +1,88 @@
+//! What the catalog stores about each file, and how values are encoded.
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::formats::Kind;
+
+/// One indexed file (the value of the `files` table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// Stable id of this file's entry; kind tables key their rows by it.
+    pub id: u64,
+    pub kind: Kind,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// Hash of (size, mtime, inode): a changed fingerprint means re-extract.
+    pub fingerprint: u64,
+    pub status: FileStatus,
+    pub indexed_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileStatus {
+    Ok,
+    Failed(String),
+}
+
+impl FileStatus {
+    pub fn is_failed(&self) -> bool {
+        matches!(self, FileStatus::Failed(_))
+    }
+}
+
+/// A row a kind's extractor wants stored in one of that kind's tables, keyed by the
+/// file's id and a kind-chosen sub-key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindRow {
+    pub table: &'static str,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// A kind-owned table: rows keyed by (file id, sub-key). Each kind lists its tables
+/// here; the catalog deletes a file's rows from them when the file changes or goes.
+#[derive(Debug, Clone, Copy)]
+pub struct KindTable {
+    pub kind: Kind,
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+/// The kind tables of this catalog version. Kinds add theirs as their extractors
+/// grow (ROOT trees and branches, HDF5 objects, document pages, code symbols).
+pub const KIND_TABLES: &[KindTable] = &[];
+
+pub fn kind_tables(kind: Kind) -> impl Iterator<Item = &'static KindTable> {
+    KIND_TABLES.iter().filter(move |t| t.kind == kind)
+}
+
+/// Encodes a value with bincode 2's standard configuration.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    bincode::serde::encode_to_vec(value, bincode::config::standard())
+        .expect("catalog values always encode")
+}
+
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> anyhow::Result<T> {
+    let (value, _) = bincode::serde::decode_from_slice(bytes, bincode::config::standard())?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let r = FileRecord {
+            id: 7,
+            kind: Kind::Hdf5,
+            size: 123,
+            mtime_ns: -5,
+            fingerprint: u64::MAX,
+            status: FileStatus::Failed("bad signature".into()),
+            indexed_at_ms: 1_700_000_000_000,
+        };
+        assert_eq!(decode::<FileRecord>(&encode(&r)).unwrap(), r);
+        assert!(decode::<FileRecord>(&[0xff, 0xff]).is_err());
+    }
+}

@@ -1,0 +1,163 @@
+//! `quarry status`: what the catalog holds per root and kind, how fresh it is,
+//! and every file that failed to index. Reads the catalog directly when no process
+//! holds it, and asks the process that does (over its socket) otherwise; both
+//! answers are the index_status tool's result, printed the same way.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{Catalog, OpenError};
+use crate::cli::StatusArgs;
+use crate::config::Settings;
+use crate::mcp::QuarryServer;
+use crate::mcp::tools::{Context, ServerSettings};
+
+pub fn run(args: StatusArgs) -> anyhow::Result<()> {
+    let (dir, socket) = Settings::locate_catalog(args.catalog.as_deref(), args.config.as_deref())?;
+    let (status, served) = match Catalog::open_existing(&dir) {
+        Ok(catalog) => (read_locally(catalog)?, false),
+        Err(OpenError::Locked) => (ask_daemon(&socket)?, true),
+        Err(OpenError::Failed(e)) => return Err(e),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", render(&dir, served, &status));
+    }
+    Ok(())
+}
+
+fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
+    let server = QuarryServer::new(Context {
+        catalog: Arc::new(catalog),
+        settings: ServerSettings::default(),
+    })?;
+    let def = crate::mcp::tools::all()
+        .iter()
+        .find(|d| d.name == "index_status")
+        .context("index_status tool")?;
+    let mut args = Map::new();
+    args.insert("max_errors".into(), json!(1000));
+    let out = (def.handler)(server.context(), args).map_err(|e| anyhow::anyhow!(e.message))?;
+    Ok(out.into_json("index_status", 0.0))
+}
+
+/// A minimal MCP exchange over the daemon's socket: initialize, then one call.
+fn ask_daemon(socket: &Path) -> anyhow::Result<Value> {
+    let stream = UnixStream::connect(socket).with_context(|| {
+        format!(
+            "the catalog is in use, but its socket {} does not answer",
+            socket.display()
+        )
+    })?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut send = |v: Value| -> anyhow::Result<()> {
+        writeln!(writer, "{v}")?;
+        Ok(writer.flush()?)
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "quarry-status", "version": env!("CARGO_PKG_VERSION")}}}),
+    )?;
+    read_reply(&mut reader, 1)?;
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "index_status", "arguments": {"max_errors": 1000}}}))?;
+    let reply = read_reply(&mut reader, 2)?;
+    reply["result"]["structuredContent"]
+        .as_object()
+        .map(|o| Value::Object(o.clone()))
+        .context("the daemon's index_status answer has no structured content")
+}
+
+fn read_reply(reader: &mut impl BufRead, id: u64) -> anyhow::Result<Value> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        anyhow::ensure!(
+            reader.read_line(&mut line)? > 0,
+            "the daemon closed the connection"
+        );
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if v["id"] == json!(id) {
+            if let Some(err) = v.get("error") {
+                anyhow::bail!("the daemon answered with an error: {err}");
+            }
+            return Ok(v);
+        }
+    }
+}
+
+/// The human-readable report.
+pub fn render(dir: &Path, served: bool, status: &Value) -> String {
+    let data = &status["data"];
+    let mut out = format!(
+        "catalog {}{}\n",
+        dir.display(),
+        if served {
+            " (in use by a running quarry)"
+        } else {
+            ""
+        }
+    );
+    let state = match (data["complete"].as_bool(), data["watching"].as_bool()) {
+        (Some(true), Some(true)) => "complete, following changes",
+        (Some(true), _) => "complete as of the last scan",
+        _ => "indexing in progress",
+    };
+    out += &format!("state: {state}\n");
+    for root in data["roots"].as_array().into_iter().flatten() {
+        let last = root["last_full_scan"].as_str().unwrap_or("never");
+        out += &format!(
+            "\nroot '{}' -> {}\n  last full scan: {last}{}\n",
+            root["name"].as_str().unwrap_or("?"),
+            root["path"].as_str().unwrap_or("?"),
+            if root["scanning"] == json!(true) {
+                " (scanning now)"
+            } else {
+                ""
+            }
+        );
+        out += &format!(
+            "  {:<10} {:>9} {:>9} {:>9}\n",
+            "kind", "indexed", "pending", "failed"
+        );
+        if let Some(kinds) = root["kinds"].as_object() {
+            for (kind, c) in kinds {
+                out += &format!(
+                    "  {:<10} {:>9} {:>9} {:>9}\n",
+                    kind,
+                    c["indexed"].as_u64().unwrap_or(0),
+                    c["pending"].as_u64().unwrap_or(0),
+                    c["failed"].as_u64().unwrap_or(0)
+                );
+            }
+        }
+        let failed = root["failed_files"]
+            .as_array()
+            .map_or(&[][..], |v| v.as_slice());
+        if !failed.is_empty() {
+            out += "  failed to index:\n";
+            for f in failed {
+                out += &format!(
+                    "    {} ({}): {}\n",
+                    f["path"].as_str().unwrap_or("?"),
+                    f["kind"].as_str().unwrap_or("?"),
+                    f["error"].as_str().unwrap_or("?")
+                );
+            }
+        }
+    }
+    out
+}

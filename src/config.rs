@@ -1,0 +1,311 @@
+//! Settings: the command line over an optional TOML file over defaults.
+//!
+//! ```toml
+//! catalog = "~/.local/share/quarry"   # relative paths are relative to this file
+//! socket = "/run/user/1000/quarry.sock"
+//! export_dir = "exports"
+//!
+//! [[roots]]
+//! name = "data"
+//! path = "/data/run2024"
+//!
+//! [toolsets]        # all on by default
+//! rag = false
+//!
+//! [limits]
+//! call_timeout_secs = 120
+//! max_listed_failures = 1000
+//!
+//! [index]
+//! threads = 2        # default: the machine's cores
+//! batch = 512        # files per catalog transaction
+//! settle_ms = 300    # quiet time before a changed file is re-indexed
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::cli::ServeArgs;
+use crate::index::IndexOptions;
+use crate::mcp::tools::{Limits, ServerSettings, Toolset};
+use crate::roots::{Roots, valid_root_name};
+
+pub const SOCKET_FILE: &str = "quarry.sock";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    catalog: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    export_dir: Option<PathBuf>,
+    #[serde(default)]
+    roots: Vec<RootConfig>,
+    #[serde(default)]
+    toolsets: ToolsetsConfig,
+    #[serde(default)]
+    limits: LimitsConfig,
+    #[serde(default)]
+    index: IndexConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RootConfig {
+    name: Option<String>,
+    path: PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsetsConfig {
+    root: Option<bool>,
+    hdf5: Option<bool>,
+    docs: Option<bool>,
+    code: Option<bool>,
+    rag: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsConfig {
+    call_timeout_secs: Option<u64>,
+    max_listed_failures: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexConfig {
+    threads: Option<usize>,
+    batch: Option<usize>,
+    settle_ms: Option<u64>,
+}
+
+/// Everything a command runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub roots: Roots,
+    pub catalog_dir: PathBuf,
+    pub socket: PathBuf,
+    pub server: ServerSettings,
+    pub index: IndexOptions,
+    pub settle: Duration,
+}
+
+/// The default catalog folder: quarry's folder in the user's XDG data dir.
+pub fn default_catalog_dir() -> anyhow::Result<PathBuf> {
+    dirs::data_dir()
+        .map(|d| d.join("quarry"))
+        .context("no user data folder (set XDG_DATA_HOME or HOME), pass --catalog DIR")
+}
+
+/// Splits `--root [NAME=]DIR`; a bare DIR is named after its folder.
+pub fn parse_root_arg(arg: &str) -> anyhow::Result<(String, PathBuf)> {
+    if let Some((name, dir)) = arg.split_once('=')
+        && valid_root_name(name)
+    {
+        return Ok((name.to_string(), PathBuf::from(dir)));
+    }
+    let dir = PathBuf::from(arg);
+    Ok((name_of_dir(&dir)?, dir))
+}
+
+fn name_of_dir(dir: &Path) -> anyhow::Result<String> {
+    let absolute = std::path::absolute(dir)?;
+    let name = absolute
+        .canonicalize()
+        .unwrap_or(absolute)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string);
+    name.filter(|n| valid_root_name(n)).with_context(|| {
+        format!(
+            "cannot name root {} after its folder: use --root NAME=DIR",
+            dir.display()
+        )
+    })
+}
+
+fn load_file(path: &Path) -> anyhow::Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
+}
+
+/// Resolves a path from the config file relative to the file's folder.
+fn relative_to(base: Option<&Path>, p: PathBuf) -> PathBuf {
+    match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p,
+    }
+}
+
+impl Settings {
+    /// Settings for commands that need roots (serve, mcp, rebuild).
+    pub fn load(args: &ServeArgs) -> anyhow::Result<Settings> {
+        let file = args
+            .config
+            .as_deref()
+            .map(load_file)
+            .transpose()?
+            .unwrap_or_default();
+        let base = args.config.as_deref().and_then(Path::parent);
+
+        let mut specs = Vec::new();
+        for r in file.roots {
+            let path = relative_to(base, r.path);
+            let name = match r.name {
+                Some(n) => n,
+                None => name_of_dir(&path)?,
+            };
+            specs.push((name, path));
+        }
+        for arg in &args.roots {
+            specs.push(parse_root_arg(arg)?);
+        }
+        anyhow::ensure!(
+            !specs.is_empty(),
+            "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
+        );
+        let roots = Roots::new(specs)?;
+
+        let catalog_dir = match (&args.catalog, file.catalog) {
+            (Some(c), _) => std::path::absolute(c)?,
+            (None, Some(c)) => relative_to(base, c),
+            (None, None) => default_catalog_dir()?,
+        };
+        let socket = match (&args.socket, file.socket) {
+            (Some(s), _) => std::path::absolute(s)?,
+            (None, Some(s)) => relative_to(base, s),
+            (None, None) => catalog_dir.join(SOCKET_FILE),
+        };
+        let export_dir = file.export_dir.map(|d| relative_to(base, d));
+
+        let t = &file.toolsets;
+        let mut toolsets = vec![Toolset::Core];
+        for (set, on) in [
+            (Toolset::Root, t.root),
+            (Toolset::Hdf5, t.hdf5),
+            (Toolset::Docs, t.docs),
+            (Toolset::Code, t.code),
+            (Toolset::Rag, t.rag),
+        ] {
+            if on.unwrap_or(true) {
+                toolsets.push(set);
+            }
+        }
+        let defaults = Limits::default();
+        let limits = Limits {
+            call_timeout: file
+                .limits
+                .call_timeout_secs
+                .map_or(defaults.call_timeout, Duration::from_secs),
+            max_listed_failures: file
+                .limits
+                .max_listed_failures
+                .unwrap_or(defaults.max_listed_failures),
+        };
+
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut excluded_dirs = vec![catalog_dir.clone()];
+        excluded_dirs.extend(export_dir.clone());
+        Ok(Settings {
+            roots,
+            socket,
+            server: ServerSettings {
+                toolsets,
+                limits,
+                export_dir,
+            },
+            index: IndexOptions {
+                threads: file.index.threads.unwrap_or(cores).max(1),
+                batch: file.index.batch.unwrap_or(512).max(1),
+                excluded_dirs,
+            },
+            settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
+            catalog_dir,
+        })
+    }
+
+    /// The catalog folder (and socket) for `status`, which needs no roots.
+    pub fn locate_catalog(
+        catalog: Option<&Path>,
+        config: Option<&Path>,
+    ) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let file = config.map(load_file).transpose()?.unwrap_or_default();
+        let base = config.and_then(Path::parent);
+        let dir = match (catalog, file.catalog) {
+            (Some(c), _) => std::path::absolute(c)?,
+            (None, Some(c)) => relative_to(base, c),
+            (None, None) => default_catalog_dir()?,
+        };
+        let socket = file
+            .socket
+            .map(|s| relative_to(base, s))
+            .unwrap_or_else(|| dir.join(SOCKET_FILE));
+        Ok((dir, socket))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_arguments_take_an_optional_name() {
+        let (name, dir) = parse_root_arg("data=/srv/x").unwrap();
+        assert_eq!((name.as_str(), dir), ("data", PathBuf::from("/srv/x")));
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("run2024");
+        std::fs::create_dir(&d).unwrap();
+        let (name, _) = parse_root_arg(d.to_str().unwrap()).unwrap();
+        assert_eq!(name, "run2024");
+        // '=' inside a folder path is not a name separator when the left part has '/'.
+        let weird = tmp.path().join("a=b");
+        std::fs::create_dir(&weird).unwrap();
+        let (name, dir) = parse_root_arg(weird.to_str().unwrap()).unwrap();
+        assert_eq!((name.as_str(), dir), ("a=b", weird));
+    }
+
+    #[test]
+    fn config_file_supplies_roots_toolsets_and_relative_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("data")).unwrap();
+        let cfg = tmp.path().join("quarry.toml");
+        std::fs::write(
+            &cfg,
+            "catalog = \"cat\"\nexport_dir = \"out\"\n[[roots]]\npath = \"data\"\n[toolsets]\nrag = false\nhdf5 = false\n[index]\nsettle_ms = 100\n",
+        )
+        .unwrap();
+        let s = Settings::load(&ServeArgs {
+            config: Some(cfg),
+            ..ServeArgs::default()
+        })
+        .unwrap();
+        assert_eq!(s.roots.names(), vec!["data"]);
+        assert_eq!(s.catalog_dir, tmp.path().join("cat"));
+        assert_eq!(s.socket, tmp.path().join("cat").join(SOCKET_FILE));
+        assert_eq!(s.server.export_dir, Some(tmp.path().join("out")));
+        assert!(!s.server.toolsets.contains(&Toolset::Rag));
+        assert!(!s.server.toolsets.contains(&Toolset::Hdf5));
+        assert!(s.server.toolsets.contains(&Toolset::Root));
+        assert_eq!(s.settle, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn bad_configs_are_refused_clearly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = tmp.path().join("q.toml");
+        std::fs::write(&cfg, "unknown_key = 1\n").unwrap();
+        let err = Settings::load(&ServeArgs {
+            config: Some(cfg),
+            ..ServeArgs::default()
+        })
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("unknown_key"), "{err:#}");
+        let err = Settings::load(&ServeArgs::default()).unwrap_err();
+        assert!(err.to_string().contains("no data roots"));
+    }
+}

@@ -1,0 +1,79 @@
+//! The running pieces of a serving quarry, wired together: the catalog, the
+//! indexer with its initial scan in the background, the watcher, and the MCP
+//! server over them.
+
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::config::Settings;
+use crate::index::{Indexer, Quiet, watcher};
+use crate::mcp::QuarryServer;
+use crate::mcp::tools::Context;
+
+pub struct Engine {
+    pub catalog: Arc<Catalog>,
+    pub indexer: Arc<Indexer>,
+    _watcher: Option<watcher::Watcher>,
+}
+
+impl Engine {
+    /// Starts following the roots: the watcher first (so nothing that changes
+    /// during the scan is missed), then the initial scan on its own thread. Tools
+    /// answer from the catalog meanwhile; index_status tells how far it got.
+    pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Engine> {
+        let catalog = Arc::new(catalog);
+        let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
+        for root in 0..catalog.roots().list().len() {
+            catalog.activity().set_scanning(root, true);
+        }
+        let watcher = match watcher::start(indexer.clone(), settings.settle) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot watch the roots ({e:#}): the catalog is refreshed only by restarts"
+                );
+                None
+            }
+        };
+        std::thread::Builder::new()
+            .name("quarry-scan".into())
+            .spawn({
+                let indexer = indexer.clone();
+                move || {
+                    let started = std::time::Instant::now();
+                    match indexer.scan_all(&Quiet) {
+                        Ok(s) => tracing::info!(
+                            "initial scan done in {:.1} s: {} indexed, {} failed, {} unchanged, {} removed",
+                            started.elapsed().as_secs_f64(),
+                            s.indexed,
+                            s.failed,
+                            s.unchanged,
+                            s.removed
+                        ),
+                        Err(e) => tracing::error!("initial scan failed: {e:#}"),
+                    }
+                }
+            })?;
+        Ok(Engine {
+            catalog,
+            indexer,
+            _watcher: watcher,
+        })
+    }
+
+    pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
+        QuarryServer::new(Context {
+            catalog: self.catalog.clone(),
+            settings: settings.server.clone(),
+        })
+    }
+}
+
+/// The async runtime quarry's servers run on.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("quarry-rt")
+        .enable_all()
+        .build()?)
+}

@@ -1,0 +1,249 @@
+//! The index pipeline: finds files in the roots, extracts what each kind keeps,
+//! and writes it to the catalog in batched transactions. A full scan and a
+//! watcher-driven update are the same operation (`sync`) over a root or a subtree:
+//! observe what is on disk, diff against the catalog's mirror, extract what is new
+//! or changed, drop what is gone.
+
+mod extract;
+mod walk;
+pub mod watcher;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+pub use extract::{extract, panic_message};
+pub use walk::{Exclusions, Observed};
+
+use crate::catalog::{Catalog, Change, FileStatus, NewFile};
+use crate::formats::Kind;
+
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// Threads for walking and extraction.
+    pub threads: usize,
+    /// Files per catalog transaction.
+    pub batch: usize,
+    /// Absolute folders never indexed (the catalog and export folders).
+    pub excluded_dirs: Vec<PathBuf>,
+}
+
+/// Told how a sync advances (for `rebuild`'s progress bar).
+pub trait Progress: Sync {
+    fn found(&self, _root: &str, _to_index: usize) {}
+    fn indexed(&self, _files: usize) {}
+}
+
+/// A progress observer that says nothing.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// What one sync did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SyncSummary {
+    pub indexed: usize,
+    pub failed: usize,
+    pub unchanged: usize,
+    pub removed: usize,
+}
+
+impl SyncSummary {
+    fn add(&mut self, other: SyncSummary) {
+        self.indexed += other.indexed;
+        self.failed += other.failed;
+        self.unchanged += other.unchanged;
+        self.removed += other.removed;
+    }
+}
+
+pub struct Indexer {
+    catalog: Arc<Catalog>,
+    options: IndexOptions,
+    exclusions: Exclusions,
+    pool: rayon::ThreadPool,
+    /// One sync at a time: a scan and a watcher update never interleave their
+    /// diffs, so the catalog always converges to the last state observed.
+    sync_lock: Mutex<()>,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Indexer {
+    pub fn new(catalog: Arc<Catalog>, options: IndexOptions) -> anyhow::Result<Indexer> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(options.threads.max(1))
+            .thread_name(|i| format!("quarry-index-{i}"))
+            .build()?;
+        Ok(Indexer {
+            exclusions: Exclusions::new(options.excluded_dirs.clone()),
+            catalog,
+            options,
+            pool,
+            sync_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Brings every root's catalog entries up to date with the disk.
+    pub fn scan_all(&self, progress: &dyn Progress) -> anyhow::Result<SyncSummary> {
+        let mut total = SyncSummary::default();
+        for root in 0..self.catalog.roots().list().len() {
+            total.add(self.scan_root(root, progress)?);
+        }
+        Ok(total)
+    }
+
+    pub fn scan_root(&self, root: usize, progress: &dyn Progress) -> anyhow::Result<SyncSummary> {
+        let activity = self.catalog.activity();
+        activity.set_scanning(root, true);
+        let result = self.sync(root, "", progress);
+        if result.is_ok() {
+            self.catalog.set_scan_completed(root, now_ms())?;
+        }
+        activity.set_scanning(root, false);
+        result
+    }
+
+    /// Re-examines absolute paths the watcher reported (files or folders, present
+    /// or gone).
+    pub fn reconcile(&self, paths: &[PathBuf]) -> anyhow::Result<SyncSummary> {
+        let targets: BTreeSet<(usize, String)> = paths
+            .iter()
+            .filter_map(|p| self.catalog.roots().locate(p))
+            .filter(|(_, rel)| !self.exclusions.excludes_rel(rel))
+            .collect();
+        let mut total = SyncSummary::default();
+        for (root, rel) in targets {
+            total.add(self.sync(root, &rel, &Quiet)?);
+        }
+        Ok(total)
+    }
+
+    /// Whether a path is one the index ignores.
+    pub fn ignores(&self, abs: &Path) -> bool {
+        self.exclusions.excludes_abs(abs)
+            || self
+                .catalog
+                .roots()
+                .locate(abs)
+                .is_none_or(|(_, rel)| self.exclusions.excludes_rel(&rel))
+    }
+
+    /// Makes the catalog's entries at or below `rel` match the disk.
+    pub fn sync(
+        &self,
+        root: usize,
+        rel: &str,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<SyncSummary> {
+        let _one_at_a_time = self.sync_lock.lock().expect("sync lock");
+        let spec = &self.catalog.roots().list()[root];
+        let observed = walk::observe_tree(spec, rel, &self.exclusions, self.options.threads);
+        let known: HashMap<String, _> = self.catalog.files().under(root, rel).into_iter().collect();
+
+        let mut summary = SyncSummary::default();
+        let mut to_index = Vec::new();
+        let mut seen = BTreeSet::new();
+        for o in observed {
+            let unchanged = known
+                .get(&o.rel)
+                .is_some_and(|e| e.fingerprint == o.fingerprint && e.kind == o.kind);
+            seen.insert(o.rel.clone());
+            if unchanged {
+                summary.unchanged += 1;
+            } else {
+                to_index.push(o);
+            }
+        }
+        let removals: Vec<Change> = known
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .map(|k| Change::Remove {
+                root,
+                rel: k.clone(),
+            })
+            .collect();
+        summary.removed = removals.len();
+        progress.found(&spec.name, to_index.len());
+        self.catalog.apply(&removals)?;
+
+        self.mark_pending(root, &to_index);
+        let mut stored = 0;
+        let outcome = self.extract_and_store(root, &to_index, &mut summary, progress, &mut stored);
+        // After a failed transaction, what was never stored is no longer pending.
+        for o in &to_index[stored..] {
+            self.catalog.activity().finish_pending(root, o.kind, 1);
+        }
+        outcome?;
+        Ok(summary)
+    }
+
+    fn mark_pending(&self, root: usize, files: &[Observed]) {
+        let mut by_kind: BTreeMap<Kind, u64> = BTreeMap::new();
+        for o in files {
+            *by_kind.entry(o.kind).or_default() += 1;
+        }
+        for (&kind, &n) in &by_kind {
+            self.catalog.activity().add_pending(root, kind, n);
+        }
+    }
+
+    fn extract_and_store(
+        &self,
+        root: usize,
+        files: &[Observed],
+        summary: &mut SyncSummary,
+        progress: &dyn Progress,
+        stored: &mut usize,
+    ) -> anyhow::Result<()> {
+        let base = self.catalog.roots().list()[root].canonical.clone();
+        for chunk in files.chunks(self.options.batch.max(1)) {
+            let changes: Vec<Change> = self.pool.install(|| {
+                chunk
+                    .par_iter()
+                    .map(|o| extract_change(root, &base, o))
+                    .collect()
+            });
+            self.catalog.apply(&changes)?;
+            for (o, c) in chunk.iter().zip(&changes) {
+                self.catalog.activity().finish_pending(root, o.kind, 1);
+                match c {
+                    Change::Upsert { file, .. } if file.status.is_failed() => summary.failed += 1,
+                    _ => summary.indexed += 1,
+                }
+            }
+            *stored += chunk.len();
+            progress.indexed(chunk.len());
+        }
+        Ok(())
+    }
+}
+
+fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
+    let (status, rows) = match extract(o.kind, &base.join(&o.rel)) {
+        Ok(rows) => (FileStatus::Ok, rows),
+        Err(msg) => (FileStatus::Failed(msg), Vec::new()),
+    };
+    Change::Upsert {
+        root,
+        rel: o.rel.clone(),
+        file: NewFile {
+            kind: o.kind,
+            size: o.size,
+            mtime_ns: o.mtime_ns,
+            fingerprint: o.fingerprint,
+            status,
+            indexed_at_ms: now_ms(),
+        },
+        rows,
+    }
+}

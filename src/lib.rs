@@ -1,0 +1,20 @@
+//! quarry: pre-indexes data roots (CERN ROOT files, HDF5 files, documents, C++ and
+//! Python source) into an on-disk catalog and serves AI assistants over MCP.
+//!
+//! Layers, each depending only on the ones before it:
+//! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
+//! (redb tables + in-memory mirror) -> `mcp` (tools, server, transports).
+//! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and
+//! `commands` assemble a running program.
+
+pub mod catalog;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod formats;
+pub mod glob;
+pub mod index;
+pub mod logging;
+pub mod mcp;
+pub mod roots;

@@ -1,0 +1,27 @@
+//! The story of a run: read the command line, set up logging, resolve the settings
+//! (command line over config file over defaults), and hand over to the command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use quarry::cli::{Cli, Command};
+use quarry::commands;
+use quarry::config::Settings;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    quarry::logging::init(cli.verbose);
+    let outcome = match cli.command {
+        Command::Serve(args) => Settings::load(&args).and_then(commands::serve::run),
+        Command::Mcp(args) => Settings::load(&args).and_then(commands::mcp::run),
+        Command::Rebuild(args) => Settings::load(&args.into()).and_then(commands::rebuild::run),
+        Command::Status(args) => commands::status::run(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quarry: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The MCP front end: the tool registry, the server, and its transports.
+
+pub mod response;
+mod server;
+pub mod tools;
+pub mod transport;
+
+pub use server::QuarryServer;

@@ -1,0 +1,146 @@
+//! The MCP server: tools/list from the registry (filtered by the enabled toolsets),
+//! tools/call run off the async runtime with a time limit, results and errors in
+//! the specs' shapes. One `QuarryServer` value serves any number of sessions.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::json;
+
+use super::response::ToolError;
+use super::tools::{self, Context, ToolDef};
+use crate::index::panic_message;
+
+const INSTRUCTIONS: &str = "quarry answers questions about the user's data roots (CERN ROOT files, HDF5 files, \
+documents, C++/Python source) from a pre-built catalog. Start with list_files(kind='all') to see what is there, \
+and index_status() to know whether the catalog is complete. Paths returned by one tool are accepted by the others.";
+
+#[derive(Clone)]
+pub struct QuarryServer {
+    ctx: Arc<Context>,
+    tools: Arc<Vec<(&'static ToolDef, Tool)>>,
+}
+
+impl QuarryServer {
+    pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
+        let mut listed = Vec::new();
+        for def in tools::all() {
+            if ctx.settings.toolsets.contains(&def.toolset) {
+                listed.push((def, describe(def)?));
+            }
+        }
+        Ok(QuarryServer {
+            ctx: Arc::new(ctx),
+            tools: Arc::new(listed),
+        })
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    fn find(&self, name: &str) -> Option<&'static ToolDef> {
+        self.tools
+            .iter()
+            .find(|(d, _)| d.name == name)
+            .map(|(d, _)| *d)
+    }
+
+    /// Runs a tool and shapes its answer; failures become tool errors.
+    pub async fn run_tool(&self, def: &'static ToolDef, args: JsonObject) -> CallToolResult {
+        let ctx = self.ctx.clone();
+        let limit = ctx.settings.limits.call_timeout;
+        let work = tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let result = (def.handler)(&ctx, args);
+            (result, started.elapsed().as_secs_f64() * 1000.0)
+        });
+        let outcome = match tokio::time::timeout(limit, work).await {
+            Ok(Ok((Ok(output), ms))) => {
+                return CallToolResult::structured(output.into_json(def.name, ms));
+            }
+            Ok(Ok((Err(e), _))) => e,
+            Ok(Err(join)) if join.is_panic() => {
+                let why = panic_message(join.into_panic().as_ref());
+                tracing::error!("tool {} panicked: {why}", def.name);
+                ToolError::internal(format!("{} failed unexpectedly: {why}", def.name))
+            }
+            Ok(Err(join)) => ToolError::internal(join),
+            Err(_) => ToolError::new(
+                "timeout",
+                format!("{} took longer than {} s", def.name, limit.as_secs()),
+                "Reduce the scope: a tighter pattern, selection or smaller limit",
+            ),
+        };
+        CallToolResult::structured_error(outcome.into_json())
+    }
+}
+
+fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonObject>> {
+    match serde_json::from_str(text)? {
+        serde_json::Value::Object(map) => Ok(Arc::new(map)),
+        _ => anyhow::bail!("the {which} schema of {name} is not a JSON object"),
+    }
+}
+
+fn describe(def: &ToolDef) -> anyhow::Result<Tool> {
+    let input = parse_schema(def.name, "input", def.input_schema)?;
+    let output = parse_schema(def.name, "output", def.output_schema)?;
+    let annotations = ToolAnnotations::with_title(def.title)
+        .read_only(def.read_only)
+        .destructive(false);
+    Ok(Tool::new(def.name, def.description, input)
+        .with_title(def.title)
+        .with_raw_output_schema(output)
+        .with_annotations(annotations))
+}
+
+impl ServerHandler for QuarryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            self.tools.iter().map(|(_, t)| t.clone()).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools
+            .iter()
+            .find(|(d, _)| d.name == name)
+            .map(|(_, t)| t.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(def) = self.find(&request.name) else {
+            let available: Vec<&str> = self.tools.iter().map(|(d, _)| d.name).collect();
+            return Err(McpError::invalid_params(
+                format!("unknown tool '{}'", request.name),
+                Some(json!({ "available_tools": available })),
+            ));
+        };
+        Ok(self
+            .run_tool(def, request.arguments.unwrap_or_default())
+            .await
+            .into())
+    }
+}

@@ -1,0 +1,292 @@
+//! File discovery from the catalog alone: `list_files` and `index_status`. Neither
+//! opens a data file.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Context, ToolDef, Toolset, parse_args};
+use crate::catalog::{FileMatch, FileQuery, KindSet};
+use crate::formats::Kind;
+use crate::glob::Glob;
+use crate::mcp::response::{ToolError, ToolOutput, iso8601_ms, iso8601_ns};
+
+pub static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        name: "list_files",
+        title: "List files",
+        toolset: Toolset::Root,
+        description: "List the files under the configured data roots, from quarry's catalog (no file is opened). \
+By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other kinds. \
+`pattern` is a glob on file names (run_*.root, *2024*); a pattern containing '/' matches root-relative paths ('**' crosses folders). \
+`resource` restricts to one root. Returns absolute paths to pass to the other tools.",
+        input_schema: include_str!("../../../schema/tools/list_files.input.json"),
+        output_schema: include_str!("../../../schema/tools/list_files.output.json"),
+        read_only: true,
+        handler: list_files,
+    },
+    ToolDef {
+        name: "index_status",
+        title: "Index status",
+        toolset: Toolset::Core,
+        description: "How complete and fresh quarry's catalog is: per root and kind, files indexed, pending and failed \
+(with each failure's error), whether a scan is running and when the last full scan finished. \
+Call it when results look incomplete or a file seems missing.",
+        input_schema: include_str!("../../../schema/tools/index_status.input.json"),
+        output_schema: include_str!("../../../schema/tools/index_status.output.json"),
+        read_only: true,
+        handler: index_status,
+    },
+];
+
+const LIST_LIMIT_DEFAULT: usize = 100;
+const LIST_LIMIT_MAX: usize = 1000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListFilesArgs {
+    resource: Option<String>,
+    pattern: Option<String>,
+    limit: Option<i64>,
+    kind: Option<String>,
+}
+
+fn kinds_of(arg: Option<&str>) -> Result<KindSet, ToolError> {
+    match arg.unwrap_or("root") {
+        "all" => Ok(KindSet::ALL),
+        name => Kind::parse(name).map(KindSet::only).ok_or_else(|| {
+            ToolError::invalid_arguments("list_files", format!("unknown kind '{name}'"))
+                .retry_with(json!({ "kind": "all" }))
+        }),
+    }
+}
+
+fn list_files(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let args: ListFilesArgs = parse_args("list_files", args)?;
+    let roots = ctx.catalog.roots();
+    let selected: Vec<usize> = match &args.resource {
+        Some(name) => vec![roots.resource(name).map_err(|e| ToolError::from_path(&e))?],
+        None => (0..roots.list().len()).collect(),
+    };
+    let limit = match args.limit {
+        None => LIST_LIMIT_DEFAULT,
+        Some(n) if (0..=LIST_LIMIT_MAX as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(ToolError::new(
+                "limit_exceeded",
+                format!("limit {n} is outside 0..={LIST_LIMIT_MAX}"),
+                "Use a limit of at most 1000 and narrow the listing with `pattern`",
+            )
+            .retry_with(json!({ "limit": LIST_LIMIT_MAX })));
+        }
+    };
+    let kinds = kinds_of(args.kind.as_deref())?;
+    let glob = args.pattern.as_deref().map(checked_glob).transpose()?;
+    let result = ctx.catalog.files().query(&FileQuery {
+        roots: &selected,
+        kinds,
+        glob: glob.as_ref(),
+        limit,
+    });
+
+    let files: Vec<Value> = result.files.iter().map(|f| file_json(ctx, f)).collect();
+    let truncated = result.total_matched > files.len();
+    let mut out = ToolOutput::new(json!({
+        "files": files,
+        "total_matched": result.total_matched,
+        "total_scanned": result.total_scanned,
+    }))
+    .meta("truncated", truncated);
+    out.suggestions = list_suggestions(
+        ctx,
+        &args,
+        &result.files,
+        result.total_matched,
+        truncated,
+        &selected,
+        kinds,
+    );
+    Ok(out)
+}
+
+/// Refuses patterns that try to reach outside a root; compiles the rest.
+fn checked_glob(pattern: &str) -> Result<Glob, ToolError> {
+    if pattern.starts_with('/') || pattern.split('/').any(|c| c == "..") || pattern.contains('\0') {
+        return Err(ToolError::new(
+            "permission_denied",
+            format!("pattern '{pattern}' points outside the configured roots"),
+            "Patterns match names inside the roots: use e.g. pattern='*.root' or 'subdir/*.root'",
+        ));
+    }
+    Glob::new(pattern).map_err(|e| ToolError::invalid_arguments("list_files", e))
+}
+
+fn file_json(ctx: &Context, f: &FileMatch) -> Value {
+    let root = &ctx.catalog.roots().list()[f.root];
+    let mut v = json!({
+        "path": root.canonical.join(&f.rel).to_string_lossy(),
+        "size_bytes": f.entry.size,
+        "modified": iso8601_ns(f.entry.mtime_ns),
+        "resource": root.name,
+        "kind": f.entry.kind.as_str(),
+    });
+    if f.entry.failed {
+        v["index_failed"] = json!(true);
+    }
+    v
+}
+
+fn next_tool_for(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Root => "inspect_file",
+        Kind::Hdf5 => "read_dataset_slice",
+        Kind::Document => "get_document_info",
+        Kind::Code => "parse_file",
+    }
+}
+
+fn list_suggestions(
+    ctx: &Context,
+    args: &ListFilesArgs,
+    shown: &[FileMatch],
+    matched: usize,
+    truncated: bool,
+    selected: &[usize],
+    kinds: KindSet,
+) -> Vec<String> {
+    let mut s = Vec::new();
+    if let Some(first) = shown.first() {
+        let path = ctx.catalog.roots().list()[first.root]
+            .canonical
+            .join(&first.rel);
+        s.push(format!(
+            "Inspect {} with {}(path='{}')",
+            first.rel,
+            next_tool_for(first.entry.kind),
+            path.display()
+        ));
+    }
+    if truncated {
+        s.push(format!(
+            "Showing {} of {matched} matches: narrow with pattern (e.g. pattern='run_123*') or raise limit (max {LIST_LIMIT_MAX})",
+            shown.len()
+        ));
+    }
+    if matched == 0 {
+        let other: Vec<String> = Kind::ALL
+            .into_iter()
+            .filter(|k| !kinds.contains(*k))
+            .filter_map(|k| {
+                let n: u64 = selected
+                    .iter()
+                    .map(|&r| {
+                        ctx.catalog
+                            .files()
+                            .counts(r)
+                            .get(&k)
+                            .map_or(0, |c| c.ok + c.failed)
+                    })
+                    .sum();
+                (n > 0).then(|| format!("{n} {}", k.label()))
+            })
+            .collect();
+        if !other.is_empty() {
+            s.push(format!(
+                "Nothing matched; there are also {}: try kind='all'",
+                other.join(", ")
+            ));
+        }
+        if let Some(p) = &args.pattern
+            && !p.contains('*')
+        {
+            s.push(format!(
+                "Patterns are globs: try pattern='*{p}*' to match names containing '{p}'"
+            ));
+        }
+    }
+    let pending = ctx.catalog.activity().total_pending();
+    if pending > 0
+        || selected
+            .iter()
+            .any(|&r| ctx.catalog.activity().is_scanning(r))
+    {
+        s.push(format!(
+            "Indexing is in progress ({pending} files pending): results may be incomplete, see index_status()"
+        ));
+    }
+    s
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexStatusArgs {
+    resource: Option<String>,
+    max_errors: Option<usize>,
+}
+
+fn index_status(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let args: IndexStatusArgs = parse_args("index_status", args)?;
+    let catalog = &ctx.catalog;
+    let roots = catalog.roots();
+    let selected: Vec<usize> = match &args.resource {
+        Some(name) => vec![roots.resource(name).map_err(|e| ToolError::from_path(&e))?],
+        None => (0..roots.list().len()).collect(),
+    };
+    let max_errors = args
+        .max_errors
+        .unwrap_or(20)
+        .min(ctx.settings.limits.max_listed_failures);
+    let activity = catalog.activity();
+    let mut complete = true;
+    let mut total_failed = 0;
+    let mut root_values = Vec::new();
+    for &r in &selected {
+        let root = &roots.list()[r];
+        let counts = catalog.files().counts(r);
+        let mut kinds = Map::new();
+        let mut failed_here = 0;
+        for kind in Kind::ALL {
+            let c = counts.get(&kind).copied().unwrap_or_default();
+            let pending = activity.pending(r, kind);
+            failed_here += c.failed;
+            complete &= pending == 0;
+            kinds.insert(
+                kind.as_str().into(),
+                json!({ "indexed": c.ok, "pending": pending, "failed": c.failed }),
+            );
+        }
+        let last_scan = catalog.scan_completed(r).map_err(ToolError::internal)?;
+        let scanning = activity.is_scanning(r);
+        complete &= !scanning && last_scan.is_some();
+        total_failed += failed_here;
+        let failures = catalog
+            .failures(r, max_errors)
+            .map_err(ToolError::internal)?;
+        root_values.push(json!({
+            "name": root.name,
+            "path": root.canonical.to_string_lossy(),
+            "scanning": scanning,
+            "last_full_scan": last_scan.map(iso8601_ms),
+            "kinds": kinds,
+            "failed_total": failed_here,
+            "failed_files": failures.iter().map(|(rel, kind, error)| json!({
+                "path": root.canonical.join(rel).to_string_lossy(),
+                "kind": kind.as_str(),
+                "error": error,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let mut out = ToolOutput::new(json!({
+        "complete": complete,
+        "watching": activity.is_watching(),
+        "roots": root_values,
+    }));
+    if !complete {
+        out = out.suggest("Indexing is still running: call index_status() again in a few seconds");
+    }
+    if total_failed > 0 {
+        out = out.suggest(format!(
+            "{total_failed} files failed to index: their errors are listed under failed_files; fix or remove them and quarry re-indexes them automatically"
+        ));
+    }
+    Ok(out.suggest("List files with list_files(kind='all')"))
+}

@@ -1,0 +1,118 @@
+//! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
+//! annotations and handler. A file per tool family.
+
+mod files;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::response::{ToolError, ToolOutput};
+use crate::catalog::Catalog;
+
+/// Groups of tools that can be switched on and off in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Toolset {
+    /// quarry's own tools (index_status): always on.
+    Core,
+    Root,
+    Hdf5,
+    Docs,
+    Code,
+    Rag,
+}
+
+impl Toolset {
+    pub const SWITCHABLE: [Toolset; 5] = [
+        Toolset::Root,
+        Toolset::Hdf5,
+        Toolset::Docs,
+        Toolset::Code,
+        Toolset::Rag,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Toolset::Core => "core",
+            Toolset::Root => "root",
+            Toolset::Hdf5 => "hdf5",
+            Toolset::Docs => "docs",
+            Toolset::Code => "code",
+            Toolset::Rag => "rag",
+        }
+    }
+}
+
+/// Limits a tool call is held to.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Longest a tool call may run before it answers `timeout`.
+    pub call_timeout: std::time::Duration,
+    /// How many failed files `index_status` lists per root at most.
+    pub max_listed_failures: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_timeout: std::time::Duration::from_secs(120),
+            max_listed_failures: 1000,
+        }
+    }
+}
+
+/// What the front end serves with.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub toolsets: Vec<Toolset>,
+    pub limits: Limits,
+    /// Where export tools may write; `None` disables writing.
+    pub export_dir: Option<PathBuf>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        let mut toolsets = vec![Toolset::Core];
+        toolsets.extend(Toolset::SWITCHABLE);
+        ServerSettings {
+            toolsets,
+            limits: Limits::default(),
+            export_dir: None,
+        }
+    }
+}
+
+/// What a tool handler can reach.
+pub struct Context {
+    pub catalog: Arc<Catalog>,
+    pub settings: ServerSettings,
+}
+
+pub type Handler = fn(&Context, Map<String, Value>) -> Result<ToolOutput, ToolError>;
+
+pub struct ToolDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub toolset: Toolset,
+    pub description: &'static str,
+    pub input_schema: &'static str,
+    pub output_schema: &'static str,
+    pub read_only: bool,
+    pub handler: Handler,
+}
+
+/// Every tool quarry has, whatever the config enables.
+pub fn all() -> &'static [ToolDef] {
+    files::TOOLS
+}
+
+/// Parses a tool's arguments into its argument type, as a tool error when they
+/// do not fit (so the model can correct itself).
+pub fn parse_args<T: DeserializeOwned>(
+    tool: &str,
+    args: Map<String, Value>,
+) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::invalid_arguments(tool, e))
+}

@@ -1,0 +1,122 @@
+//! Where MCP sessions come from: stdio, and a Unix socket with one session per
+//! connection; plus the byte proxy `quarry mcp` uses to reach a running daemon.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context as _;
+use rmcp::ServiceExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Notify;
+
+use super::QuarryServer;
+
+/// Linux's limit on a socket path (sun_path), including the terminating NUL.
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Serves one MCP session on stdin/stdout until the client closes it.
+pub async fn serve_stdio(server: QuarryServer) -> anyhow::Result<()> {
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// Binds the catalog's socket, readable and writable by the owner only. The caller
+/// holds the catalog lock, so a socket file already there is a stale leftover.
+pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
+    let len = path.as_os_str().len();
+    anyhow::ensure!(
+        len <= MAX_SOCKET_PATH,
+        "socket path {} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows: choose a shorter one with --socket",
+        path.display()
+    );
+    if path.symlink_metadata().is_ok() {
+        std::fs::remove_file(path)
+            .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    }
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Counts live socket sessions, so an in-process `quarry mcp` can stay up while
+/// other clients still use it.
+#[derive(Default)]
+pub struct Sessions {
+    live: AtomicUsize,
+    changed: Notify,
+}
+
+impl Sessions {
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no socket session is live.
+    pub async fn wait_idle(&self) {
+        loop {
+            let changed = self.changed.notified();
+            if self.live() == 0 {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+/// Accepts connections forever, one MCP session each.
+pub async fn serve_socket(server: QuarryServer, listener: UnixListener, sessions: Arc<Sessions>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("socket accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        sessions.live.fetch_add(1, Ordering::SeqCst);
+        let (server, sessions) = (server.clone(), sessions.clone());
+        tokio::spawn(async move {
+            match server.serve(stream).await {
+                Ok(running) => {
+                    let _ = running.waiting().await;
+                }
+                Err(e) => tracing::debug!("socket session ended during initialisation: {e}"),
+            }
+            sessions.live.fetch_sub(1, Ordering::SeqCst);
+            sessions.changed.notify_waiters();
+        });
+    }
+}
+
+/// Copies stdin to the daemon and the daemon's answers to stdout, until either
+/// side closes.
+pub async fn proxy_stdio(stream: UnixStream) -> anyhow::Result<()> {
+    let (mut from_daemon, mut to_daemon) = stream.into_split();
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = tokio::io::stdout();
+    let upstream = async {
+        tokio::io::copy(&mut stdin, &mut to_daemon).await?;
+        // The client is done: let the daemon finish its answers, then close.
+        use tokio::io::AsyncWriteExt;
+        to_daemon.shutdown().await
+    };
+    let downstream = async {
+        tokio::io::copy(&mut from_daemon, &mut stdout).await?;
+        use tokio::io::AsyncWriteExt;
+        stdout.flush().await
+    };
+    tokio::pin!(upstream, downstream);
+    tokio::select! {
+        r = &mut downstream => r?,
+        r = &mut upstream => {
+            r?;
+            downstream.await?;
+        }
+    }
+    Ok(())
+}

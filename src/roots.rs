@@ -1,0 +1,441 @@
+//! Data roots and the path rules of DESIGN.md, in one place.
+//!
+//! A tool path is either absolute (inside a configured root) or relative to a root:
+//! the only root when there is one, else `NAME/...` or the `resource` argument.
+//! Anything that could leave a root is refused before the file system is touched:
+//! `..` components, NUL bytes, absurd lengths, absolute paths elsewhere; and after
+//! resolution, symlinks whose target lies outside the root.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Longest tool path accepted, in bytes (Linux PATH_MAX).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest single path component accepted, in bytes (Linux NAME_MAX).
+pub const MAX_COMPONENT_BYTES: usize = 255;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub name: String,
+    /// The directory as configured (absolute, lexically normalised).
+    pub dir: PathBuf,
+    /// The directory with symlinks resolved; containment is judged against this.
+    pub canonical: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Index of the root in `Roots::list()`.
+    pub root: usize,
+    /// Path relative to the root, `/`-separated, empty for the root itself.
+    pub rel: String,
+    /// Absolute path under the root's canonical directory.
+    pub abs: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("the path contains a NUL byte")]
+    NulByte,
+    #[error(
+        "the path is too long ({0} bytes; at most {MAX_PATH_BYTES}, {MAX_COMPONENT_BYTES} per component)"
+    )]
+    TooLong(usize),
+    #[error("'..' is not allowed in a path: paths must stay inside a configured root")]
+    Traversal,
+    #[error("'{0}' is outside every configured root")]
+    OutsideRoots(String),
+    #[error("'{0}' is a symbolic link that leads outside its root")]
+    SymlinkEscape(String),
+    #[error("resource '{name}' is not configured")]
+    UnknownResource {
+        name: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "relative path '{path}' is ambiguous with several roots: prefix it with a root name or pass `resource`"
+    )]
+    Ambiguous {
+        path: String,
+        available: Vec<String>,
+    },
+    #[error("'{0}' does not exist")]
+    NotFound(String),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Roots {
+    roots: Vec<Root>,
+}
+
+/// A root name: non-empty, no path separators, not `.` or `..`.
+pub fn valid_root_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+impl Roots {
+    /// Builds the root set from (name, directory) pairs; directories must exist.
+    pub fn new(specs: Vec<(String, PathBuf)>) -> anyhow::Result<Roots> {
+        let mut roots: Vec<Root> = Vec::new();
+        for (name, dir) in specs {
+            anyhow::ensure!(valid_root_name(&name), "invalid root name '{name}'");
+            anyhow::ensure!(
+                !roots.iter().any(|r| r.name == name),
+                "two roots are named '{name}': give one of them another name with --root NAME=DIR"
+            );
+            let absolute = std::path::absolute(&dir)?;
+            let canonical = absolute.canonicalize().map_err(|e| {
+                anyhow::anyhow!("root '{name}' ({}) cannot be opened: {e}", dir.display())
+            })?;
+            anyhow::ensure!(
+                canonical.is_dir(),
+                "root '{name}' ({}) is not a directory",
+                dir.display()
+            );
+            roots.push(Root {
+                name,
+                dir: normalize_lexically(&absolute),
+                canonical,
+            });
+        }
+        Ok(Roots { roots })
+    }
+
+    /// Roots as a catalog recorded them, unchecked: for reporting on a catalog,
+    /// never for reading files.
+    pub fn recorded(stored: Vec<(String, String)>) -> Roots {
+        let roots = stored
+            .into_iter()
+            .map(|(name, dir)| Root {
+                name,
+                dir: PathBuf::from(&dir),
+                canonical: PathBuf::from(dir),
+            })
+            .collect();
+        Roots { roots }
+    }
+
+    pub fn list(&self) -> &[Root] {
+        &self.roots
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.roots.iter().map(|r| r.name.clone()).collect()
+    }
+
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.roots.iter().position(|r| r.name == name)
+    }
+
+    /// Resolves a root named by a tool's `resource` argument.
+    pub fn resource(&self, name: &str) -> Result<usize, PathError> {
+        self.index_of(name)
+            .ok_or_else(|| PathError::UnknownResource {
+                name: name.to_string(),
+                available: self.names(),
+            })
+    }
+
+    /// Resolves a tool path per DESIGN.md; the target must exist.
+    pub fn resolve(&self, path: &str, resource: Option<&str>) -> Result<Resolved, PathError> {
+        let (root, rel) = self.resolve_lexically(path, resource)?;
+        let abs = if rel.is_empty() {
+            self.roots[root].canonical.clone()
+        } else {
+            self.roots[root].canonical.join(&rel)
+        };
+        match abs.canonicalize() {
+            Ok(real) if real.starts_with(&self.roots[root].canonical) => {
+                Ok(Resolved { root, rel, abs })
+            }
+            Ok(_) => Err(PathError::SymlinkEscape(path.to_string())),
+            Err(_) if abs.symlink_metadata().is_ok() => {
+                // A dangling link: it exists as a name but leads nowhere readable.
+                Err(PathError::SymlinkEscape(path.to_string()))
+            }
+            Err(_) => Err(PathError::NotFound(path.to_string())),
+        }
+    }
+
+    /// The root and relative path a tool path names, judged on its text alone.
+    pub fn resolve_lexically(
+        &self,
+        path: &str,
+        resource: Option<&str>,
+    ) -> Result<(usize, String), PathError> {
+        check_text(path)?;
+        let forced_root = resource.map(|r| self.resource(r)).transpose()?;
+        if path.starts_with('/') {
+            let (root, rel) = self
+                .locate(Path::new(path))
+                .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
+            if forced_root.is_some_and(|f| f != root) {
+                return Err(PathError::OutsideRoots(path.to_string()));
+            }
+            return Ok((root, rel));
+        }
+        let rel = normalized_relative(path)?;
+        if let Some(root) = forced_root {
+            return Ok((root, rel));
+        }
+        if self.roots.len() == 1 {
+            return Ok((0, rel));
+        }
+        let (first, rest) = rel.split_once('/').unwrap_or((rel.as_str(), ""));
+        match self.index_of(first) {
+            Some(root) => Ok((root, rest.to_string())),
+            None => Err(PathError::Ambiguous {
+                path: path.to_string(),
+                available: self.names(),
+            }),
+        }
+    }
+
+    /// The root containing an absolute path (configured or canonical form), lexically.
+    /// `..` components make it `None`.
+    pub fn locate(&self, abs: &Path) -> Option<(usize, String)> {
+        if abs.components().any(|c| c == Component::ParentDir) {
+            return None;
+        }
+        let abs = normalize_lexically(abs);
+        // The deepest matching root wins when roots nest.
+        let mut best: Option<(usize, usize, String)> = None;
+        for (i, root) in self.roots.iter().enumerate() {
+            for base in [&root.canonical, &root.dir] {
+                if let Ok(rest) = abs.strip_prefix(base) {
+                    let depth = base.components().count();
+                    if best.as_ref().is_none_or(|b| depth > b.1) {
+                        best = Some((i, depth, rel_string(rest)?));
+                    }
+                }
+            }
+        }
+        best.map(|(i, _, rel)| (i, rel))
+    }
+}
+
+fn check_text(path: &str) -> Result<(), PathError> {
+    if path.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    if path.len() > MAX_PATH_BYTES || path.split('/').any(|c| c.len() > MAX_COMPONENT_BYTES) {
+        return Err(PathError::TooLong(path.len()));
+    }
+    Ok(())
+}
+
+/// A relative tool path with `.` and empty components dropped; `..` refused.
+fn normalized_relative(path: &str) -> Result<String, PathError> {
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(PathError::Traversal),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// A `/`-joined relative path from path components; `None` for non-UTF-8 names.
+pub fn rel_string(rest: &Path) -> Option<String> {
+    let mut parts = Vec::new();
+    for c in rest.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str()?),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Drops `.` components and repeated separators without touching the file system.
+fn normalize_lexically(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| *c != Component::CurDir)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        base: PathBuf,
+        roots: Roots,
+    }
+
+    /// Two roots `data` and `docs` beside a private folder, with links in and out.
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        for d in ["data/sub", "docs", "private"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(base.join("data/a.root"), b"x").unwrap();
+        std::fs::write(base.join("data/sub/b.root"), b"x").unwrap();
+        std::fs::write(base.join("docs/n.md"), b"x").unwrap();
+        std::fs::write(base.join("private/secret.txt"), b"x").unwrap();
+        symlink(
+            base.join("private/secret.txt"),
+            base.join("data/escape.txt"),
+        )
+        .unwrap();
+        symlink(base.join("private"), base.join("data/escape_dir")).unwrap();
+        symlink(base.join("data/a.root"), base.join("data/inside.root")).unwrap();
+        symlink(base.join("nowhere"), base.join("data/dangling")).unwrap();
+        let roots = Roots::new(vec![
+            ("data".into(), base.join("data")),
+            ("docs".into(), base.join("docs")),
+        ])
+        .unwrap();
+        Fixture {
+            _tmp: tmp,
+            base,
+            roots,
+        }
+    }
+
+    #[test]
+    fn absolute_and_prefixed_relative_paths_resolve() {
+        let f = fixture();
+        let abs = f.base.join("data/sub/b.root");
+        let r = f.roots.resolve(abs.to_str().unwrap(), None).unwrap();
+        assert_eq!((r.root, r.rel.as_str()), (0, "sub/b.root"));
+        let r = f.roots.resolve("docs/n.md", None).unwrap();
+        assert_eq!((r.root, r.rel.as_str()), (1, "n.md"));
+        let r = f.roots.resolve("./sub//b.root", Some("data")).unwrap();
+        assert_eq!(r.rel, "sub/b.root");
+        assert_eq!(r.abs, abs);
+    }
+
+    #[test]
+    fn one_root_takes_bare_relative_paths() {
+        let f = fixture();
+        let one = Roots::new(vec![("data".into(), f.base.join("data"))]).unwrap();
+        assert_eq!(one.resolve("sub/b.root", None).unwrap().rel, "sub/b.root");
+    }
+
+    #[test]
+    fn traversal_is_refused_before_touching_the_disk() {
+        let f = fixture();
+        for p in [
+            "../private/secret.txt",
+            "data/../../private",
+            "sub/../../x",
+            "..",
+        ] {
+            assert_eq!(
+                f.roots.resolve(p, Some("data")),
+                Err(PathError::Traversal),
+                "{p}"
+            );
+        }
+        let sneaky = format!("{}/data/../private/secret.txt", f.base.display());
+        assert!(matches!(
+            f.roots.resolve(&sneaky, None),
+            Err(PathError::OutsideRoots(_))
+        ));
+    }
+
+    #[test]
+    fn absolute_paths_elsewhere_are_refused() {
+        let f = fixture();
+        let secret = f.base.join("private/secret.txt");
+        for p in ["/etc/passwd", secret.to_str().unwrap(), "/"] {
+            assert!(
+                matches!(f.roots.resolve(p, None), Err(PathError::OutsideRoots(_))),
+                "{p}"
+            );
+        }
+        // An absolute path in root `data` is not accepted as belonging to `docs`.
+        let a = f.base.join("data/a.root");
+        assert!(f.roots.resolve(a.to_str().unwrap(), Some("docs")).is_err());
+    }
+
+    #[test]
+    fn symlinks_that_leave_the_root_are_refused() {
+        let f = fixture();
+        assert_eq!(
+            f.roots.resolve("escape.txt", Some("data")),
+            Err(PathError::SymlinkEscape("escape.txt".into()))
+        );
+        assert!(matches!(
+            f.roots.resolve("escape_dir/secret.txt", Some("data")),
+            Err(PathError::SymlinkEscape(_))
+        ));
+        assert!(matches!(
+            f.roots.resolve("dangling", Some("data")),
+            Err(PathError::SymlinkEscape(_))
+        ));
+        // A link that stays inside the root is fine.
+        assert!(f.roots.resolve("inside.root", Some("data")).is_ok());
+    }
+
+    #[test]
+    fn nul_bytes_and_long_paths_are_refused() {
+        let f = fixture();
+        assert_eq!(
+            f.roots.resolve("a.root\0.txt", Some("data")),
+            Err(PathError::NulByte)
+        );
+        let long = "a/".repeat(3000);
+        assert!(matches!(
+            f.roots.resolve(&long, Some("data")),
+            Err(PathError::TooLong(_))
+        ));
+        let long_name = "x".repeat(300);
+        assert!(matches!(
+            f.roots.resolve(&long_name, Some("data")),
+            Err(PathError::TooLong(_))
+        ));
+    }
+
+    #[test]
+    fn resources_and_ambiguity_are_reported() {
+        let f = fixture();
+        assert!(matches!(
+            f.roots.resolve("a.root", Some("nope")),
+            Err(PathError::UnknownResource { .. })
+        ));
+        assert!(matches!(
+            f.roots.resolve("a.root", None),
+            Err(PathError::Ambiguous { .. })
+        ));
+        assert_eq!(
+            f.roots.resolve("data/missing.root", None),
+            Err(PathError::NotFound("data/missing.root".into()))
+        );
+    }
+
+    #[test]
+    fn locate_prefers_the_deepest_root() {
+        let f = fixture();
+        let nested = Roots::new(vec![
+            ("outer".into(), f.base.clone()),
+            ("inner".into(), f.base.join("data")),
+        ])
+        .unwrap();
+        let (root, rel) = nested.locate(&f.base.join("data/sub/b.root")).unwrap();
+        assert_eq!((root, rel.as_str()), (1, "sub/b.root"));
+        let (root, rel) = nested.locate(&f.base.join("docs/n.md")).unwrap();
+        assert_eq!((root, rel.as_str()), (0, "docs/n.md"));
+        assert_eq!(nested.locate(Path::new("/elsewhere")), None);
+    }
+
+    #[test]
+    fn root_configuration_is_checked() {
+        let f = fixture();
+        assert!(Roots::new(vec![("a/b".into(), f.base.join("data"))]).is_err());
+        assert!(Roots::new(vec![("x".into(), f.base.join("missing"))]).is_err());
+        assert!(
+            Roots::new(vec![
+                ("x".into(), f.base.join("data")),
+                ("x".into(), f.base.join("docs"))
+            ])
+            .is_err()
+        );
+    }
+}
