@@ -1,5 +1,5 @@
 //! Where MCP sessions come from: stdio, and a Unix socket with one session per
-//! connection; plus the byte proxy `quarry mcp` uses to reach a running daemon.
+//! connection.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context as _;
 use rmcp::ServiceExt;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio::sync::Notify;
 
 use super::QuarryServer;
@@ -91,32 +91,4 @@ pub async fn serve_socket(server: QuarryServer, listener: UnixListener, sessions
             sessions.changed.notify_waiters();
         });
     }
-}
-
-/// Copies stdin to the daemon and the daemon's answers to stdout, until either
-/// side closes.
-pub async fn proxy_stdio(stream: UnixStream) -> anyhow::Result<()> {
-    let (mut from_daemon, mut to_daemon) = stream.into_split();
-    let mut stdin = tokio::io::stdin();
-    let mut stdout = tokio::io::stdout();
-    let upstream = async {
-        tokio::io::copy(&mut stdin, &mut to_daemon).await?;
-        // The client is done: let the daemon finish its answers, then close.
-        use tokio::io::AsyncWriteExt;
-        to_daemon.shutdown().await
-    };
-    let downstream = async {
-        tokio::io::copy(&mut from_daemon, &mut stdout).await?;
-        use tokio::io::AsyncWriteExt;
-        stdout.flush().await
-    };
-    tokio::pin!(upstream, downstream);
-    tokio::select! {
-        r = &mut downstream => r?,
-        r = &mut upstream => {
-            r?;
-            downstream.await?;
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,216 @@
+//! Shared helpers for the integration tests: temporary roots, the real `quarry`
+//! binary, and an rmcp client talking to it over stdio or the Unix socket.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+
+pub type Client = RunningService<RoleClient, ()>;
+
+pub fn quarry() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+}
+
+pub fn repo_testdata() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+/// A temporary data root and catalog folder.
+pub struct Sandbox {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub catalog: PathBuf,
+}
+
+impl Sandbox {
+    /// An empty root named `data`.
+    pub fn new() -> Sandbox {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("data");
+        std::fs::create_dir(&root).unwrap();
+        Sandbox {
+            catalog: base.join("catalog"),
+            root,
+            tmp,
+        }
+    }
+
+    /// A root holding a copy of the repository's test data.
+    pub fn with_testdata() -> Sandbox {
+        let s = Sandbox::new();
+        copy_tree(&repo_testdata(), &s.root);
+        s
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.catalog.join("quarry.sock")
+    }
+
+    pub fn root_arg(&self) -> String {
+        format!("data={}", self.root.display())
+    }
+
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Starts `quarry serve` and waits for its socket.
+    pub fn serve(&self) -> Daemon {
+        let child = quarry()
+            .args(["serve", "--root", &self.root_arg(), "--catalog"])
+            .arg(&self.catalog)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket = self.socket();
+        wait_until(Duration::from_secs(20), || socket.exists());
+        Daemon { child }
+    }
+
+    /// Starts `quarry mcp` as a child process and connects an MCP client to it.
+    pub async fn mcp(&self) -> Client {
+        self.mcp_with_pid().await.0
+    }
+
+    /// Like `mcp`, also giving the child's process id.
+    pub async fn mcp_with_pid(&self) -> (Client, u32) {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+        cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
+            .arg(&self.catalog);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = transport.id().unwrap();
+        (().serve(transport).await.unwrap(), pid)
+    }
+
+    pub async fn connect(&self) -> Client {
+        let stream = tokio::net::UnixStream::connect(self.socket())
+            .await
+            .unwrap();
+        ().serve(stream).await.unwrap()
+    }
+}
+
+pub struct Daemon {
+    pub child: Child,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    /// Stops the daemon with SIGTERM and waits for it.
+    pub fn stop(mut self) {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Polls `cond` until it holds; panics after `limit`.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "condition not met within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => panic!("arguments must be an object"),
+    }
+}
+
+/// Calls a tool; returns its structured content and whether it was an error.
+pub async fn call(client: &Client, tool: &str, arguments: Value) -> (Value, bool) {
+    let result: CallToolResult = client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(arguments)))
+        .await
+        .unwrap();
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    // The text item carries the identical JSON.
+    assert_eq!(result.content.len(), 1);
+    let text = result.content[0]
+        .as_text()
+        .expect("a text item")
+        .text
+        .clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
+    (structured, result.is_error == Some(true))
+}
+
+/// Waits until index_status says the catalog is complete.
+pub async fn wait_indexed(client: &Client) {
+    let start = Instant::now();
+    loop {
+        let (status, _) = call(client, "index_status", serde_json::json!({})).await;
+        if status["data"]["complete"] == Value::Bool(true) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "index never completed: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The root-relative paths list_files returns for a query (limit 1000).
+pub async fn listed(client: &Client, root: &Path, arguments: Value) -> Vec<String> {
+    let (v, is_error) = call(client, "list_files", arguments).await;
+    assert!(!is_error, "{v}");
+    let mut out: Vec<String> = v["data"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            Path::new(f["path"].as_str().unwrap())
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    out.sort();
+    out
+}
