@@ -21,14 +21,105 @@ pub struct Glob {
 
 #[derive(Debug, Clone)]
 enum Matcher {
-    /// `*` separated literals: the first anchored at the start, the last at the end.
-    Stars {
-        first: Vec<u8>,
-        middle: Vec<memmem::Finder<'static>>,
-        last: Vec<u8>,
-        has_star: bool,
-    },
-    Full(globset::GlobMatcher),
+    Stars(Stars),
+    /// A full glob, behind a `Stars` prefilter that accepts a superset of it (its
+    /// literal runs in order), so the regex runs only on likely matches.
+    Full(Stars, globset::GlobMatcher),
+}
+
+/// `*`-separated literals: the first anchored at the start, the last at the end.
+#[derive(Debug, Clone)]
+struct Stars {
+    first: Vec<u8>,
+    middle: Vec<memmem::Finder<'static>>,
+    last: Vec<u8>,
+    has_star: bool,
+}
+
+/// Haystacks shorter than this are searched byte by byte: a file name is short,
+/// and a SIMD searcher's set-up costs more than the search there.
+const SHORT_HAYSTACK: usize = 64;
+
+/// Byte equality without a `memcmp` call (names and literals are short).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+#[inline]
+fn find(haystack: &[u8], finder: &memmem::Finder<'_>) -> Option<usize> {
+    let needle = finder.needle();
+    if haystack.len() >= SHORT_HAYSTACK {
+        return finder.find(haystack);
+    }
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    (0..=last_start).find(|&i| same(&haystack[i..i + needle.len()], needle))
+}
+
+impl Stars {
+    fn new(pattern: &str) -> Stars {
+        let mut parts: Vec<&str> = pattern.split('*').collect();
+        let has_star = parts.len() > 1;
+        let last = if has_star {
+            parts.pop().unwrap_or("")
+        } else {
+            ""
+        };
+        let first = parts.remove(0);
+        Stars {
+            first: first.as_bytes().to_vec(),
+            middle: parts
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| memmem::Finder::new(p.as_bytes()).into_owned())
+                .collect(),
+            last: last.as_bytes().to_vec(),
+            has_star,
+        }
+    }
+
+    /// The literal skeleton of a full glob: every wildcard, class or `?` becomes `*`.
+    /// `None` when the pattern has alternatives or escapes, which have no such
+    /// skeleton.
+    fn skeleton_of(pattern: &str) -> Option<Stars> {
+        if pattern.contains(['{', '}', '\\']) {
+            return None;
+        }
+        let mut skeleton = String::with_capacity(pattern.len());
+        let mut in_class = false;
+        for c in pattern.chars() {
+            match (in_class, c) {
+                (false, '[') => {
+                    in_class = true;
+                    skeleton.push('*');
+                }
+                (true, ']') => in_class = false,
+                (true, _) => {}
+                (false, '?') => skeleton.push('*'),
+                (false, c) => skeleton.push(c),
+            }
+        }
+        Some(Stars::new(&skeleton))
+    }
+
+    #[inline]
+    fn is_match(&self, t: &[u8]) -> bool {
+        if !self.has_star {
+            return same(t, &self.first);
+        }
+        let (f, l) = (self.first.len(), self.last.len());
+        if t.len() < f + l || !same(&t[..f], &self.first) || !same(&t[t.len() - l..], &self.last) {
+            return false;
+        }
+        let mut rest = &t[f..t.len() - l];
+        for finder in &self.middle {
+            match find(rest, finder) {
+                Some(at) => rest = &rest[at + finder.needle().len()..],
+                None => return false,
+            }
+        }
+        true
+    }
 }
 
 impl Glob {
@@ -36,31 +127,15 @@ impl Glob {
         let on_path = pattern.contains('/');
         let simple = !on_path && !pattern.contains(['?', '[', ']', '{', '}', '\\']);
         let matcher = if simple {
-            let mut parts: Vec<&str> = pattern.split('*').collect();
-            let has_star = parts.len() > 1;
-            let last = if has_star {
-                parts.pop().unwrap_or("")
-            } else {
-                ""
-            };
-            let first = parts.remove(0);
-            Matcher::Stars {
-                first: first.as_bytes().to_vec(),
-                middle: parts
-                    .into_iter()
-                    .filter(|p| !p.is_empty())
-                    .map(|p| memmem::Finder::new(p.as_bytes()).into_owned())
-                    .collect(),
-                last: last.as_bytes().to_vec(),
-                has_star,
-            }
+            Matcher::Stars(Stars::new(pattern))
         } else {
             let glob = globset::GlobBuilder::new(pattern)
                 .literal_separator(true)
                 .backslash_escape(true)
                 .build()
                 .map_err(|e| format!("invalid glob pattern '{pattern}': {}", e.kind()))?;
-            Matcher::Full(glob.compile_matcher())
+            let prefilter = Stars::skeleton_of(pattern).unwrap_or_else(|| Stars::new("*"));
+            Matcher::Full(prefilter, glob.compile_matcher())
         };
         Ok(Glob {
             pattern: pattern.to_string(),
@@ -85,29 +160,9 @@ impl Glob {
 
     pub fn is_match(&self, text: &str) -> bool {
         match &self.matcher {
-            Matcher::Full(m) => m.is_match(text),
-            Matcher::Stars {
-                first,
-                middle,
-                last,
-                has_star,
-            } => {
-                let t = text.as_bytes();
-                if !has_star {
-                    return t == first.as_slice();
-                }
-                if t.len() < first.len() + last.len() || !t.starts_with(first) || !t.ends_with(last)
-                {
-                    return false;
-                }
-                let mut rest = &t[first.len()..t.len() - last.len()];
-                for finder in middle {
-                    match finder.find(rest) {
-                        Some(at) => rest = &rest[at + finder.needle().len()..],
-                        None => return false,
-                    }
-                }
-                true
+            Matcher::Stars(stars) => stars.is_match(text.as_bytes()),
+            Matcher::Full(prefilter, glob) => {
+                prefilter.is_match(text.as_bytes()) && glob.is_match(text)
             }
         }
     }
@@ -155,5 +210,16 @@ mod tests {
         assert!(g.matches_file("x.md", "guides/trigger/x.md"));
         assert!(!Glob::new("*.md").unwrap().on_path());
         assert!(Glob::new("[unclosed").is_err());
+        // Classes holding '*' or '?' and alternatives keep exact semantics behind
+        // the prefilter.
+        assert!(m("a[*?]b", "a*b"));
+        assert!(!m("a[*?]b", "axb"));
+        assert!(m("run_[0-9][0-9].root", "run_42.root"));
+        assert!(!m("run_[0-9][0-9].root", "run_4x.root"));
+        assert!(m("{run,cond}_*.h5", "cond_1.h5"));
+        // Long names take the SIMD searcher path.
+        let long = format!("{}needle{}", "x".repeat(80), "y".repeat(80));
+        assert!(m("*needle*", &long));
+        assert!(!m("*needle*", &"x".repeat(200)));
     }
 }

@@ -123,6 +123,38 @@ pub struct FileMatch {
     pub entry: FileEntry,
 }
 
+/// Roots with at least this many entries are queried on two threads.
+const PARALLEL_QUERY_MIN: usize = 20_000;
+
+fn scan_range(
+    snap: &Snapshot,
+    root: usize,
+    range: std::ops::Range<usize>,
+    q: &FileQuery<'_>,
+) -> FileQueryResult {
+    let mut out = FileQueryResult::default();
+    for i in range {
+        if !q.kinds.contains(snap.entry(i).kind) {
+            continue;
+        }
+        out.total_scanned += 1;
+        if let Some(glob) = q.glob
+            && !glob.matches_file(snap.name(i), snap.rel(i))
+        {
+            continue;
+        }
+        out.total_matched += 1;
+        if out.files.len() < q.limit {
+            out.files.push(FileMatch {
+                root,
+                rel: snap.rel(i).to_string(),
+                entry: *snap.entry(i),
+            });
+        }
+    }
+    out
+}
+
 #[derive(Debug, Default)]
 pub struct FileQueryResult {
     pub files: Vec<FileMatch>,
@@ -130,6 +162,16 @@ pub struct FileQueryResult {
     pub total_matched: usize,
     /// Entries of the requested kinds that were looked at.
     pub total_scanned: usize,
+}
+
+impl FileQueryResult {
+    /// Appends the result of a later range (or root).
+    fn absorb(&mut self, later: FileQueryResult, limit: usize) {
+        self.total_scanned += later.total_scanned;
+        self.total_matched += later.total_matched;
+        let room = limit.saturating_sub(self.files.len());
+        self.files.extend(later.files.into_iter().take(room));
+    }
 }
 
 /// Per-kind counts of one root.
@@ -211,25 +253,20 @@ impl FileList {
         let mut out = FileQueryResult::default();
         for &root in q.roots {
             let snap = self.snapshot(root);
-            for i in 0..snap.len() {
-                if !q.kinds.contains(snap.entry(i).kind) {
-                    continue;
-                }
-                out.total_scanned += 1;
-                if let Some(glob) = q.glob
-                    && !glob.matches_file(snap.name(i), snap.rel(i))
-                {
-                    continue;
-                }
-                out.total_matched += 1;
-                if out.files.len() < q.limit {
-                    out.files.push(FileMatch {
-                        root,
-                        rel: snap.rel(i).to_string(),
-                        entry: *snap.entry(i),
-                    });
-                }
-            }
+            let part = if snap.len() >= PARALLEL_QUERY_MIN {
+                // Two halves on two threads; the left half's matches come first in
+                // path order, so the merge keeps the first `limit` of the whole.
+                let mid = snap.len() / 2;
+                let (mut left, right) = rayon::join(
+                    || scan_range(&snap, root, 0..mid, q),
+                    || scan_range(&snap, root, mid..snap.len(), q),
+                );
+                left.absorb(right, q.limit);
+                left
+            } else {
+                scan_range(&snap, root, 0..snap.len(), q)
+            };
+            out.absorb(part, q.limit);
         }
         out
     }
@@ -307,6 +344,27 @@ mod tests {
             limit: 100,
         });
         assert_eq!((r.total_scanned, r.total_matched), (4, 4));
+    }
+
+    #[test]
+    fn large_roots_split_the_scan_and_keep_path_order() {
+        let list = FileList::new(1);
+        let n = PARALLEL_QUERY_MIN + 11;
+        for i in 0..n {
+            list.insert(0, &format!("f{i:06}.root"), entry(Kind::Root, false));
+        }
+        let glob = Glob::new("*1.root").unwrap();
+        let r = list.query(&FileQuery {
+            roots: &[0],
+            kinds: KindSet::ALL,
+            glob: Some(&glob),
+            limit: 3,
+        });
+        assert_eq!(r.total_scanned, n);
+        // Names ending in 1: one in ten of 0..n.
+        assert_eq!(r.total_matched, (0..n).filter(|i| i % 10 == 1).count());
+        let got: Vec<_> = r.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(got, vec!["f000001.root", "f000011.root", "f000021.root"]);
     }
 
     #[test]

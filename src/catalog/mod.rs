@@ -419,8 +419,8 @@ impl Catalog {
 }
 
 fn open_db(path: &Path) -> Result<Database, OpenError> {
-    // A modest page cache: the hot data (the file list) lives in the mirror.
-    match Database::builder().set_cache_size(16 << 20).create(path) {
+    // A small page cache: the hot data (the file list) lives in the mirror.
+    match Database::builder().set_cache_size(4 << 20).create(path) {
         Ok(db) => Ok(db),
         Err(DatabaseError::DatabaseAlreadyOpen) => Err(OpenError::Locked),
         Err(e) => Err(OpenError::Failed(

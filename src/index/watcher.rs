@@ -140,10 +140,10 @@ impl Debouncer {
     }
 
     fn flush(&mut self) {
-        if std::mem::take(&mut self.rescan) {
-            if let Err(e) = self.indexer.scan_all(&Quiet) {
-                tracing::error!("rescan failed: {e:#}");
-            }
+        if std::mem::take(&mut self.rescan)
+            && let Err(e) = self.indexer.scan_all(&Quiet)
+        {
+            tracing::error!("rescan failed: {e:#}");
         }
         let now = Instant::now();
         let settled: Vec<PathBuf> = self

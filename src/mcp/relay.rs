@@ -116,7 +116,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
         }
     }
 
-    async fn to_client(&mut self, line: &str) -> std::io::Result<()> {
+    async fn send_to_client(&mut self, line: &str) -> std::io::Result<()> {
         self.client_out.write_all(line.as_bytes()).await?;
         self.client_out.write_all(b"\n").await?;
         self.client_out.flush().await
@@ -162,7 +162,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
                 line = up_lines.next_line() => match line {
                     Ok(Some(line)) => {
                         self.state.observe_server(&line);
-                        self.to_client(&line).await?;
+                        self.send_to_client(&line).await?;
                     }
                     _ if !client_open => return Ok(RelayEnd::ClientClosed),
                     _ => return self.upstream_lost().await,
@@ -173,7 +173,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
 
     async fn upstream_lost(&mut self) -> anyhow::Result<RelayEnd> {
         for answer in self.state.fail_lost_twice() {
-            self.to_client(&answer).await?;
+            self.send_to_client(&answer).await?;
         }
         Ok(RelayEnd::UpstreamLost)
     }

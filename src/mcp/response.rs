@@ -52,9 +52,10 @@ fn round3(x: f64) -> f64 {
 pub struct ToolError {
     pub code: String,
     pub message: String,
-    pub details: Option<Value>,
+    // Boxed: errors travel in `Result`s, which stay small this way.
+    pub details: Option<Box<Value>>,
     pub suggestion: String,
-    pub retry_with: Option<Value>,
+    pub retry_with: Option<Box<Value>>,
 }
 
 impl ToolError {
@@ -69,12 +70,12 @@ impl ToolError {
     }
 
     pub fn details(mut self, details: Value) -> ToolError {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
     pub fn retry_with(mut self, retry: Value) -> ToolError {
-        self.retry_with = Some(retry);
+        self.retry_with = Some(Box::new(retry));
         self
     }
 
@@ -82,10 +83,10 @@ impl ToolError {
         let mut v =
             json!({ "error": self.code, "message": self.message, "suggestion": self.suggestion });
         if let Some(d) = self.details {
-            v["details"] = d;
+            v["details"] = *d;
         }
         if let Some(r) = self.retry_with {
-            v["retry_with"] = r;
+            v["retry_with"] = *r;
         }
         v
     }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages quarry's build needs, when they are missing.
+# Idempotent; does nothing on a machine that has them. Needs root (or sudo) only
+# when something is missing.
+set -euo pipefail
+packages=(pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
