@@ -102,6 +102,14 @@ impl Stars {
         Some(Stars::new(&skeleton))
     }
 
+    /// The literal runs every match contains.
+    fn literals(&self) -> impl Iterator<Item = &[u8]> {
+        [self.first.as_slice()]
+            .into_iter()
+            .chain(self.middle.iter().map(|f| f.needle()))
+            .chain([self.last.as_slice()])
+    }
+
     #[inline]
     fn is_match(&self, t: &[u8]) -> bool {
         if !self.has_star {
@@ -158,6 +166,15 @@ impl Glob {
         self.is_match(if self.on_path { rel_path } else { name })
     }
 
+    /// Literals every matching name (or path) contains, long enough (2 bytes or
+    /// more) to be worth searching for across a whole catalog at once.
+    pub fn required_literals(&self) -> Vec<&[u8]> {
+        let stars = match &self.matcher {
+            Matcher::Stars(s) | Matcher::Full(s, _) => s,
+        };
+        stars.literals().filter(|l| l.len() >= 2).collect()
+    }
+
     pub fn is_match(&self, text: &str) -> bool {
         match &self.matcher {
             Matcher::Stars(stars) => stars.is_match(text.as_bytes()),
@@ -194,6 +211,24 @@ mod tests {
         assert!(m("exact.md", "exact.md"));
         assert!(!m("exact.md", "exact.mdx"));
         assert!(m("**", "anything"));
+    }
+
+    #[test]
+    fn required_literals_are_the_literal_runs() {
+        let lits = |p: &str| {
+            let g = Glob::new(p).unwrap();
+            g.required_literals()
+                .iter()
+                .map(|l| String::from_utf8(l.to_vec()).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(lits("*2024*.root"), vec!["2024", ".root"]);
+        assert_eq!(lits("run_0042*"), vec!["run_0042"]);
+        assert_eq!(lits("*_01234?_*"), vec!["_01234"]);
+        assert_eq!(lits("run0420/*.root"), vec!["run0420/", ".root"]);
+        assert!(lits("*").is_empty());
+        assert!(lits("a*").is_empty());
+        assert!(lits("{ab,cd}*").is_empty());
     }
 
     #[test]

@@ -45,18 +45,22 @@ struct Span {
     end: u32,
 }
 
-/// An immutable, flat copy of one root's entries in path order.
+/// An immutable, flat copy of one root's entries in path order. `text` holds every
+/// relative path, each followed by a NUL (which no path or pattern contains), so a
+/// literal can be searched for across all paths at once and no hit spans two.
 pub struct Snapshot {
     text: String,
     spans: Vec<Span>,
     entries: Vec<FileEntry>,
+    per_kind: [usize; 4],
 }
 
 impl Snapshot {
     fn build(files: &BTreeMap<Box<str>, FileEntry>) -> Snapshot {
-        let mut text = String::with_capacity(files.keys().map(|k| k.len()).sum());
+        let mut text = String::with_capacity(files.keys().map(|k| k.len() + 1).sum());
         let mut spans = Vec::with_capacity(files.len());
         let mut entries = Vec::with_capacity(files.len());
+        let mut per_kind = [0; 4];
         for (rel, entry) in files {
             let start = text.len() as u32;
             let name = start + rel.rfind('/').map_or(0, |i| i as u32 + 1);
@@ -66,13 +70,25 @@ impl Snapshot {
                 name,
                 end: text.len() as u32,
             });
+            text.push('\0');
             entries.push(*entry);
+            per_kind[entry.kind as usize] += 1;
         }
         Snapshot {
             text,
             spans,
             entries,
+            per_kind,
         }
+    }
+
+    /// How many entries are of the kinds in `kinds`.
+    pub fn count_of(&self, kinds: KindSet) -> usize {
+        Kind::ALL
+            .into_iter()
+            .filter(|k| kinds.contains(*k))
+            .map(|k| self.per_kind[k as usize])
+            .sum()
     }
 
     pub fn len(&self) -> usize {
@@ -149,6 +165,80 @@ fn scan_range(
                 root,
                 rel: snap.rel(i).to_string(),
                 entry: *snap.entry(i),
+            });
+        }
+    }
+    out
+}
+
+/// How many entries `rarest_literal` samples.
+const LITERAL_SAMPLE: usize = 256;
+/// Above this estimated share of entries holding it, a literal search costs more
+/// than matching every entry.
+const LITERAL_MAX_SHARE: f64 = 0.25;
+
+/// The pattern's literal held by the fewest entries, estimated on an evenly spaced
+/// sample; `None` when even that one is common (or the root is small).
+fn rarest_literal<'g>(snap: &Snapshot, glob: &'g Glob) -> Option<&'g [u8]> {
+    let literals = glob.required_literals();
+    if literals.is_empty() || snap.len() < LITERAL_SAMPLE {
+        return None;
+    }
+    let step = snap.len() / LITERAL_SAMPLE;
+    let sample: Vec<&[u8]> = (0..LITERAL_SAMPLE)
+        .map(|i| snap.rel(i * step).as_bytes())
+        .collect();
+    let (share, literal) = literals
+        .into_iter()
+        .map(|lit| {
+            let finder = memchr::memmem::Finder::new(lit);
+            let holding = sample
+                .iter()
+                .filter(|rel| finder.find(rel).is_some())
+                .count();
+            (holding as f64 / LITERAL_SAMPLE as f64, lit)
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    (share <= LITERAL_MAX_SHARE).then_some(literal)
+}
+
+/// Finds the entries holding `literal` with one search over the whole snapshot,
+/// then matches only those: for selective patterns this skips most entries.
+fn scan_literal_hits(
+    snap: &Snapshot,
+    root: usize,
+    literal: &[u8],
+    q: &FileQuery<'_>,
+) -> FileQueryResult {
+    let mut out = FileQueryResult {
+        total_scanned: snap.count_of(q.kinds),
+        ..FileQueryResult::default()
+    };
+    let mut entry = 0;
+    let mut last_checked = usize::MAX;
+    for hit in memchr::memmem::find_iter(snap.text.as_bytes(), literal) {
+        // Hits come in text order; entries too: walk forward to the one holding it.
+        while snap.spans[entry].end as usize <= hit {
+            entry += 1;
+        }
+        if entry == last_checked {
+            continue;
+        }
+        last_checked = entry;
+        let e = snap.entry(entry);
+        if !q.kinds.contains(e.kind)
+            || !q
+                .glob
+                .is_some_and(|g| g.matches_file(snap.name(entry), snap.rel(entry)))
+        {
+            continue;
+        }
+        out.total_matched += 1;
+        if out.files.len() < q.limit {
+            out.files.push(FileMatch {
+                root,
+                rel: snap.rel(entry).to_string(),
+                entry: *e,
             });
         }
     }
@@ -253,7 +343,10 @@ impl FileList {
         let mut out = FileQueryResult::default();
         for &root in q.roots {
             let snap = self.snapshot(root);
-            let part = if snap.len() >= PARALLEL_QUERY_MIN {
+            let literal = q.glob.and_then(|g| rarest_literal(&snap, g));
+            let part = if let Some(literal) = literal {
+                scan_literal_hits(&snap, root, literal, q)
+            } else if snap.len() >= PARALLEL_QUERY_MIN {
                 // Two halves on two threads; the left half's matches come first in
                 // path order, so the merge keeps the first `limit` of the whole.
                 let mid = snap.len() / 2;
@@ -365,6 +458,57 @@ mod tests {
         assert_eq!(r.total_matched, (0..n).filter(|i| i % 10 == 1).count());
         let got: Vec<_> = r.files.iter().map(|f| f.rel.as_str()).collect();
         assert_eq!(got, vec!["f000001.root", "f000011.root", "f000021.root"]);
+    }
+
+    #[test]
+    fn literal_search_agrees_with_a_plain_scan() {
+        let list = FileList::new(1);
+        let names = [
+            "aa.root",
+            "a",
+            "ab/aa.md",
+            "baab.root",
+            "x2024y.root",
+            "2024.h5",
+            "zz/q2024.root",
+        ];
+        for n in names {
+            let kind = crate::formats::kind_from_name(n).unwrap_or(Kind::Code);
+            list.insert(0, n, entry(kind, false));
+        }
+        for pattern in [
+            "*aa*",
+            "*2024*.root",
+            "aa.*",
+            "*.root",
+            "zz/*.root",
+            "*aa?r*",
+            "b*b.root",
+        ] {
+            let glob = Glob::new(pattern).unwrap();
+            for kinds in [KindSet::ALL, KindSet::only(Kind::Root)] {
+                let q = FileQuery {
+                    roots: &[0],
+                    kinds,
+                    glob: Some(&glob),
+                    limit: 100,
+                };
+                let snap = list.snapshot(0);
+                for literal in glob.required_literals() {
+                    let fast = scan_literal_hits(&snap, 0, literal, &q);
+                    let slow = scan_range(&snap, 0, 0..snap.len(), &q);
+                    let rels = |r: &FileQueryResult| {
+                        r.files.iter().map(|f| f.rel.clone()).collect::<Vec<_>>()
+                    };
+                    assert_eq!(rels(&fast), rels(&slow), "{pattern}");
+                    assert_eq!(
+                        (fast.total_matched, fast.total_scanned),
+                        (slow.total_matched, slow.total_scanned),
+                        "{pattern}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
