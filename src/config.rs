@@ -1,7 +1,7 @@
 //! Settings: the command line over an optional TOML file over defaults.
 //!
 //! ```toml
-//! catalog = "~/.local/share/quarry"   # relative paths are relative to this file
+//! catalog = "~/quarry-catalog"   # `~/` is home; other relative paths are relative to this file
 //! socket = "/run/user/1000/quarry.sock"
 //! export_dir = "exports"
 //!
@@ -94,11 +94,43 @@ pub struct Settings {
     pub settle: Duration,
 }
 
-/// The default catalog folder: quarry's folder in the user's XDG data dir.
-pub fn default_catalog_dir() -> anyhow::Result<PathBuf> {
+/// Where default catalogs live: `quarry/catalogs` in the user's XDG data dir.
+pub fn default_catalogs_home() -> anyhow::Result<PathBuf> {
     dirs::data_dir()
-        .map(|d| d.join("quarry"))
+        .map(|d| d.join("quarry").join("catalogs"))
         .context("no user data folder (set XDG_DATA_HOME or HOME), pass --catalog DIR")
+}
+
+/// The default catalog of a set of roots: one per set, so that assistants set up
+/// with different roots never share (and thrash) one catalog. Named after the
+/// first root plus a hash of every (name, folder) pair.
+pub fn default_catalog_dir(roots: &Roots) -> anyhow::Result<PathBuf> {
+    let mut pairs: Vec<String> = roots
+        .list()
+        .iter()
+        .map(|r| format!("{}={}", r.name, r.canonical.display()))
+        .collect();
+    pairs.sort();
+    // FNV-1a: a fixed function, as the name must not change between builds.
+    let hash = pairs
+        .join("\0")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let first = roots.list().first().map_or("quarry", |r| r.name.as_str());
+    let slug: String = first
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect();
+    Ok(default_catalogs_home()?.join(format!("{slug}-{:08x}", hash as u32)))
 }
 
 /// Splits `--root [NAME=]DIR`; a bare DIR is named after its folder.
@@ -134,8 +166,12 @@ fn load_file(path: &Path) -> anyhow::Result<FileConfig> {
     toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
 }
 
-/// Resolves a path from the config file relative to the file's folder.
+/// Resolves a path from the config file: `~/` is the home folder, other relative
+/// paths are relative to the file's folder.
 fn relative_to(base: Option<&Path>, p: PathBuf) -> PathBuf {
+    if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), dirs::home_dir()) {
+        return home.join(rest);
+    }
     match base {
         Some(b) if p.is_relative() => b.join(p),
         _ => p,
@@ -174,7 +210,7 @@ impl Settings {
         let catalog_dir = match (&args.catalog, file.catalog) {
             (Some(c), _) => std::path::absolute(c)?,
             (None, Some(c)) => relative_to(base, c),
-            (None, None) => default_catalog_dir()?,
+            (None, None) => default_catalog_dir(&roots)?,
         };
         let socket = match (&args.socket, file.socket) {
             (Some(s), _) => std::path::absolute(s)?,
@@ -229,23 +265,42 @@ impl Settings {
         })
     }
 
-    /// The catalog folder (and socket) for `status`, which needs no roots.
-    pub fn locate_catalog(
+    /// The catalogs `status` reports on, with their sockets: the one named by
+    /// `--catalog` or the config file, else every default catalog there is.
+    pub fn status_targets(
         catalog: Option<&Path>,
         config: Option<&Path>,
-    ) -> anyhow::Result<(PathBuf, PathBuf)> {
+    ) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
         let file = config.map(load_file).transpose()?.unwrap_or_default();
         let base = config.and_then(Path::parent);
         let dir = match (catalog, file.catalog) {
-            (Some(c), _) => std::path::absolute(c)?,
-            (None, Some(c)) => relative_to(base, c),
-            (None, None) => default_catalog_dir()?,
+            (Some(c), _) => Some(std::path::absolute(c)?),
+            (None, Some(c)) => Some(relative_to(base, c)),
+            (None, None) => None,
         };
-        let socket = file
-            .socket
-            .map(|s| relative_to(base, s))
-            .unwrap_or_else(|| dir.join(SOCKET_FILE));
-        Ok((dir, socket))
+        if let Some(dir) = dir {
+            let socket = file
+                .socket
+                .map(|s| relative_to(base, s))
+                .unwrap_or_else(|| dir.join(SOCKET_FILE));
+            return Ok(vec![(dir, socket)]);
+        }
+        let home = default_catalogs_home()?;
+        let mut found: Vec<(PathBuf, PathBuf)> = std::fs::read_dir(&home)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|d| crate::catalog::db_path(d).exists())
+            .map(|d| (d.clone(), d.join(SOCKET_FILE)))
+            .collect();
+        found.sort();
+        anyhow::ensure!(
+            !found.is_empty(),
+            "no catalog in {}: quarry builds one when it first runs with --root DIR (or pass --catalog DIR)",
+            home.display()
+        );
+        Ok(found)
     }
 }
 
@@ -292,6 +347,43 @@ mod tests {
         assert!(!s.server.toolsets.contains(&Toolset::Hdf5));
         assert!(s.server.toolsets.contains(&Toolset::Root));
         assert_eq!(s.settle, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn default_catalogs_differ_per_root_set() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        let roots = |specs: &[(&str, &str)]| {
+            Roots::new(
+                specs
+                    .iter()
+                    .map(|(n, d)| (n.to_string(), tmp.path().join(d)))
+                    .collect(),
+            )
+            .unwrap()
+        };
+        let one = default_catalog_dir(&roots(&[("data", "a")])).unwrap();
+        let same = default_catalog_dir(&roots(&[("data", "a")])).unwrap();
+        let other_dir = default_catalog_dir(&roots(&[("data", "b")])).unwrap();
+        let two = default_catalog_dir(&roots(&[("data", "a"), ("docs", "b")])).unwrap();
+        let reordered = default_catalog_dir(&roots(&[("docs", "b"), ("data", "a")])).unwrap();
+        assert_eq!(one, same);
+        assert_ne!(one, other_dir);
+        assert_ne!(one, two);
+        assert!(
+            one.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("data-")
+        );
+        assert_eq!(two.parent(), reordered.parent());
+        assert_eq!(
+            two.file_name().unwrap().to_str().unwrap()[5..],
+            reordered.file_name().unwrap().to_str().unwrap()[5..]
+        );
     }
 
     #[test]

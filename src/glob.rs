@@ -85,6 +85,12 @@ impl Stars {
         if pattern.contains(['{', '}', '\\']) {
             return None;
         }
+        // `**` may stand for zero folders, taking its separators with it: they are
+        // not literals every match holds.
+        let pattern = pattern
+            .replace("/**/", "*")
+            .replace("**/", "*")
+            .replace("/**", "*");
         let mut skeleton = String::with_capacity(pattern.len());
         let mut in_class = false;
         for c in pattern.chars() {
@@ -243,6 +249,9 @@ mod tests {
         assert!(!g.matches_file("x.md", "guides/trigger/x.md"));
         let g = Glob::new("guides/**/*.md").unwrap();
         assert!(g.matches_file("x.md", "guides/trigger/x.md"));
+        assert!(g.matches_file("x.md", "guides/x.md"));
+        assert!(Glob::new("**/x.md").unwrap().matches_file("x.md", "x.md"));
+        assert!(Glob::new("a/**").unwrap().matches_file("b", "a/b/c"));
         assert!(!Glob::new("*.md").unwrap().on_path());
         assert!(Glob::new("[unclosed").is_err());
         // Classes holding '*' or '?' and alternatives keep exact semantics behind

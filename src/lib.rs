@@ -1,7 +1,9 @@
 //! quarry: pre-indexes data roots (CERN ROOT files, HDF5 files, documents, C++ and
 //! Python source) into an on-disk catalog and serves AI assistants over MCP.
 //!
-//! Layers, each depending only on the ones before it:
+//! Layers, as data flows (dependencies point one way: `formats` and `catalog`
+//! know no other layer but `formats::Kind`; `index` writes to `catalog` using
+//! `formats`; `mcp` reads `catalog`, never the index):
 //! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
 //! (redb tables + in-memory mirror) -> `mcp` (tools, server, transports).
 //! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and

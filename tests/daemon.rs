@@ -286,3 +286,39 @@ fn killed_rebuild_restarts_onto_a_catalog_equal_to_a_clean_rebuild() {
     assert_eq!(recovered.len(), 6001);
     assert_eq!(recovered, catalog_contents(&clean));
 }
+
+#[test]
+fn default_catalogs_are_per_root_set_and_found_by_status() {
+    let s = Sandbox::with_testdata();
+    let other = s.tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("a.md"), b"# a").unwrap();
+    let xdg = s.tmp.path().join("xdg");
+    let run = |args: &[&str]| {
+        let out = common::quarry()
+            .args(args)
+            .env("XDG_DATA_HOME", &xdg)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&["rebuild", "--root", &s.root_arg()]);
+    run(&["rebuild", "--root", &format!("notes={}", other.display())]);
+    let catalogs: Vec<String> = std::fs::read_dir(xdg.join("quarry/catalogs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(catalogs.len(), 2, "{catalogs:?}");
+    let report = run(&["status"]);
+    assert!(
+        report.contains("root 'data'") && report.contains("root 'notes'"),
+        "{report}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run(&["status", "--json"])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+}

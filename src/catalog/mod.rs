@@ -57,6 +57,9 @@ pub enum OpenError {
     /// Another process holds the catalog (a daemon or another `quarry mcp`).
     #[error("the catalog is in use by another quarry process")]
     Locked,
+    /// The file is not a catalog redb can read (corrupt, or an old format).
+    #[error(transparent)]
+    Corrupt(anyhow::Error),
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }
@@ -121,7 +124,8 @@ impl Catalog {
         let path = db_path(dir);
         let db = match open_db(&path) {
             Ok(db) => db,
-            Err(OpenError::Failed(e)) if path.exists() => {
+            Err(OpenError::Corrupt(e)) => {
+                // A cache: replacing it loses only time.
                 tracing::warn!(
                     "catalog {} is unreadable ({e:#}); starting a new one",
                     path.display()
@@ -423,6 +427,10 @@ fn open_db(path: &Path) -> Result<Database, OpenError> {
     match Database::builder().set_cache_size(4 << 20).create(path) {
         Ok(db) => Ok(db),
         Err(DatabaseError::DatabaseAlreadyOpen) => Err(OpenError::Locked),
+        Err(
+            e @ (DatabaseError::Storage(redb::StorageError::Corrupted(_))
+            | DatabaseError::UpgradeRequired(_)),
+        ) => Err(OpenError::Corrupt(anyhow::Error::new(e))),
         Err(e) => Err(OpenError::Failed(
             anyhow::Error::new(e).context(format!("cannot open catalog {}", path.display())),
         )),

@@ -12,7 +12,8 @@ pub struct FileRecord {
     pub kind: Kind,
     pub size: u64,
     pub mtime_ns: i64,
-    /// Hash of (size, mtime, inode): a changed fingerprint means re-extract.
+    /// Mix of size, modification time (ns), inode and device: a changed
+    /// fingerprint means re-extract.
     pub fingerprint: u64,
     pub status: FileStatus,
     pub indexed_at_ms: i64,

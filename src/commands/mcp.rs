@@ -118,7 +118,7 @@ async fn upstream(
                 let o = owner.insert(Owner::start(settings, catalog)?);
                 return Ok(o.connect());
             }
-            Err(OpenError::Failed(e)) => return Err(e),
+            Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => return Err(e),
             Err(OpenError::Locked) => match UnixStream::connect(&settings.socket).await {
                 Ok(stream) => {
                     tracing::info!(

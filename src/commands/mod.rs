@@ -5,7 +5,7 @@ pub mod rebuild;
 pub mod serve;
 pub mod status;
 
-use crate::catalog::OpenError;
+use crate::catalog::{Catalog, OpenError};
 use crate::config::Settings;
 
 /// The message for a catalog another quarry process holds.
@@ -18,9 +18,18 @@ pub(crate) fn in_use(settings: &Settings) -> anyhow::Error {
     )
 }
 
-pub(crate) fn open_error(settings: &Settings, e: OpenError) -> anyhow::Error {
-    match e {
-        OpenError::Locked => in_use(settings),
-        OpenError::Failed(e) => e,
+/// Opens the catalog for a command that must own it (serve, rebuild). A brief
+/// hold by `quarry status` is waited out; a serving process is reported.
+pub(crate) fn open_owned(settings: &Settings) -> anyhow::Result<Catalog> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match Catalog::open(&settings.catalog_dir, &settings.roots) {
+            Ok(catalog) => return Ok(catalog),
+            Err(OpenError::Locked) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(OpenError::Locked) => return Err(in_use(settings)),
+            Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => return Err(e),
+        }
     }
 }

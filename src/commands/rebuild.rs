@@ -9,13 +9,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::catalog::Catalog;
 use crate::config::Settings;
 use crate::index::{Indexer, Progress};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
-    let catalog = Catalog::open(&settings.catalog_dir, &settings.roots)
-        .map_err(|e| super::open_error(&settings, e))?;
+    let catalog = super::open_owned(&settings)?;
     catalog.reset()?;
     let catalog = Arc::new(catalog);
     let indexer = Indexer::new(catalog.clone(), settings.index.clone())?;

@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::catalog::Catalog;
 use crate::config::Settings;
 use crate::engine::{Engine, runtime};
 use crate::mcp::transport::{Sessions, bind_socket, serve_socket};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
-    let catalog = Catalog::open(&settings.catalog_dir, &settings.roots)
-        .map_err(|e| super::open_error(&settings, e))?;
+    let catalog = super::open_owned(&settings)?;
     runtime()?.block_on(async {
         let listener = bind_socket(&settings.socket)?;
         let engine = Engine::start(&settings, catalog)?;

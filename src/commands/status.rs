@@ -19,16 +19,32 @@ use crate::mcp::QuarryServer;
 use crate::mcp::tools::{Context, ServerSettings};
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let (dir, socket) = Settings::locate_catalog(args.catalog.as_deref(), args.config.as_deref())?;
-    let (status, served) = match Catalog::open_existing(&dir) {
-        Ok(catalog) => (read_locally(catalog)?, false),
-        Err(OpenError::Locked) => (ask_daemon(&socket)?, true),
-        Err(OpenError::Failed(e)) => return Err(e),
-    };
+    let targets = Settings::status_targets(args.catalog.as_deref(), args.config.as_deref())?;
+    let mut reports = Vec::new();
+    for (i, (dir, socket)) in targets.iter().enumerate() {
+        let (status, served) = match Catalog::open_existing(dir) {
+            Ok(catalog) => (read_locally(catalog)?, false),
+            Err(OpenError::Locked) => (ask_daemon(socket)?, true),
+            Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => return Err(e),
+        };
+        if args.json {
+            reports.push(
+                json!({ "catalog": dir.to_string_lossy(), "in_use": served, "status": status }),
+            );
+        } else {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", render(dir, served, &status));
+        }
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&status)?);
-    } else {
-        print!("{}", render(&dir, served, &status));
+        // One catalog: its index_status result; several: a list of them.
+        let out = match reports.len() {
+            1 => reports.remove(0)["status"].take(),
+            _ => Value::Array(reports),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
     }
     Ok(())
 }
@@ -111,10 +127,17 @@ pub fn render(dir: &Path, served: bool, status: &Value) -> String {
             ""
         }
     );
-    let state = match (data["complete"].as_bool(), data["watching"].as_bool()) {
-        (Some(true), Some(true)) => "complete, following changes",
-        (Some(true), _) => "complete as of the last scan",
-        _ => "indexing in progress",
+    let state = match (
+        data["complete"].as_bool(),
+        data["watching"].as_bool(),
+        served,
+    ) {
+        (Some(true), Some(true), _) => "complete, following changes",
+        (Some(true), _, _) => "complete as of the last scan",
+        (_, _, true) => "indexing in progress",
+        (_, _, false) => {
+            "incomplete: the last scan was stopped before it finished; quarry finishes it when it next runs"
+        }
     };
     out += &format!("state: {state}\n");
     for root in data["roots"].as_array().into_iter().flatten() {

@@ -105,10 +105,11 @@ impl Indexer {
     pub fn scan_root(&self, root: usize, progress: &dyn Progress) -> anyhow::Result<SyncSummary> {
         let activity = self.catalog.activity();
         activity.set_scanning(root, true);
-        let result = self.sync(root, "", progress);
-        if result.is_ok() {
-            self.catalog.set_scan_completed(root, now_ms())?;
-        }
+        let result = self.sync(root, "", progress, true).and_then(|summary| {
+            self.catalog
+                .set_scan_completed(root, now_ms())
+                .map(|()| summary)
+        });
         activity.set_scanning(root, false);
         result
     }
@@ -123,7 +124,8 @@ impl Indexer {
             .collect();
         let mut total = SyncSummary::default();
         for (root, rel) in targets {
-            total.add(self.sync(root, &rel, &Quiet)?);
+            // The watcher already counts these paths as pending.
+            total.add(self.sync(root, &rel, &Quiet, false)?);
         }
         Ok(total)
     }
@@ -138,12 +140,14 @@ impl Indexer {
                 .is_none_or(|(_, rel)| self.exclusions.excludes_rel(&rel))
     }
 
-    /// Makes the catalog's entries at or below `rel` match the disk.
+    /// Makes the catalog's entries at or below `rel` match the disk; with
+    /// `track_pending`, the files it extracts count as pending meanwhile.
     pub fn sync(
         &self,
         root: usize,
         rel: &str,
         progress: &dyn Progress,
+        track_pending: bool,
     ) -> anyhow::Result<SyncSummary> {
         let _one_at_a_time = self.sync_lock.lock().expect("sync lock");
         let spec = &self.catalog.roots().list()[root];
@@ -176,12 +180,23 @@ impl Indexer {
         progress.found(&spec.name, to_index.len());
         self.catalog.apply(&removals)?;
 
-        self.mark_pending(root, &to_index);
+        if track_pending {
+            self.mark_pending(root, &to_index);
+        }
         let mut stored = 0;
-        let outcome = self.extract_and_store(root, &to_index, &mut summary, progress, &mut stored);
+        let outcome = self.extract_and_store(
+            root,
+            &to_index,
+            &mut summary,
+            progress,
+            track_pending,
+            &mut stored,
+        );
         // After a failed transaction, what was never stored is no longer pending.
-        for o in &to_index[stored..] {
-            self.catalog.activity().finish_pending(root, o.kind, 1);
+        if track_pending {
+            for o in &to_index[stored..] {
+                self.catalog.activity().finish_pending(root, o.kind, 1);
+            }
         }
         outcome?;
         Ok(summary)
@@ -203,6 +218,7 @@ impl Indexer {
         files: &[Observed],
         summary: &mut SyncSummary,
         progress: &dyn Progress,
+        track_pending: bool,
         stored: &mut usize,
     ) -> anyhow::Result<()> {
         let base = self.catalog.roots().list()[root].canonical.clone();
@@ -215,7 +231,9 @@ impl Indexer {
             });
             self.catalog.apply(&changes)?;
             for (o, c) in chunk.iter().zip(&changes) {
-                self.catalog.activity().finish_pending(root, o.kind, 1);
+                if track_pending {
+                    self.catalog.activity().finish_pending(root, o.kind, 1);
+                }
                 match c {
                     Change::Upsert { file, .. } if file.status.is_failed() => summary.failed += 1,
                     _ => summary.indexed += 1,

@@ -15,7 +15,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::response::ToolError;
-use super::tools::{self, Context, ToolDef};
+use super::tools::{self, Context, ToolDef, Toolset};
 use crate::index::panic_message;
 
 const INSTRUCTIONS: &str = "quarry answers questions about the user's data roots (CERN ROOT files, HDF5 files, \
@@ -31,10 +31,8 @@ pub struct QuarryServer {
 impl QuarryServer {
     pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
         let mut listed = Vec::new();
-        for def in tools::all() {
-            if ctx.settings.toolsets.contains(&def.toolset) {
-                listed.push((def, describe(def)?));
-            }
+        for def in enabled(tools::all(), &ctx.settings.toolsets) {
+            listed.push((def, describe(def)?));
         }
         Ok(QuarryServer {
             ctx: Arc::new(ctx),
@@ -81,6 +79,11 @@ impl QuarryServer {
         };
         CallToolResult::structured_error(outcome.into_json())
     }
+}
+
+/// The tools whose toolset is switched on.
+fn enabled<'a>(defs: &'a [ToolDef], toolsets: &[Toolset]) -> impl Iterator<Item = &'a ToolDef> {
+    defs.iter().filter(|d| toolsets.contains(&d.toolset))
 }
 
 fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonObject>> {
@@ -142,5 +145,63 @@ impl ServerHandler for QuarryServer {
             .run_tool(def, request.arguments.unwrap_or_default())
             .await
             .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::response::ToolOutput;
+
+    fn noop(_: &Context, _: JsonObject) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::default())
+    }
+
+    fn def(name: &'static str, toolset: Toolset) -> ToolDef {
+        ToolDef {
+            name,
+            title: name,
+            toolset,
+            description: "",
+            input_schema: "{}",
+            output_schema: "{}",
+            read_only: true,
+            handler: noop,
+        }
+    }
+
+    #[test]
+    fn switched_off_toolsets_are_not_served() {
+        let defs = [
+            def("status", Toolset::Core),
+            def("inspect", Toolset::Root),
+            def("slice", Toolset::Hdf5),
+            def("search", Toolset::Docs),
+        ];
+        let names = |sets: &[Toolset]| enabled(&defs, sets).map(|d| d.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(&[Toolset::Core, Toolset::Docs]),
+            vec!["status", "search"]
+        );
+        assert_eq!(names(&[Toolset::Core]), vec!["status"]);
+        assert_eq!(
+            names(&[Toolset::Core, Toolset::Root, Toolset::Hdf5]),
+            vec!["status", "inspect", "slice"]
+        );
+    }
+
+    #[test]
+    fn every_registered_tool_has_valid_schemas() {
+        for d in tools::all() {
+            let tool = describe(d).unwrap();
+            assert_eq!(
+                tool.input_schema.get("type"),
+                Some(&json!("object")),
+                "{}",
+                d.name
+            );
+            let output = tool.output_schema.unwrap();
+            assert_eq!(output.get("type"), Some(&json!("object")), "{}", d.name);
+        }
     }
 }

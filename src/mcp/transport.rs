@@ -35,8 +35,16 @@ pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
+    // Create the socket file owner-only from the start (a chmod after bind alone
+    // would leave a moment where others could connect). The umask is process-wide,
+    // so it is restored at once; a file created meanwhile elsewhere in quarry is
+    // only made more private.
+    // SAFETY: umask(2) has no memory-safety preconditions.
+    let previous = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(path);
+    // SAFETY: as above.
+    unsafe { libc::umask(previous) };
+    let listener = bound.with_context(|| format!("cannot listen on {}", path.display()))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)

@@ -14,7 +14,8 @@ pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_files",
         title: "List files",
-        toolset: Toolset::Root,
+        // Core, not Root: it lists every kind, so it stays when toolsets are off.
+        toolset: Toolset::Core,
         description: "List the files under the configured data roots, from quarry's catalog (no file is opened). \
 By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other kinds. \
 `pattern` is a glob on file names (run_*.root, *2024*); a pattern containing '/' matches root-relative paths ('**' crosses folders). \
@@ -135,13 +136,15 @@ fn file_json(ctx: &Context, f: &FileMatch) -> Value {
     v
 }
 
-fn next_tool_for(kind: Kind) -> &'static str {
-    match kind {
+/// The tool that looks into a file of `kind`, if this server offers it.
+fn next_tool_for(ctx: &Context, kind: Kind) -> Option<&'static str> {
+    let name = match kind {
         Kind::Root => "inspect_file",
         Kind::Hdf5 => "read_dataset_slice",
         Kind::Document => "get_document_info",
         Kind::Code => "parse_file",
-    }
+    };
+    ctx.serves(name).then_some(name)
 }
 
 fn list_suggestions(
@@ -154,14 +157,15 @@ fn list_suggestions(
     kinds: KindSet,
 ) -> Vec<String> {
     let mut s = Vec::new();
-    if let Some(first) = shown.first() {
+    if let Some(first) = shown.first()
+        && let Some(tool) = next_tool_for(ctx, first.entry.kind)
+    {
         let path = ctx.catalog.roots().list()[first.root]
             .canonical
             .join(&first.rel);
         s.push(format!(
-            "Inspect {} with {}(path='{}')",
+            "Inspect {} with {tool}(path='{}')",
             first.rel,
-            next_tool_for(first.entry.kind),
             path.display()
         ));
     }

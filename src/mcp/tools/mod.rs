@@ -15,7 +15,7 @@ use crate::catalog::Catalog;
 /// Groups of tools that can be switched on and off in the config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Toolset {
-    /// quarry's own tools (index_status): always on.
+    /// quarry's own tools (list_files, index_status): always on.
     Core,
     Root,
     Hdf5,
@@ -88,6 +88,15 @@ impl Default for ServerSettings {
 pub struct Context {
     pub catalog: Arc<Catalog>,
     pub settings: ServerSettings,
+}
+
+impl Context {
+    /// Whether this server offers the tool `name` (it exists and its toolset is on).
+    pub fn serves(&self, name: &str) -> bool {
+        all()
+            .iter()
+            .any(|d| d.name == name && self.settings.toolsets.contains(&d.toolset))
+    }
 }
 
 pub type Handler = fn(&Context, Map<String, Value>) -> Result<ToolOutput, ToolError>;
