@@ -143,17 +143,12 @@ async fn socket_is_private_and_serves_clients_at_once() {
     assert_eq!(v["data"]["total_matched"], 12);
 
     // `status` asks the running daemon; `rebuild` refuses a catalog in use.
-    let out = common::quarry()
-        .args(["status", "--json", "--catalog"])
-        .arg(&s.catalog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run_ok(
+        common::quarry()
+            .args(["status", "--json", "--catalog"])
+            .arg(&s.catalog),
     );
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(status["data"]["roots"][0]["kinds"]["root"]["indexed"], 12);
     let out = common::quarry()
         .args(["rebuild", "--root", &s.root_arg(), "--catalog"])
@@ -294,19 +289,8 @@ fn default_catalogs_are_per_root_set_and_found_by_status() {
     std::fs::create_dir(&other).unwrap();
     std::fs::write(other.join("a.md"), b"# a").unwrap();
     let xdg = s.tmp.path().join("xdg");
-    let run = |args: &[&str]| {
-        let out = common::quarry()
-            .args(args)
-            .env("XDG_DATA_HOME", &xdg)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let run =
+        |args: &[&str]| common::run_ok(common::quarry().args(args).env("XDG_DATA_HOME", &xdg));
     run(&["rebuild", "--root", &s.root_arg()]);
     run(&["rebuild", "--root", &format!("notes={}", other.display())]);
     let catalogs: Vec<String> = std::fs::read_dir(xdg.join("quarry/catalogs"))

@@ -286,17 +286,11 @@ async fn corrupt_files_are_recorded_and_indexing_goes_on() {
     client.cancel().await.unwrap();
 
     // `quarry status` shows the same failures once the catalog is free again.
-    let out = common::quarry()
-        .args(["status", "--catalog"])
-        .arg(&s.catalog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = common::run_ok(
+        common::quarry()
+            .args(["status", "--catalog"])
+            .arg(&s.catalog),
     );
-    let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("truncated ROOT file"), "{text}");
     assert!(text.contains("fake.h5 (hdf5): not an HDF5 file"), "{text}");
 }

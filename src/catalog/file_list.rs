@@ -154,18 +154,10 @@ fn scan_range(
             continue;
         }
         out.total_scanned += 1;
-        if let Some(glob) = q.glob
-            && !glob.matches_file(snap.name(i), snap.rel(i))
+        if q.glob
+            .is_none_or(|g| g.matches_file(snap.name(i), snap.rel(i)))
         {
-            continue;
-        }
-        out.total_matched += 1;
-        if out.files.len() < q.limit {
-            out.files.push(FileMatch {
-                root,
-                rel: snap.rel(i).to_string(),
-                entry: *snap.entry(i),
-            });
+            out.record(snap, root, i, q.limit);
         }
     }
     out
@@ -225,21 +217,11 @@ fn scan_literal_hits(
             continue;
         }
         last_checked = entry;
-        let e = snap.entry(entry);
-        if !q.kinds.contains(e.kind)
-            || !q
-                .glob
+        if q.kinds.contains(snap.entry(entry).kind)
+            && q.glob
                 .is_some_and(|g| g.matches_file(snap.name(entry), snap.rel(entry)))
         {
-            continue;
-        }
-        out.total_matched += 1;
-        if out.files.len() < q.limit {
-            out.files.push(FileMatch {
-                root,
-                rel: snap.rel(entry).to_string(),
-                entry: *e,
-            });
+            out.record(snap, root, entry, q.limit);
         }
     }
     out
@@ -255,6 +237,18 @@ pub struct FileQueryResult {
 }
 
 impl FileQueryResult {
+    /// Counts entry `i` as a match, keeping it while fewer than `limit` are kept.
+    fn record(&mut self, snap: &Snapshot, root: usize, i: usize, limit: usize) {
+        self.total_matched += 1;
+        if self.files.len() < limit {
+            self.files.push(FileMatch {
+                root,
+                rel: snap.rel(i).to_string(),
+                entry: *snap.entry(i),
+            });
+        }
+    }
+
     /// Appends the result of a later range (or root).
     fn absorb(&mut self, later: FileQueryResult, limit: usize) {
         self.total_scanned += later.total_scanned;

@@ -26,7 +26,7 @@ pub use file_list::{
     FileEntry, FileList, FileMatch, FileQuery, FileQueryResult, KindCounts, KindSet, Snapshot,
 };
 pub use records::{
-    FileRecord, FileStatus, KIND_TABLES, KindRow, KindTable, decode, encode, kind_tables,
+    FileInfo, FileRecord, FileStatus, KIND_TABLES, KindRow, KindTable, decode, encode, kind_tables,
 };
 
 use crate::formats::Kind;
@@ -70,24 +70,13 @@ pub enum Change {
     Upsert {
         root: usize,
         rel: String,
-        file: NewFile,
+        file: FileInfo,
         rows: Vec<KindRow>,
     },
     Remove {
         root: usize,
         rel: String,
     },
-}
-
-/// A file's record before the catalog gives it an id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewFile {
-    pub kind: Kind,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub fingerprint: u64,
-    pub status: FileStatus,
-    pub indexed_at_ms: i64,
 }
 
 pub struct Catalog {
@@ -272,7 +261,7 @@ impl Catalog {
                     .collect();
                 for (rel, record) in doomed {
                     files.remove((name.as_str(), rel.as_str()))?;
-                    delete_kind_rows(&txn, record.kind, record.id)?;
+                    delete_kind_rows(&txn, record.info.kind, record.id)?;
                 }
                 roots.remove(name.as_str())?;
                 meta.remove(scan_key(name).as_str())?;
@@ -329,7 +318,7 @@ impl Catalog {
                             files.get(key)?.map(|v| decode(v.value())).transpose()?;
                         let id = match &old {
                             Some(old) => {
-                                delete_kind_rows(&txn, old.kind, old.id)?;
+                                delete_kind_rows(&txn, old.info.kind, old.id)?;
                                 old.id
                             }
                             None => {
@@ -343,12 +332,7 @@ impl Catalog {
                         }
                         let record = FileRecord {
                             id,
-                            kind: file.kind,
-                            size: file.size,
-                            mtime_ns: file.mtime_ns,
-                            fingerprint: file.fingerprint,
-                            status: file.status.clone(),
-                            indexed_at_ms: file.indexed_at_ms,
+                            info: file.clone(),
                         };
                         files.insert(key, encode(&record).as_slice())?;
                         applied.push((*root, rel, Some(entry_of(&record))));
@@ -357,7 +341,7 @@ impl Catalog {
                         let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
                         let old = files.remove(key)?.map(|v| decode::<FileRecord>(v.value()));
                         if let Some(old) = old.transpose()? {
-                            delete_kind_rows(&txn, old.kind, old.id)?;
+                            delete_kind_rows(&txn, old.info.kind, old.id)?;
                         }
                         applied.push((*root, rel, None));
                     }
@@ -392,9 +376,9 @@ impl Catalog {
         let mut out = Vec::new();
         for rel in self.files.failed(root).into_iter().take(limit) {
             if let Some(r) = self.record(root, &rel)?
-                && let FileStatus::Failed(msg) = r.status
+                && let FileStatus::Failed(msg) = r.info.status
             {
-                out.push((rel, r.kind, msg));
+                out.push((rel, r.info.kind, msg));
             }
         }
         Ok(out)
@@ -476,10 +460,10 @@ fn delete_kind_rows(txn: &redb::WriteTransaction, kind: Kind, id: u64) -> anyhow
 fn entry_of(r: &FileRecord) -> FileEntry {
     FileEntry {
         id: r.id,
-        kind: r.kind,
-        size: r.size,
-        mtime_ns: r.mtime_ns,
-        fingerprint: r.fingerprint,
-        failed: r.status.is_failed(),
+        kind: r.info.kind,
+        size: r.info.size,
+        mtime_ns: r.info.mtime_ns,
+        fingerprint: r.info.fingerprint,
+        failed: r.info.status.is_failed(),
     }
 }

@@ -9,6 +9,12 @@ use crate::formats::Kind;
 pub struct FileRecord {
     /// Stable id of this file's entry; kind tables key their rows by it.
     pub id: u64,
+    pub info: FileInfo,
+}
+
+/// What the index found out about a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileInfo {
     pub kind: Kind,
     pub size: u64,
     pub mtime_ns: i64,
@@ -76,12 +82,14 @@ mod tests {
     fn records_round_trip() {
         let r = FileRecord {
             id: 7,
-            kind: Kind::Hdf5,
-            size: 123,
-            mtime_ns: -5,
-            fingerprint: u64::MAX,
-            status: FileStatus::Failed("bad signature".into()),
-            indexed_at_ms: 1_700_000_000_000,
+            info: FileInfo {
+                kind: Kind::Hdf5,
+                size: 123,
+                mtime_ns: -5,
+                fingerprint: u64::MAX,
+                status: FileStatus::Failed("bad signature".into()),
+                indexed_at_ms: 1_700_000_000_000,
+            },
         };
         assert_eq!(decode::<FileRecord>(&encode(&r)).unwrap(), r);
         assert!(decode::<FileRecord>(&[0xff, 0xff]).is_err());

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 pub use extract::{extract, panic_message};
 pub use walk::{Exclusions, Observed};
 
-use crate::catalog::{Catalog, Change, FileStatus, NewFile};
+use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::Kind;
 
 #[derive(Debug, Clone)]
@@ -254,7 +254,7 @@ fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
     Change::Upsert {
         root,
         rel: o.rel.clone(),
-        file: NewFile {
+        file: FileInfo {
             kind: o.kind,
             size: o.size,
             mtime_ns: o.mtime_ns,

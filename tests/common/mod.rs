@@ -18,6 +18,17 @@ pub fn quarry() -> Command {
     Command::new(env!("CARGO_BIN_EXE_quarry"))
 }
 
+/// Runs a quarry command that must succeed; returns its standard output.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub fn repo_testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")
 }
