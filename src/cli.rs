@@ -22,7 +22,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the daemon: scan and watch the roots, serve MCP on a Unix socket.
     Serve(ServeArgs),
-    /// MCP over stdio: proxy to a running daemon, or index and serve in-process.
+    /// MCP over stdio: relay to the process serving the catalog, or index and serve in-process.
     Mcp(ServeArgs),
     /// Build the catalog from scratch, then exit.
     Rebuild(RebuildArgs),
@@ -35,7 +35,7 @@ pub struct ServeArgs {
     /// A data root, as DIR or NAME=DIR (repeatable). Without NAME the folder's name is used.
     #[arg(long = "root", value_name = "[NAME=]DIR")]
     pub roots: Vec<String>,
-    /// Catalog folder (default: $XDG_DATA_HOME/quarry).
+    /// Catalog folder (default: one per set of roots under $XDG_DATA_HOME/quarry/catalogs).
     #[arg(long, value_name = "DIR")]
     pub catalog: Option<PathBuf>,
     /// Unix socket path (default: quarry.sock in the catalog folder).

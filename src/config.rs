@@ -103,7 +103,7 @@ pub fn default_catalogs_home() -> anyhow::Result<PathBuf> {
 
 /// The default catalog of a set of roots: one per set, so that assistants set up
 /// with different roots never share (and thrash) one catalog. Named after the
-/// first root plus a hash of every (name, folder) pair.
+/// first root (by name) plus a hash of every (name, folder) pair.
 pub fn default_catalog_dir(roots: &Roots) -> anyhow::Result<PathBuf> {
     let mut pairs: Vec<String> = roots
         .list()
@@ -118,7 +118,12 @@ pub fn default_catalog_dir(roots: &Roots) -> anyhow::Result<PathBuf> {
         .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
         });
-    let first = roots.list().first().map_or("quarry", |r| r.name.as_str());
+    // Named after the first root in sorted order, so the same set in any order
+    // gives the same folder.
+    let first = pairs
+        .first()
+        .and_then(|p| p.split_once('='))
+        .map_or("quarry", |(name, _)| name);
     let slug: String = first
         .chars()
         .map(|c| {

@@ -19,4 +19,5 @@ pub mod glob;
 pub mod index;
 pub mod logging;
 pub mod mcp;
+pub mod panics;
 pub mod roots;

@@ -21,11 +21,22 @@ use crate::mcp::tools::{Context, ServerSettings};
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let targets = Settings::status_targets(args.catalog.as_deref(), args.config.as_deref())?;
     let mut reports = Vec::new();
+    let mut failures = 0;
     for (i, (dir, socket)) in targets.iter().enumerate() {
-        let (status, served) = match Catalog::open_existing(dir) {
-            Ok(catalog) => (read_locally(catalog)?, false),
-            Err(OpenError::Locked) => (ask_daemon(socket)?, true),
-            Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => return Err(e),
+        let report = match Catalog::open_existing(dir) {
+            Ok(catalog) => read_locally(catalog).map(|s| (s, false)),
+            Err(OpenError::Locked) => ask_daemon(socket).map(|s| (s, true)),
+            Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => Err(e),
+        };
+        let (status, served) = match report {
+            Ok(r) => r,
+            // With several catalogs, one that cannot be read does not hide the others.
+            Err(e) if targets.len() > 1 => {
+                failures += 1;
+                eprintln!("quarry: catalog {}: {e:#}", dir.display());
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         if args.json {
             reports.push(
@@ -41,11 +52,12 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     if args.json {
         // One catalog: its index_status result; several: a list of them.
         let out = match reports.len() {
-            1 => reports.remove(0)["status"].take(),
+            1 if targets.len() == 1 => reports.remove(0)["status"].take(),
             _ => Value::Array(reports),
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     }
+    anyhow::ensure!(failures == 0, "{failures} catalog(s) could not be read");
     Ok(())
 }
 

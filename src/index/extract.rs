@@ -2,12 +2,12 @@
 //! parsers do, on hostile input) becomes a recorded error for that file, never a
 //! crash of the daemon.
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use crate::catalog::KindRow;
 use crate::formats::{self, Kind};
+use crate::panics::panic_message;
 
 /// Extracts what the catalog keeps of a file of `kind`; `Err` holds the message
 /// recorded against the file.
@@ -19,15 +19,5 @@ pub fn extract(kind: Kind, path: &Path) -> Result<Vec<KindRow>, String> {
             "the {kind} reader failed on this file: {}",
             panic_message(panic.as_ref())
         )),
-    }
-}
-
-pub fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-pub use extract::{extract, panic_message};
+pub use extract::extract;
 pub use walk::{Exclusions, Observed};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};

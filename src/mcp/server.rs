@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
-use crate::index::panic_message;
+use crate::panics::panic_message;
 
 const INSTRUCTIONS: &str = "quarry answers questions about the user's data roots (CERN ROOT files, HDF5 files, \
 documents, C++/Python source) from a pre-built catalog. Start with list_files(kind='all') to see what is there, \
@@ -77,7 +77,10 @@ impl QuarryServer {
                 "Reduce the scope: a tighter pattern, selection or smaller limit",
             ),
         };
-        CallToolResult::structured_error(outcome.into_json())
+        // The error object goes in the text item only: clients check
+        // structuredContent against the tool's output schema (which describes
+        // success), some even when isError is set.
+        CallToolResult::error(vec![ContentBlock::text(outcome.into_json().to_string())])
     }
 }
 

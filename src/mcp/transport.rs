@@ -15,13 +15,6 @@ use super::QuarryServer;
 /// Linux's limit on a socket path (sun_path), including the terminating NUL.
 const MAX_SOCKET_PATH: usize = 107;
 
-/// Serves one MCP session on stdin/stdout until the client closes it.
-pub async fn serve_stdio(server: QuarryServer) -> anyhow::Result<()> {
-    let running = server.serve(rmcp::transport::stdio()).await?;
-    running.waiting().await?;
-    Ok(())
-}
-
 /// Binds the catalog's socket, readable and writable by the owner only. The caller
 /// holds the catalog lock, so a socket file already there is a stale leftover.
 pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
@@ -31,7 +24,13 @@ pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
         "socket path {} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows: choose a shorter one with --socket",
         path.display()
     );
-    if path.symlink_metadata().is_ok() {
+    if let Ok(meta) = path.symlink_metadata() {
+        use std::os::unix::fs::FileTypeExt;
+        anyhow::ensure!(
+            meta.file_type().is_socket(),
+            "{} exists and is not a socket: choose another path with --socket",
+            path.display()
+        );
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
     }

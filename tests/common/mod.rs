@@ -175,19 +175,23 @@ pub async fn call(client: &Client, tool: &str, arguments: Value) -> (Value, bool
         .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(arguments)))
         .await
         .unwrap();
-    let structured = result
-        .structured_content
-        .clone()
-        .expect("structured content");
-    // The text item carries the identical JSON.
+    // One text item carries the JSON; a success carries it as structuredContent
+    // too, an error only as text (clients check structuredContent against the
+    // success schema).
     assert_eq!(result.content.len(), 1);
     let text = result.content[0]
         .as_text()
         .expect("a text item")
         .text
         .clone();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
-    (structured, result.is_error == Some(true))
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let is_error = result.is_error == Some(true);
+    if is_error {
+        assert_eq!(result.structured_content, None);
+    } else {
+        assert_eq!(result.structured_content.as_ref(), Some(&json));
+    }
+    (json, is_error)
 }
 
 /// Waits until index_status says the catalog is complete.
