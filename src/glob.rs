@@ -14,7 +14,6 @@ use memchr::memmem;
 
 #[derive(Debug, Clone)]
 pub struct Glob {
-    pattern: String,
     on_path: bool,
     matcher: Matcher,
 }
@@ -151,15 +150,7 @@ impl Glob {
             let prefilter = Stars::skeleton_of(pattern).unwrap_or_else(|| Stars::new("*"));
             Matcher::Full(prefilter, glob.compile_matcher())
         };
-        Ok(Glob {
-            pattern: pattern.to_string(),
-            on_path,
-            matcher,
-        })
-    }
-
-    pub fn pattern(&self) -> &str {
-        &self.pattern
+        Ok(Glob { on_path, matcher })
     }
 
     /// Whether the pattern is matched against relative paths rather than names.

@@ -272,10 +272,6 @@ impl FileList {
         }
     }
 
-    pub fn root_count(&self) -> usize {
-        self.roots.len()
-    }
-
     pub(crate) fn insert(&self, root: usize, rel: &str, entry: FileEntry) {
         let mut r = self.roots[root].write().expect("file list lock");
         r.files.insert(rel.into(), entry);
@@ -293,15 +289,6 @@ impl FileList {
         if r.files.remove(rel).is_some() {
             r.snapshot = None;
         }
-    }
-
-    pub fn get(&self, root: usize, rel: &str) -> Option<FileEntry> {
-        self.roots[root]
-            .read()
-            .expect("file list lock")
-            .files
-            .get(rel)
-            .copied()
     }
 
     /// Entries at `rel` or below it (all entries when `rel` is empty).

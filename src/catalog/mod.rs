@@ -80,7 +80,6 @@ pub enum Change {
 }
 
 pub struct Catalog {
-    dir: PathBuf,
     db: Database,
     roots: Roots,
     files: FileList,
@@ -125,7 +124,6 @@ impl Catalog {
             Err(e) => return Err(e),
         };
         let catalog = Catalog {
-            dir: dir.to_path_buf(),
             db,
             roots: roots.clone(),
             files: FileList::new(roots.list().len()),
@@ -158,7 +156,6 @@ impl Catalog {
         }
         let roots = Roots::recorded(stored);
         let catalog = Catalog {
-            dir: dir.to_path_buf(),
             db,
             files: FileList::new(roots.list().len()),
             roots,
@@ -166,10 +163,6 @@ impl Catalog {
         };
         catalog.load_mirror().map_err(OpenError::Failed)?;
         Ok(catalog)
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     pub fn roots(&self) -> &Roots {
@@ -251,17 +244,19 @@ impl Catalog {
             let mut meta = txn.open_table(META)?;
             for name in &stale {
                 tracing::info!("root '{name}' is no longer configured here: dropping its entries");
-                let doomed: Vec<(String, FileRecord)> = files
-                    .range((name.as_str(), "")..)?
-                    .map_while(|item| {
-                        let (k, v) = item.ok()?;
-                        let (root, rel) = k.value();
-                        (root == name).then(|| Some((rel.to_string(), decode(v.value()).ok()?)))?
-                    })
-                    .collect();
-                for (rel, record) in doomed {
+                let mut doomed: Vec<(String, u64, Kind)> = Vec::new();
+                for item in files.range((name.as_str(), "")..)? {
+                    let (k, v) = item?;
+                    let (root, rel) = k.value();
+                    if root != name {
+                        break;
+                    }
+                    let record: FileRecord = decode(v.value())?;
+                    doomed.push((rel.to_string(), record.id, record.info.kind));
+                }
+                for (rel, id, kind) in doomed {
                     files.remove((name.as_str(), rel.as_str()))?;
-                    delete_kind_rows(&txn, record.info.kind, record.id)?;
+                    delete_kind_rows(&txn, kind, id)?;
                 }
                 roots.remove(name.as_str())?;
                 meta.remove(scan_key(name).as_str())?;
@@ -411,13 +406,23 @@ fn open_db(path: &Path) -> Result<Database, OpenError> {
     match Database::builder().set_cache_size(4 << 20).create(path) {
         Ok(db) => Ok(db),
         Err(DatabaseError::DatabaseAlreadyOpen) => Err(OpenError::Locked),
-        Err(
-            e @ (DatabaseError::Storage(redb::StorageError::Corrupted(_))
-            | DatabaseError::UpgradeRequired(_)),
-        ) => Err(OpenError::Corrupt(anyhow::Error::new(e))),
+        Err(e) if is_corrupt(&e) => Err(OpenError::Corrupt(anyhow::Error::new(e))),
         Err(e) => Err(OpenError::Failed(
             anyhow::Error::new(e).context(format!("cannot open catalog {}", path.display())),
         )),
+    }
+}
+
+/// Whether redb says the file is not a catalog it can read (damaged, foreign, or
+/// an old format), as opposed to an error reaching it (permissions, I/O).
+fn is_corrupt(e: &DatabaseError) -> bool {
+    match e {
+        DatabaseError::Storage(redb::StorageError::Corrupted(_))
+        | DatabaseError::UpgradeRequired(_) => true,
+        DatabaseError::Storage(redb::StorageError::Io(io)) => {
+            io.kind() == std::io::ErrorKind::InvalidData
+        }
+        _ => false,
     }
 }
 
@@ -465,5 +470,111 @@ fn entry_of(r: &FileRecord) -> FileEntry {
         mtime_ns: r.info.mtime_ns,
         fingerprint: r.info.fingerprint,
         failed: r.info.status.is_failed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upsert(root: usize, rel: &str) -> Change {
+        Change::Upsert {
+            root,
+            rel: rel.into(),
+            file: FileInfo {
+                kind: Kind::Document,
+                size: 3,
+                mtime_ns: 0,
+                fingerprint: 1,
+                status: FileStatus::Ok,
+                indexed_at_ms: 0,
+            },
+            rows: Vec::new(),
+        }
+    }
+
+    struct Dirs {
+        _tmp: tempfile::TempDir,
+        a: PathBuf,
+        b: PathBuf,
+        catalog: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        Dirs {
+            catalog: tmp.path().join("catalog"),
+            _tmp: tmp,
+            a,
+            b,
+        }
+    }
+
+    fn roots(specs: &[(&str, &Path)]) -> Roots {
+        Roots::new(
+            specs
+                .iter()
+                .map(|(n, d)| (n.to_string(), d.to_path_buf()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn entries_survive_a_reopen_and_follow_their_root() {
+        let d = dirs();
+        let cat = Catalog::open(&d.catalog, &roots(&[("data", &d.a)])).unwrap();
+        cat.apply(&[upsert(0, "x.md"), upsert(0, "sub/y.md")])
+            .unwrap();
+        drop(cat);
+        let cat = Catalog::open(&d.catalog, &roots(&[("data", &d.a), ("more", &d.b)])).unwrap();
+        assert_eq!(cat.files().under(0, "").len(), 2);
+        let first_id = cat.record(0, "x.md").unwrap().unwrap().id;
+        cat.apply(&[upsert(1, "z.md")]).unwrap();
+        assert_ne!(cat.record(1, "z.md").unwrap().unwrap().id, first_id);
+        drop(cat);
+        // Root `data` now points at another folder: its old entries are dropped,
+        // the other root keeps its own.
+        let cat = Catalog::open(&d.catalog, &roots(&[("data", &d.b), ("more", &d.b)])).unwrap();
+        assert!(cat.files().under(0, "").is_empty());
+        assert_eq!(cat.files().under(1, "").len(), 1);
+        assert_eq!(cat.record(0, "x.md").unwrap(), None);
+    }
+
+    #[test]
+    fn another_schema_version_empties_the_catalog() {
+        let d = dirs();
+        let r = roots(&[("data", &d.a)]);
+        let cat = Catalog::open(&d.catalog, &r).unwrap();
+        cat.apply(&[upsert(0, "x.md")]).unwrap();
+        let txn = cat.db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert(META_SCHEMA_VERSION, 999u32.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+        drop(cat);
+        let err = Catalog::open_existing(&d.catalog).err().unwrap();
+        assert!(err.to_string().contains("schema version"), "{err}");
+        let cat = Catalog::open(&d.catalog, &r).unwrap();
+        assert!(cat.files().under(0, "").is_empty());
+        assert_eq!(stored_version(&cat.db).unwrap(), Some(SCHEMA_VERSION));
+    }
+
+    #[test]
+    fn a_corrupt_catalog_file_is_replaced_and_a_locked_one_reported() {
+        let d = dirs();
+        let r = roots(&[("data", &d.a)]);
+        create_private_dir(&d.catalog).unwrap();
+        std::fs::write(db_path(&d.catalog), vec![0xA5u8; 8192]).unwrap();
+        let cat = Catalog::open(&d.catalog, &r).unwrap();
+        assert!(cat.files().under(0, "").is_empty());
+        assert!(matches!(
+            Catalog::open(&d.catalog, &r),
+            Err(OpenError::Locked)
+        ));
     }
 }
