@@ -20,16 +20,27 @@ use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::{Value, json};
 
-/// A 128-byte ROOT file whose header passes quarry's checks (version 6.20/04,
-/// begin 100, end 128, ZLIB:1, streamer info at 110).
+/// The smallest well-formed ROOT file: a header (version 6.20/04, ZLIB:1), the top
+/// directory record at byte 100, and an empty key list at 130 (its own 29-byte key
+/// header plus a zero count), 163 bytes in all.
 fn tiny_root() -> Vec<u8> {
-    let mut b = vec![0u8; 128];
+    let mut b = vec![0u8; 163];
     b[..4].copy_from_slice(b"root");
     b[4..8].copy_from_slice(&62004i32.to_be_bytes());
-    b[8..12].copy_from_slice(&100i32.to_be_bytes());
-    b[12..16].copy_from_slice(&128i32.to_be_bytes());
-    b[33..37].copy_from_slice(&101i32.to_be_bytes());
-    b[37..41].copy_from_slice(&110i32.to_be_bytes());
+    b[8..12].copy_from_slice(&100i32.to_be_bytes()); // begin
+    b[12..16].copy_from_slice(&163i32.to_be_bytes()); // end
+    b[28..32].copy_from_slice(&0i32.to_be_bytes()); // nbytes_name
+    b[33..37].copy_from_slice(&101i32.to_be_bytes()); // compression
+    b[37..41].copy_from_slice(&150i32.to_be_bytes()); // seek_info
+    // Top directory: version 5, dates, key list of 33 bytes at 130.
+    b[100..102].copy_from_slice(&5i16.to_be_bytes());
+    b[110..114].copy_from_slice(&33i32.to_be_bytes());
+    b[126..130].copy_from_slice(&130i32.to_be_bytes());
+    // Key list: nbytes 33, version 4, object length 4, key header length 29.
+    b[130..134].copy_from_slice(&33i32.to_be_bytes());
+    b[134..136].copy_from_slice(&4i16.to_be_bytes());
+    b[136..140].copy_from_slice(&4i32.to_be_bytes());
+    b[144..146].copy_from_slice(&29i16.to_be_bytes());
     b
 }
 

@@ -8,7 +8,7 @@
 mod code;
 mod document;
 mod hdf5;
-mod root;
+pub mod root;
 
 use std::fmt;
 use std::fs::File;
@@ -16,8 +16,6 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-
-pub use root::RootHeader;
 
 /// The kinds of file quarry indexes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -109,6 +107,8 @@ pub fn detect(path: &Path) -> io::Result<Option<Kind>> {
 pub enum FormatError {
     #[error("{0}")]
     Corrupt(String),
+    #[error("{0}")]
+    Unsupported(String),
     #[error("I/O error: {0}")]
     Io(String),
 }
@@ -122,7 +122,7 @@ impl From<io::Error> for FormatError {
 /// Checks that the file is a well-formed file of `kind` (signature and header).
 pub fn validate(kind: Kind, path: &Path) -> Result<(), FormatError> {
     match kind {
-        Kind::Root => root::read_header(path).map(|_| ()),
+        Kind::Root => root::RootFile::open(path)?.walk().map(|_| ()),
         Kind::Hdf5 => hdf5::check_signature(path),
         Kind::Document => document::check(path),
         Kind::Code => code::check(path),

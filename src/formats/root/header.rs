@@ -1,11 +1,10 @@
 //! The ROOT file header: enough to recognise a ROOT file, name its version and
-//! compression, and catch truncation. The full reader (keys, trees, baskets) builds
-//! on this.
+//! compression, catch truncation, and find the top directory.
 
 use std::fs::File;
 use std::path::Path;
 
-use super::{FormatError, read_prefix};
+use crate::formats::{FormatError, read_prefix};
 
 pub const MAGIC: &[u8] = b"root";
 
@@ -23,6 +22,9 @@ pub struct RootHeader {
     /// The file-level compression setting: algorithm * 100 + level.
     pub compress: i32,
     pub seek_info: u64,
+    /// Length of the top directory's name record, which precedes its directory
+    /// record at `begin`.
+    pub nbytes_name: u32,
 }
 
 impl RootHeader {
@@ -78,18 +80,24 @@ pub fn parse_header(b: &[u8], file_size: u64) -> Result<RootHeader, FormatError>
     }
     let version = be_i32(b, 4);
     let begin = be_i32(b, 8);
-    let (end, compress, seek_info) = if version >= LARGE_FILE_VERSION {
+    let (end, nbytes_name, compress, seek_info) = if version >= LARGE_FILE_VERSION {
         if b.len() < 53 {
             return corrupt(format!("truncated ROOT header ({} bytes)", b.len()));
         }
-        (be_i64(b, 12), be_i32(b, 41), be_i64(b, 45))
+        (be_i64(b, 12), be_i32(b, 36), be_i32(b, 41), be_i64(b, 45))
     } else {
         (
             i64::from(be_i32(b, 12)),
+            be_i32(b, 28),
             be_i32(b, 33),
             i64::from(be_i32(b, 37)),
         )
     };
+    if nbytes_name < 0 {
+        return corrupt(format!(
+            "implausible ROOT header (name record of {nbytes_name} bytes)"
+        ));
+    }
     if version <= 0 || begin < 64 || end < i64::from(begin) || seek_info < 0 {
         return corrupt(format!(
             "implausible ROOT header (version {version}, begin {begin}, end {end})"
@@ -112,6 +120,7 @@ pub fn parse_header(b: &[u8], file_size: u64) -> Result<RootHeader, FormatError>
         end,
         compress,
         seek_info,
+        nbytes_name: nbytes_name as u32,
     })
 }
 

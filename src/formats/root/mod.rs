@@ -1,0 +1,177 @@
+//! quarry's own ROOT reader (see ARCHITECTURE.md for why not oxyroot). This layer
+//! reads the file's structure: header, compressed records, keys and nested
+//! directories. Every read is bounds checked against the file, so a truncated,
+//! corrupted or hostile file yields an error, never a panic or a runaway
+//! allocation.
+
+mod compression;
+mod cursor;
+mod header;
+mod keys;
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+pub use compression::decompress;
+pub use cursor::Cursor;
+pub use header::{MAGIC, RootHeader, parse_header, read_header};
+pub use keys::{DirectoryRecord, Key};
+
+use super::FormatError;
+
+/// Directories nested deeper than this are taken for a loop in a damaged file.
+const MAX_DEPTH: usize = 64;
+
+/// An open ROOT file.
+pub struct RootFile {
+    file: File,
+    size: u64,
+    pub header: RootHeader,
+}
+
+/// A key with the directory path it lives in ("" for the top directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathedKey {
+    pub dir: String,
+    pub key: Key,
+}
+
+impl PathedKey {
+    /// "dir/sub/name", as uproot and ROOT name objects.
+    pub fn path(&self) -> String {
+        if self.dir.is_empty() {
+            self.key.name.clone()
+        } else {
+            format!("{}/{}", self.dir, self.key.name)
+        }
+    }
+}
+
+impl RootFile {
+    pub fn open(path: &Path) -> Result<RootFile, FormatError> {
+        let header = read_header(path)?;
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        Ok(RootFile { file, size, header })
+    }
+
+    /// Reads `len` bytes at `offset`, refusing ranges outside the file.
+    pub fn read_at(&self, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, FormatError> {
+        let end = offset.checked_add(len as u64);
+        if end.is_none_or(|end| end > self.size) {
+            return Err(FormatError::Corrupt(format!(
+                "{what} at byte {offset} ({len} bytes) lies beyond the end of the file ({} bytes)",
+                self.size
+            )));
+        }
+        let mut buf = vec![0; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
+    /// The top directory's record, which follows its name record at `begin`.
+    fn top_directory(&self) -> Result<DirectoryRecord, FormatError> {
+        let at = self.header.begin + u64::from(self.header.nbytes_name);
+        let buf = self.read_at(
+            at,
+            42.min((self.size - at.min(self.size)) as usize),
+            "top directory",
+        )?;
+        DirectoryRecord::read(&mut Cursor::new(&buf, at))
+    }
+
+    fn keys_of(&self, dir: DirectoryRecord) -> Result<Vec<Key>, FormatError> {
+        let buf = self.read_at(dir.seek_keys, dir.nbytes_keys as usize, "key list")?;
+        keys::read_key_list(&mut Cursor::new(&buf, dir.seek_keys))
+    }
+
+    /// The uncompressed bytes of a key's object.
+    pub fn object(&self, key: &Key) -> Result<Vec<u8>, FormatError> {
+        let stored = self.read_at(
+            key.seek_data(),
+            key.stored_len() as usize,
+            &format!("object '{}'", key.name),
+        )?;
+        decompress(&stored, key.obj_len as usize)
+    }
+
+    /// Every key of the file, depth first in key-list order: each directory's key
+    /// is followed by the keys inside it.
+    pub fn walk(&self) -> Result<Vec<PathedKey>, FormatError> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        self.walk_dir(self.top_directory()?, "", 0, &mut seen, &mut out)?;
+        Ok(out)
+    }
+
+    fn walk_dir(
+        &self,
+        dir: DirectoryRecord,
+        path: &str,
+        depth: usize,
+        seen: &mut HashSet<u64>,
+        out: &mut Vec<PathedKey>,
+    ) -> Result<(), FormatError> {
+        if depth > MAX_DEPTH || !seen.insert(dir.seek_keys) {
+            return Err(FormatError::Corrupt(format!(
+                "directory '{path}' loops back on itself or nests too deep"
+            )));
+        }
+        for key in self.keys_of(dir)? {
+            let is_dir = key.is_directory();
+            let entry = PathedKey {
+                dir: path.to_string(),
+                key,
+            };
+            let sub_path = entry.path();
+            let record = is_dir
+                .then(|| self.object(&entry.key))
+                .transpose()?
+                .map(|bytes| DirectoryRecord::read(&mut Cursor::new(&bytes, entry.key.seek_data())))
+                .transpose()?;
+            out.push(entry);
+            if let Some(record) = record {
+                self.walk_dir(record, &sub_path, depth + 1, seen, out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_directories_are_walked_depth_first() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-nesteddirs.root");
+        let keys = RootFile::open(&path).unwrap().walk().unwrap();
+        let paths: Vec<String> = keys.iter().map(PathedKey::path).collect();
+        // The layout the test corpus documents: one, one/two, three, each with a tree.
+        assert_eq!(
+            paths,
+            [
+                "one",
+                "one/two",
+                "one/two/tree",
+                "one/tree",
+                "three",
+                "three/tree"
+            ]
+        );
+        assert!(keys[0].key.is_directory() && !keys[2].key.is_directory());
+    }
+
+    #[test]
+    fn reads_beyond_the_end_are_refused() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-histograms.root");
+        let f = RootFile::open(&path).unwrap();
+        assert!(f.read_at(5000, 1000, "probe").is_err());
+        assert!(f.read_at(u64::MAX - 2, 10, "probe").is_err());
+        assert_eq!(f.read_at(0, 4, "probe").unwrap(), b"root");
+    }
+}
