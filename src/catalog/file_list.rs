@@ -194,23 +194,27 @@ fn rarest_literal<'g>(snap: &Snapshot, glob: &'g Glob) -> Option<&'g [u8]> {
     (share <= LITERAL_MAX_SHARE).then_some(literal)
 }
 
-/// Finds the entries holding `literal` with one search over the whole snapshot,
-/// then matches only those: for selective patterns this skips most entries.
+/// Finds the entries of `range` holding `literal` with one search over their text,
+/// then matches only those: for selective patterns this skips most entries. Leaves
+/// `total_scanned` to the caller.
 fn scan_literal_hits(
     snap: &Snapshot,
     root: usize,
     literal: &[u8],
+    range: std::ops::Range<usize>,
     q: &FileQuery<'_>,
 ) -> FileQueryResult {
-    let mut out = FileQueryResult {
-        total_scanned: snap.count_of(q.kinds),
-        ..FileQueryResult::default()
-    };
-    let mut entry = 0;
+    let mut out = FileQueryResult::default();
+    if range.is_empty() {
+        return out;
+    }
+    let from = snap.spans[range.start].start as usize;
+    let to = snap.spans[range.end - 1].end as usize;
+    let mut entry = range.start;
     let mut last_checked = usize::MAX;
-    for hit in memchr::memmem::find_iter(snap.text.as_bytes(), literal) {
+    for hit in memchr::memmem::find_iter(&snap.text.as_bytes()[from..to], literal) {
         // Hits come in text order; entries too: walk forward to the one holding it.
-        while snap.spans[entry].end as usize <= hit {
+        while snap.spans[entry].end as usize <= from + hit {
             entry += 1;
         }
         if entry == last_checked {
@@ -325,21 +329,24 @@ impl FileList {
         for &root in q.roots {
             let snap = self.snapshot(root);
             let literal = q.glob.and_then(|g| rarest_literal(&snap, g));
-            let part = if let Some(literal) = literal {
-                scan_literal_hits(&snap, root, literal, q)
-            } else if snap.len() >= PARALLEL_QUERY_MIN {
+            let scan = |range: std::ops::Range<usize>| match literal {
+                Some(literal) => scan_literal_hits(&snap, root, literal, range, q),
+                None => scan_range(&snap, root, range, q),
+            };
+            let mut part = if snap.len() >= PARALLEL_QUERY_MIN {
                 // Two halves on two threads; the left half's matches come first in
                 // path order, so the merge keeps the first `limit` of the whole.
                 let mid = snap.len() / 2;
-                let (mut left, right) = rayon::join(
-                    || scan_range(&snap, root, 0..mid, q),
-                    || scan_range(&snap, root, mid..snap.len(), q),
-                );
+                let (mut left, right) = rayon::join(|| scan(0..mid), || scan(mid..snap.len()));
                 left.absorb(right, q.limit);
                 left
             } else {
-                scan_range(&snap, root, 0..snap.len(), q)
+                scan(0..snap.len())
             };
+            if literal.is_some() {
+                // The literal search skips entries; their count comes from the snapshot.
+                part.total_scanned = snap.count_of(q.kinds);
+            }
             out.absorb(part, q.limit);
         }
         out
@@ -476,7 +483,12 @@ mod tests {
                 };
                 let snap = list.snapshot(0);
                 for literal in glob.required_literals() {
-                    let fast = scan_literal_hits(&snap, 0, literal, &q);
+                    let mut fast = scan_literal_hits(&snap, 0, literal, 0..3, &q);
+                    fast.absorb(
+                        scan_literal_hits(&snap, 0, literal, 3..snap.len(), &q),
+                        q.limit,
+                    );
+                    fast.total_scanned = snap.count_of(q.kinds);
                     let slow = scan_range(&snap, 0, 0..snap.len(), &q);
                     let rels = |r: &FileQueryResult| {
                         r.files.iter().map(|f| f.rel.clone()).collect::<Vec<_>>()
