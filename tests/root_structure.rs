@@ -145,3 +145,78 @@ fn damaged_files_give_errors_not_panics() {
         }
     }
 }
+
+/// A branch as the fixture describes it, built from quarry's model.
+fn branch_json(b: &quarry::formats::root::Branch) -> Value {
+    let n = b.write_basket;
+    serde_json::json!({
+        "name": b.name,
+        "class": b.class_name,
+        "entries": b.entries,
+        "leaves": b.leaves.iter().map(|l| serde_json::json!({
+            "name": l.name, "class": l.class_name, "len": l.len, "len_type": l.len_type, "count": l.count,
+        })).collect::<Vec<_>>(),
+        "basket_entry": &b.basket_entry[..(n + 1).min(b.basket_entry.len())],
+        "basket_seek": &b.basket_seek[..n],
+        "basket_bytes": &b.basket_bytes[..n],
+        "embedded_baskets": b.embedded_baskets.len(),
+        "branches": b.branches.iter().map(branch_json).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn every_tree_matches_uproot_branch_by_branch() {
+    let mut trees_seen = 0;
+    for (path, _) in fixtures() {
+        let fixture: Value = serde_json::from_str(
+            &std::fs::read_to_string(repo().join("tests/fixtures/root").join(format!(
+                "{}.trees.json",
+                path.file_name().unwrap().to_string_lossy()
+            )))
+            .unwrap(),
+        )
+        .unwrap();
+        let file = RootFile::open(&path).unwrap();
+        let keys = file.walk().unwrap();
+        for want in fixture["trees"].as_array().unwrap() {
+            let key = keys
+                .iter()
+                .find(|k| {
+                    k.path() == want["path"].as_str().unwrap()
+                        && i64::from(k.key.cycle) == want["cycle"].as_i64().unwrap()
+                })
+                .unwrap();
+            let tree = file
+                .tree(&key.key)
+                .unwrap_or_else(|e| panic!("{} {}: {e}", path.display(), key.path()));
+            assert_eq!(
+                tree.entries,
+                want["entries"].as_i64().unwrap(),
+                "{}",
+                key.path()
+            );
+            let got: Vec<Value> = tree.branches.iter().map(branch_json).collect();
+            let want_branches = want["branches"].as_array().unwrap();
+            assert_eq!(
+                got.len(),
+                want_branches.len(),
+                "{} {}",
+                path.display(),
+                key.path()
+            );
+            for (g, w) in got.iter().zip(want_branches) {
+                assert_eq!(
+                    g,
+                    w,
+                    "{} {} branch {}",
+                    path.display(),
+                    key.path(),
+                    w["name"]
+                );
+            }
+            trees_seen += 1;
+        }
+    }
+    // HZZ in six compressions, Zmumu, NanoAOD, three in nesteddirs, sample, fullsplit.
+    assert_eq!(trees_seen, 13);
+}

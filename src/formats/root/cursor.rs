@@ -27,6 +27,39 @@ impl<'a> Cursor<'a> {
         self.buf.len() - self.pos
     }
 
+    /// Moves to `pos` (within the buffer), e.g. past an object by its byte count.
+    pub fn set_pos(&mut self, pos: usize, what: &str) -> Result<(), FormatError> {
+        if pos > self.buf.len() {
+            return Err(FormatError::Corrupt(format!(
+                "{what} ends at byte {} of the file, past its record",
+                self.origin + pos as u64
+            )));
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    pub fn f64(&mut self, what: &str) -> Result<f64, FormatError> {
+        Ok(f64::from_be_bytes(self.array(what)?))
+    }
+
+    /// A NUL-terminated string (class names in object references).
+    pub fn cstring(&mut self, what: &str) -> Result<String, FormatError> {
+        let rest = &self.buf[self.pos..];
+        let len = memchr::memchr(0, rest).ok_or_else(|| self.short(rest.len() + 1, what))?;
+        let s = String::from_utf8_lossy(&rest[..len]).into_owned();
+        self.pos += len + 1;
+        Ok(s)
+    }
+
+    /// `n` values of `width` bytes each, checked to fit before anything is allocated.
+    pub fn fits(&self, n: usize, width: usize, what: &str) -> Result<(), FormatError> {
+        match n.checked_mul(width) {
+            Some(bytes) if bytes <= self.remaining() => Ok(()),
+            _ => Err(self.short(n.saturating_mul(width), what)),
+        }
+    }
+
     fn short(&self, n: usize, what: &str) -> FormatError {
         FormatError::Corrupt(format!(
             "unexpected end of data reading {what} ({n} bytes) at byte {} of the file",

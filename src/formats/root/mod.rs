@@ -8,6 +8,8 @@ mod compression;
 mod cursor;
 mod header;
 mod keys;
+mod object;
+mod tree;
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -18,6 +20,7 @@ pub use compression::decompress;
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, parse_header, read_header};
 pub use keys::{DirectoryRecord, Key};
+pub use tree::{Branch, Element, Leaf, Tree};
 
 use super::FormatError;
 
@@ -95,6 +98,18 @@ impl RootFile {
             &format!("object '{}'", key.name),
         )?;
         decompress(&stored, key.obj_len as usize)
+    }
+
+    /// Reads the TTree stored under `key`.
+    pub fn tree(&self, key: &Key) -> Result<Tree, FormatError> {
+        if key.class_name != "TTree" {
+            return Err(FormatError::Unsupported(format!(
+                "'{}' is a {}, not a TTree",
+                key.name, key.class_name
+            )));
+        }
+        let bytes = self.object(key)?;
+        tree::read_tree(&bytes, key.key_len, key.seek_data())
     }
 
     /// Every key of the file, depth first in key-list order: each directory's key
