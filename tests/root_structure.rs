@@ -220,3 +220,92 @@ fn every_tree_matches_uproot_branch_by_branch() {
     // HZZ in six compressions, Zmumu, NanoAOD, three in nesteddirs, sample, fullsplit.
     assert_eq!(trees_seen, 13);
 }
+
+/// SHA-256 of a column's values flattened, little-endian (strings: UTF-8 joined by NUL).
+fn values_sha(values: &quarry::formats::root::Values) -> String {
+    use quarry::formats::root::Values as V;
+    let mut h = Sha256::new();
+    match values {
+        V::Bool(v) => h.update(v.iter().map(|&b| b as u8).collect::<Vec<_>>()),
+        V::I8(v) => h.update(v.iter().map(|&x| x as u8).collect::<Vec<_>>()),
+        V::U8(v) => h.update(v),
+        V::I16(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::U16(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::I32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::U32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::I64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::U64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+        V::Str(v) => h.update(v.join("\0").as_bytes()),
+    }
+    format!("{:x}", h.finalize())
+}
+
+#[test]
+fn every_basic_column_decodes_to_uproots_values() {
+    let mut columns_checked = 0;
+    for (path, _) in fixtures() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let fixture: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                repo()
+                    .join("tests/fixtures/root")
+                    .join(format!("{name}.columns.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let file = RootFile::open(&path).unwrap();
+        let keys = file.walk().unwrap();
+        for want_tree in fixture["trees"].as_array().unwrap() {
+            let key = keys
+                .iter()
+                .find(|k| k.path() == want_tree["path"].as_str().unwrap())
+                .unwrap();
+            let tree = file.tree(&key.key).unwrap();
+            for want in want_tree["columns"].as_array().unwrap() {
+                let branch_name = want["branch"].as_str().unwrap();
+                let branch = tree
+                    .branches
+                    .iter()
+                    .find(|b| b.name == branch_name)
+                    .unwrap();
+                let col = file
+                    .column(branch)
+                    .unwrap_or_else(|e| panic!("{name} {branch_name}: {e}"));
+                let what = format!("{name} {branch_name}");
+                assert_eq!(
+                    col.entries as u64,
+                    want["entries"].as_u64().unwrap(),
+                    "{what}"
+                );
+                assert_eq!(
+                    values_sha(&col.values),
+                    want["values_sha256"].as_str().unwrap(),
+                    "{what}"
+                );
+                if let Some(counts_sha) = want.get("counts_sha256") {
+                    let counts = col
+                        .counts
+                        .as_ref()
+                        .unwrap_or_else(|| panic!("{what}: not jagged"));
+                    let mut h = Sha256::new();
+                    counts
+                        .iter()
+                        .for_each(|&c| h.update(i64::from(c).to_le_bytes()));
+                    assert_eq!(
+                        format!("{:x}", h.finalize()),
+                        counts_sha.as_str().unwrap(),
+                        "{what} counts"
+                    );
+                } else {
+                    assert!(col.counts.is_none(), "{what} should not be jagged");
+                }
+                columns_checked += 1;
+            }
+        }
+    }
+    // 947 NanoAOD + 6 x 51 HZZ + 20 Zmumu + 23 nesteddirs + 35 sample, from the fixtures.
+    assert_eq!(columns_checked, 947 + 6 * 51 + 20 + 23 + 35);
+}

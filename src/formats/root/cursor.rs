@@ -27,6 +27,11 @@ impl<'a> Cursor<'a> {
         self.buf.len() - self.pos
     }
 
+    /// The bytes between two positions already checked to lie in the buffer.
+    pub fn between(&self, start: usize, end: usize) -> &'a [u8] {
+        &self.buf[start..end]
+    }
+
     /// Moves to `pos` (within the buffer), e.g. past an object by its byte count.
     pub fn set_pos(&mut self, pos: usize, what: &str) -> Result<(), FormatError> {
         if pos > self.buf.len() {

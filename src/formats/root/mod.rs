@@ -4,6 +4,8 @@
 //! corrupted or hostile file yields an error, never a panic or a runaway
 //! allocation.
 
+mod basket;
+mod column;
 mod compression;
 mod cursor;
 mod header;
@@ -16,6 +18,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+pub use basket::Basket;
+pub use column::{Column, LeafType, Prim, Values};
 pub use compression::decompress;
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, parse_header, read_header};

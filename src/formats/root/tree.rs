@@ -34,8 +34,9 @@ pub struct Branch {
     pub basket_entry: Vec<i64>,
     pub basket_seek: Vec<i64>,
     pub basket_bytes: Vec<i32>,
-    /// Baskets stored inside the TTree object: where each starts and ends in it.
-    pub embedded_baskets: Vec<(usize, usize)>,
+    /// Baskets stored inside the TTree object (written before the file was closed
+    /// with entries still in memory): each one's streamed bytes.
+    pub embedded_baskets: Vec<Vec<u8>>,
     pub leaves: Vec<Leaf>,
     pub branches: Vec<Branch>,
     pub element: Option<Element>,
@@ -72,7 +73,7 @@ pub struct Leaf {
 enum Part {
     Branch(Box<Branch>),
     Leaf(Leaf),
-    Basket(usize, usize),
+    Basket(Vec<u8>),
     Other,
 }
 
@@ -106,7 +107,7 @@ fn read_part(
     let start = c.pos();
     c.set_pos(end, class)?;
     Ok(if class == "TBasket" {
-        Part::Basket(start, end)
+        Part::Basket(c.between(start, end).to_vec())
     } else {
         Part::Other
     })
@@ -288,7 +289,7 @@ fn read_tbranch(
     let embedded_baskets = parts(c, refs)?
         .into_iter()
         .filter_map(|item| match item {
-            AnyObject::New(Part::Basket(start, end)) => Some((start, end)),
+            AnyObject::New(Part::Basket(bytes)) => Some(bytes),
             _ => None,
         })
         .collect();

@@ -1,0 +1,198 @@
+//! Baskets: the blocks of entries a branch's data is stored in. A basket is a key
+//! whose header ends with the TBasket fields; its (possibly compressed) record
+//! holds the entries' bytes up to `border`, then, for entries of varying size, a
+//! table of where each entry starts.
+
+use super::RootFile;
+use super::compression::decompress;
+use super::cursor::Cursor;
+use super::tree::Branch;
+use crate::formats::FormatError;
+
+/// The TBasket fields at the end of a basket's key header, and the flag byte.
+const TAIL: usize = 19;
+
+/// One basket's entries, uncompressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Basket {
+    pub entries: usize,
+    /// The entries' bytes, back to back.
+    pub data: Vec<u8>,
+    /// Where each entry starts in `data`, plus `data.len()`; only for entries of
+    /// varying size.
+    pub offsets: Option<Vec<usize>>,
+}
+
+struct Header {
+    nbytes: usize,
+    obj_len: usize,
+    key_len: usize,
+    entry_size: i64,
+    entries: usize,
+    last: usize,
+}
+
+impl Header {
+    fn read(c: &mut Cursor<'_>) -> Result<Header, FormatError> {
+        let start = c.pos();
+        let nbytes = c.i32("basket size")?;
+        c.i16("basket key version")?;
+        let obj_len = c.i32("basket object length")?;
+        c.u32("basket date")?;
+        let key_len = c.i16("basket key length")?;
+        c.i16("basket cycle")?;
+        let (Ok(nbytes), Ok(obj_len), Ok(key_len)) = (
+            usize::try_from(nbytes),
+            usize::try_from(obj_len),
+            usize::try_from(key_len),
+        ) else {
+            return Err(FormatError::Corrupt("basket with negative sizes".into()));
+        };
+        if key_len < TAIL + 18 {
+            return Err(FormatError::Corrupt(format!(
+                "basket key header of {key_len} bytes"
+            )));
+        }
+        c.set_pos(start + key_len - TAIL, "basket header")?;
+        c.u16("basket version")?;
+        c.i32("basket buffer size")?;
+        let entry_size = i64::from(c.i32("basket entry size")?);
+        let entries = c.i32("basket entries")?;
+        let last = c.i32("basket end of data")?;
+        c.u8("basket flag")?;
+        let (Ok(entries), Ok(last)) = (usize::try_from(entries), usize::try_from(last)) else {
+            return Err(FormatError::Corrupt(
+                "basket with negative entry count or end".into(),
+            ));
+        };
+        if last < key_len {
+            return Err(FormatError::Corrupt(format!(
+                "basket data ends ({last}) inside its header ({key_len})"
+            )));
+        }
+        Ok(Header {
+            nbytes,
+            obj_len,
+            key_len,
+            entry_size,
+            entries,
+            last,
+        })
+    }
+
+    fn border(&self) -> usize {
+        self.last - self.key_len
+    }
+
+    /// Entry starts as stored (counted from the key header), made relative to the
+    /// data and closed with `border`.
+    fn offsets(&self, raw: &[i32]) -> Result<Vec<usize>, FormatError> {
+        let border = self.border();
+        let mut out = Vec::with_capacity(raw.len() + 1);
+        for &r in raw {
+            let at = usize::try_from(r)
+                .ok()
+                .and_then(|r| r.checked_sub(self.key_len));
+            match at {
+                Some(at) if at <= border && out.last().is_none_or(|&prev| prev <= at) => {
+                    out.push(at)
+                }
+                _ => {
+                    return Err(FormatError::Corrupt(format!(
+                        "basket entry offset {r} out of order or range"
+                    )));
+                }
+            }
+        }
+        out.push(border);
+        Ok(out)
+    }
+}
+
+fn i32s(c: &mut Cursor<'_>, n: usize) -> Result<Vec<i32>, FormatError> {
+    c.fits(n, 4, "basket entry offsets")?;
+    (0..n).map(|_| c.i32("basket entry offset")).collect()
+}
+
+/// A basket written to the file as a key of its own.
+fn read_free(file: &RootFile, seek: u64, bytes: usize) -> Result<Basket, FormatError> {
+    let raw = file.read_at(seek, bytes, "basket")?;
+    let h = Header::read(&mut Cursor::new(&raw, seek))?;
+    if h.nbytes > raw.len() || h.key_len > h.nbytes {
+        return Err(FormatError::Corrupt(format!(
+            "basket at byte {seek} claims {} bytes, the branch records {bytes}",
+            h.nbytes
+        )));
+    }
+    let mut data = decompress(&raw[h.key_len..h.nbytes], h.obj_len)?;
+    let border = h.border();
+    if border > data.len() {
+        return Err(FormatError::Corrupt(format!(
+            "basket data ends at {border}, past its {} bytes",
+            data.len()
+        )));
+    }
+    let offsets = if border == data.len() {
+        None
+    } else {
+        let mut c = Cursor::new(&data[border..], seek);
+        c.i32("basket entry count")?;
+        Some(h.offsets(&i32s(&mut c, h.entries)?)?)
+    };
+    data.truncate(border);
+    Ok(Basket {
+        entries: h.entries,
+        data,
+        offsets,
+    })
+}
+
+/// A basket streamed inside the TTree: header, entry offsets (when entries vary
+/// in size), a second copy of the key header, then the data, uncompressed.
+fn read_embedded(bytes: &[u8]) -> Result<Basket, FormatError> {
+    let c = &mut Cursor::new(bytes, 0);
+    let h = Header::read(c)?;
+    let fixed_size = h
+        .entry_size
+        .checked_mul(h.entries as i64)
+        .and_then(|n| n.checked_add(h.key_len as i64));
+    let offsets = if fixed_size == Some(h.last as i64) {
+        None
+    } else {
+        c.i32("basket entry count")?;
+        Some(h.offsets(&i32s(c, h.entries)?)?)
+    };
+    c.skip(h.key_len, "embedded basket's second key")?;
+    let data = c.bytes(h.border(), "embedded basket data")?.to_vec();
+    Ok(Basket {
+        entries: h.entries,
+        data,
+        offsets,
+    })
+}
+
+impl RootFile {
+    /// Every basket of a branch, in entry order: those written to the file, then
+    /// those embedded in the TTree.
+    pub fn baskets<'b>(
+        &'b self,
+        branch: &'b Branch,
+    ) -> impl Iterator<Item = Result<Basket, FormatError>> + 'b {
+        let free = (0..branch.write_basket).map(move |i| {
+            let seek = u64::try_from(branch.basket_seek[i]).map_err(|_| {
+                FormatError::Corrupt(format!(
+                    "basket {i} of '{}' has a negative seek",
+                    branch.name
+                ))
+            })?;
+            let bytes = usize::try_from(branch.basket_bytes[i]).map_err(|_| {
+                FormatError::Corrupt(format!(
+                    "basket {i} of '{}' has a negative size",
+                    branch.name
+                ))
+            })?;
+            read_free(self, seek, bytes)
+        });
+        free.chain(branch.embedded_baskets.iter().map(|b| read_embedded(b)))
+    }
+}

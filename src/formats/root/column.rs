@@ -1,0 +1,309 @@
+//! Decoding a branch into a column: typed values for all entries at once, plus
+//! per-entry counts for jagged data. This covers plain TBranches with one leaf of
+//! a basic type: scalars, fixed-size arrays, C-style variable arrays with a
+//! counter leaf, and `char*` strings.
+
+use super::RootFile;
+use super::basket::Basket;
+use super::cursor::Cursor;
+use super::tree::{Branch, Leaf};
+use crate::formats::FormatError;
+
+/// A basic element type, as a leaf class and its signedness give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prim {
+    Bool,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+impl Prim {
+    pub fn size(self) -> usize {
+        match self {
+            Prim::Bool | Prim::I8 | Prim::U8 => 1,
+            Prim::I16 | Prim::U16 => 2,
+            Prim::I32 | Prim::U32 | Prim::F32 => 4,
+            Prim::I64 | Prim::U64 | Prim::F64 => 8,
+        }
+    }
+
+    /// The numpy-style name (`float32`, `uint64`, `bool`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Prim::Bool => "bool",
+            Prim::I8 => "int8",
+            Prim::U8 => "uint8",
+            Prim::I16 => "int16",
+            Prim::U16 => "uint16",
+            Prim::I32 => "int32",
+            Prim::U32 => "uint32",
+            Prim::I64 => "int64",
+            Prim::U64 => "uint64",
+            Prim::F32 => "float32",
+            Prim::F64 => "float64",
+        }
+    }
+}
+
+/// What a leaf's entries are made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeafType {
+    Prim(Prim),
+    Str,
+}
+
+impl LeafType {
+    pub fn of(leaf: &Leaf) -> Result<LeafType, FormatError> {
+        let u = leaf.is_unsigned;
+        let prim = match leaf.class_name.as_str() {
+            "TLeafO" => Prim::Bool,
+            "TLeafB" => {
+                if u {
+                    Prim::U8
+                } else {
+                    Prim::I8
+                }
+            }
+            "TLeafS" => {
+                if u {
+                    Prim::U16
+                } else {
+                    Prim::I16
+                }
+            }
+            "TLeafI" => {
+                if u {
+                    Prim::U32
+                } else {
+                    Prim::I32
+                }
+            }
+            "TLeafL" => {
+                if u {
+                    Prim::U64
+                } else {
+                    Prim::I64
+                }
+            }
+            "TLeafF" => Prim::F32,
+            "TLeafD" => Prim::F64,
+            "TLeafC" => return Ok(LeafType::Str),
+            other => return Err(FormatError::Unsupported(format!("leaf class {other}"))),
+        };
+        Ok(LeafType::Prim(prim))
+    }
+}
+
+/// A column's values, flattened in entry order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    I16(Vec<i16>),
+    U16(Vec<u16>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Str(Vec<String>),
+}
+
+macro_rules! extend_be {
+    ($vec:expr, $bytes:expr, $t:ty, $n:literal) => {
+        $vec.extend(
+            $bytes
+                .chunks_exact($n)
+                .map(|b| <$t>::from_be_bytes(b.try_into().expect("chunk size"))),
+        )
+    };
+}
+
+impl Values {
+    fn empty(t: LeafType) -> Values {
+        match t {
+            LeafType::Str => Values::Str(Vec::new()),
+            LeafType::Prim(p) => match p {
+                Prim::Bool => Values::Bool(Vec::new()),
+                Prim::I8 => Values::I8(Vec::new()),
+                Prim::U8 => Values::U8(Vec::new()),
+                Prim::I16 => Values::I16(Vec::new()),
+                Prim::U16 => Values::U16(Vec::new()),
+                Prim::I32 => Values::I32(Vec::new()),
+                Prim::U32 => Values::U32(Vec::new()),
+                Prim::I64 => Values::I64(Vec::new()),
+                Prim::U64 => Values::U64(Vec::new()),
+                Prim::F32 => Values::F32(Vec::new()),
+                Prim::F64 => Values::F64(Vec::new()),
+            },
+        }
+    }
+
+    /// Appends big-endian elements (`bytes` holds whole elements).
+    fn extend_from_be(&mut self, bytes: &[u8]) {
+        match self {
+            Values::Bool(v) => v.extend(bytes.iter().map(|&b| b != 0)),
+            Values::I8(v) => v.extend(bytes.iter().map(|&b| b as i8)),
+            Values::U8(v) => v.extend_from_slice(bytes),
+            Values::I16(v) => extend_be!(v, bytes, i16, 2),
+            Values::U16(v) => extend_be!(v, bytes, u16, 2),
+            Values::I32(v) => extend_be!(v, bytes, i32, 4),
+            Values::U32(v) => extend_be!(v, bytes, u32, 4),
+            Values::I64(v) => extend_be!(v, bytes, i64, 8),
+            Values::U64(v) => extend_be!(v, bytes, u64, 8),
+            Values::F32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_bits(u32::from_be_bytes(b.try_into().expect("4")))),
+            ),
+            Values::F64(v) => v.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_bits(u64::from_be_bytes(b.try_into().expect("8")))),
+            ),
+            Values::Str(_) => unreachable!("strings are decoded entry by entry"),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Bool(v) => v.len(),
+            Values::I8(v) => v.len(),
+            Values::U8(v) => v.len(),
+            Values::I16(v) => v.len(),
+            Values::U16(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::U32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::U64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::Str(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A decoded branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub entries: usize,
+    pub leaf_type: LeafType,
+    pub values: Values,
+    /// Elements per item: the fixed array size (`[3]`), 1 for scalars.
+    pub inner: usize,
+    /// Items per entry, for jagged columns (counter leaf).
+    pub counts: Option<Vec<u32>>,
+}
+
+impl RootFile {
+    /// Reads every entry of a plain one-leaf branch of a basic type.
+    pub fn column(&self, branch: &Branch) -> Result<Column, FormatError> {
+        let [leaf] = branch.leaves.as_slice() else {
+            return Err(FormatError::Unsupported(format!(
+                "branch '{}' has {} leaves (leaf lists come later)",
+                branch.name,
+                branch.leaves.len()
+            )));
+        };
+        let leaf_type = LeafType::of(leaf)?;
+        let inner = usize::try_from(leaf.len.max(1)).unwrap_or(1);
+        let jagged = leaf.count.is_some() && leaf_type != LeafType::Str;
+        let mut col = Column {
+            entries: 0,
+            leaf_type,
+            values: Values::empty(leaf_type),
+            inner,
+            counts: jagged.then(Vec::new),
+        };
+        for basket in self.baskets(branch) {
+            append(&mut col, &basket?, &branch.name)?;
+        }
+        if col.entries as i64 != branch.entries {
+            return Err(FormatError::Corrupt(format!(
+                "branch '{}' records {} entries, its baskets hold {}",
+                branch.name, branch.entries, col.entries
+            )));
+        }
+        Ok(col)
+    }
+}
+
+fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
+    let corrupt = |why: String| FormatError::Corrupt(format!("branch '{branch}': {why}"));
+    match col.leaf_type {
+        LeafType::Str => {
+            let Values::Str(strings) = &mut col.values else {
+                unreachable!("string column")
+            };
+            let offsets = basket
+                .offsets
+                .as_ref()
+                .ok_or_else(|| corrupt("strings without entry offsets".into()))?;
+            for w in offsets.windows(2) {
+                let mut c = Cursor::new(&basket.data[w[0]..w[1]], 0);
+                strings.push(c.tstring("string entry")?);
+            }
+        }
+        LeafType::Prim(p) => {
+            let item = p.size() * col.inner;
+            if !basket.data.len().is_multiple_of(item) {
+                return Err(corrupt(format!(
+                    "{} bytes of {}-byte items",
+                    basket.data.len(),
+                    item
+                )));
+            }
+            match (&mut col.counts, &basket.offsets) {
+                (Some(counts), Some(offsets)) => {
+                    for w in offsets.windows(2) {
+                        let bytes = w[1] - w[0];
+                        if !bytes.is_multiple_of(item) {
+                            return Err(corrupt(format!(
+                                "an entry of {bytes} bytes holds partial items"
+                            )));
+                        }
+                        counts.push((bytes / item) as u32);
+                    }
+                }
+                (Some(counts), None) if basket.data.is_empty() => {
+                    counts.extend(std::iter::repeat_n(0, basket.entries))
+                }
+                (Some(_), None) => return Err(corrupt("jagged data without entry offsets".into())),
+                (None, _) if basket.data.len() != basket.entries * item => {
+                    return Err(corrupt(format!(
+                        "{} entries of {item} bytes in {} bytes",
+                        basket.entries,
+                        basket.data.len()
+                    )));
+                }
+                (None, _) => {}
+            }
+            col.values.extend_from_be(&basket.data);
+        }
+    }
+    if let Some(offsets) = &basket.offsets
+        && offsets.len() != basket.entries + 1
+    {
+        return Err(corrupt(format!(
+            "{} entry offsets for {} entries",
+            offsets.len() - 1,
+            basket.entries
+        )));
+    }
+    col.entries += basket.entries;
+    Ok(())
+}
