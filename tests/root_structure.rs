@@ -309,3 +309,69 @@ fn every_basic_column_decodes_to_uproots_values() {
     // 947 NanoAOD + 6 x 51 HZZ + 20 Zmumu + 23 nesteddirs + 35 sample, from the fixtures.
     assert_eq!(columns_checked, 947 + 6 * 51 + 20 + 23 + 35);
 }
+
+#[test]
+fn histograms_match_uproot_bin_by_bin() {
+    let cases = [
+        repo().join("testdata/root/uproot-histograms.root"),
+        repo().join("tests/data/root/uproot-written-hists.root"),
+    ];
+    let mut seen = 0;
+    for path in cases {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let fixture: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                repo()
+                    .join("tests/fixtures/root")
+                    .join(format!("{name}.hists.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let file = RootFile::open(&path).unwrap();
+        let keys = file.walk().unwrap();
+        for want in fixture["histograms"].as_array().unwrap() {
+            let key = keys
+                .iter()
+                .find(|k| k.path() == want["path"].as_str().unwrap())
+                .unwrap();
+            let h = file
+                .histogram(&key.key)
+                .unwrap_or_else(|e| panic!("{name} {}: {e}", key.path()));
+            let what = format!("{name} {}", key.path());
+            assert_eq!(h.class_name, want["class"].as_str().unwrap(), "{what}");
+            assert_eq!(h.entries, want["entries"].as_f64().unwrap(), "{what}");
+            let floats = |v: &Value| {
+                v.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(h.x.edges, floats(&want["x"]["edges"]), "{what} x edges");
+            assert_eq!(h.x.title, want["x"]["title"].as_str().unwrap(), "{what}");
+            // uproot flattens 2-D cells with x slowest; ROOT stores them x fastest.
+            let (nx, ny) = (h.x.nbins + 2, h.y.as_ref().map_or(1, |y| y.nbins + 2));
+            let reorder = |cells: &[f64]| -> Vec<f64> {
+                (0..nx)
+                    .flat_map(|ix| (0..ny).map(move |iy| cells[ix + nx * iy]))
+                    .collect()
+            };
+            if let Some(y) = &h.y {
+                assert_eq!(y.edges, floats(&want["y"]["edges"]), "{what} y edges");
+            }
+            assert_eq!(
+                reorder(&h.contents),
+                floats(&want["values"]),
+                "{what} values"
+            );
+            assert_eq!(
+                reorder(&h.variances()),
+                floats(&want["variances"]),
+                "{what} variances"
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 6);
+}

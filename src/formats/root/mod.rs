@@ -9,6 +9,7 @@ mod column;
 mod compression;
 mod cursor;
 mod header;
+mod hist;
 mod keys;
 mod object;
 mod tree;
@@ -23,6 +24,7 @@ pub use column::{Column, LeafType, Prim, Values};
 pub use compression::decompress;
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, parse_header, read_header};
+pub use hist::{Axis, Histogram, is_histogram};
 pub use keys::{DirectoryRecord, Key};
 pub use tree::{Branch, Element, Leaf, Tree};
 
@@ -31,9 +33,16 @@ use super::FormatError;
 /// Directories nested deeper than this are taken for a loop in a damaged file.
 const MAX_DEPTH: usize = 64;
 
+/// Where a ROOT file's bytes come from.
+enum Source {
+    File(File),
+    /// Bytes already in memory (tests, fuzzing).
+    Memory(Vec<u8>),
+}
+
 /// An open ROOT file.
 pub struct RootFile {
-    file: File,
+    source: Source,
     size: u64,
     pub header: RootHeader,
 }
@@ -61,7 +70,22 @@ impl RootFile {
         let header = read_header(path)?;
         let file = File::open(path)?;
         let size = file.metadata()?.len();
-        Ok(RootFile { file, size, header })
+        Ok(RootFile {
+            source: Source::File(file),
+            size,
+            header,
+        })
+    }
+
+    /// A ROOT file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<RootFile, FormatError> {
+        let size = bytes.len() as u64;
+        let header = parse_header(&bytes[..bytes.len().min(64)], size)?;
+        Ok(RootFile {
+            source: Source::Memory(bytes),
+            size,
+            header,
+        })
     }
 
     /// Reads `len` bytes at `offset`, refusing ranges outside the file.
@@ -73,9 +97,14 @@ impl RootFile {
                 self.size
             )));
         }
-        let mut buf = vec![0; len];
-        self.file.read_exact_at(&mut buf, offset)?;
-        Ok(buf)
+        match &self.source {
+            Source::File(file) => {
+                let mut buf = vec![0; len];
+                file.read_exact_at(&mut buf, offset)?;
+                Ok(buf)
+            }
+            Source::Memory(bytes) => Ok(bytes[offset as usize..offset as usize + len].to_vec()),
+        }
     }
 
     /// The top directory's record, which follows its name record at `begin`.
@@ -114,6 +143,12 @@ impl RootFile {
         }
         let bytes = self.object(key)?;
         tree::read_tree(&bytes, key.key_len, key.seek_data())
+    }
+
+    /// Reads the histogram stored under `key`.
+    pub fn histogram(&self, key: &Key) -> Result<Histogram, FormatError> {
+        let bytes = self.object(key)?;
+        hist::read_histogram(&bytes, &key.class_name, key.seek_data())
     }
 
     /// Every key of the file, depth first in key-list order: each directory's key

@@ -1,0 +1,25 @@
+//! Feeds arbitrary bytes to quarry's ROOT reader as a whole file and reads all it
+//! can reach: keys, objects, trees and columns. Errors are expected; a panic, a
+//! hang or an allocation beyond libFuzzer's limit is a bug. Histograms are read too.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use quarry::formats::root::{RootFile, is_histogram};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(file) = RootFile::from_bytes(data.to_vec()) else { return };
+    let Ok(keys) = file.walk() else { return };
+    for k in keys {
+        let _ = file.object(&k.key);
+        if is_histogram(&k.key.class_name) {
+            let _ = file.histogram(&k.key);
+        }
+        if k.key.class_name == "TTree"
+            && let Ok(tree) = file.tree(&k.key)
+        {
+            for branch in &tree.branches {
+                let _ = file.column(branch);
+            }
+        }
+    }
+});
