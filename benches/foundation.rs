@@ -144,10 +144,7 @@ fn main() {
         catalog: catalog.clone(),
         settings: ServerSettings::default(),
     };
-    let list = tools::all()
-        .iter()
-        .find(|d| d.name == "list_files")
-        .unwrap();
+    let list = tools::all().find(|d| d.name == "list_files").unwrap();
     for pattern in [
         "run_0042*",
         "*2024*.root",

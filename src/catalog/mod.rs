@@ -13,6 +13,7 @@
 mod activity;
 mod file_list;
 mod records;
+pub mod root;
 
 use std::path::{Path, PathBuf};
 
@@ -34,7 +35,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -360,6 +361,32 @@ impl Catalog {
         let files = txn.open_table(FILES)?;
         let key = (self.roots.list()[root].name.as_str(), rel);
         files.get(key)?.map(|v| decode(v.value())).transpose()
+    }
+
+    /// A file's rows in a kind table whose sub-keys start with `prefix`, in key
+    /// order, decoded.
+    pub fn kind_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        file_id: u64,
+        prefix: &[u8],
+    ) -> anyhow::Result<Vec<T>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind_table(table)) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for item in table.range((file_id, prefix)..)? {
+            let (k, v) = item?;
+            let (id, sub) = k.value();
+            if id != file_id || !sub.starts_with(prefix) {
+                break;
+            }
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
     }
 
     /// The failed files of a root with their errors, at most `limit` of them.

@@ -56,8 +56,8 @@ pub struct KindTable {
 }
 
 /// The kind tables of this catalog version. Kinds add theirs as their extractors
-/// grow (ROOT trees and branches, HDF5 objects, document pages, code symbols).
-pub const KIND_TABLES: &[KindTable] = &[];
+/// grow (HDF5 objects, document pages, code symbols to come).
+pub const KIND_TABLES: &[KindTable] = &super::root::TABLES;
 
 pub fn kind_tables(kind: Kind) -> impl Iterator<Item = &'static KindTable> {
     KIND_TABLES.iter().filter(move |t| t.kind == kind)

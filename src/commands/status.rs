@@ -67,7 +67,6 @@ fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
         settings: ServerSettings::default(),
     })?;
     let def = crate::mcp::tools::all()
-        .iter()
         .find(|d| d.name == "index_status")
         .context("index_status tool")?;
     let mut args = Map::new();

@@ -12,7 +12,10 @@ use crate::panics::panic_message;
 /// Extracts what the catalog keeps of a file of `kind`; `Err` holds the message
 /// recorded against the file.
 pub fn extract(kind: Kind, path: &Path) -> Result<Vec<KindRow>, String> {
-    guarded(kind, || formats::validate(kind, path).map(|()| Vec::new()))
+    match kind {
+        Kind::Root => guarded(kind, || super::root::root_rows(path)),
+        _ => guarded(kind, || formats::validate(kind, path).map(|()| Vec::new())),
+    }
 }
 
 /// Runs a reader, turning its errors and panics into the file's error message.

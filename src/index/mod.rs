@@ -5,6 +5,7 @@
 //! or changed, drop what is gone.
 
 mod extract;
+mod root;
 mod walk;
 pub mod watcher;
 

@@ -85,8 +85,11 @@ impl QuarryServer {
 }
 
 /// The tools whose toolset is switched on.
-fn enabled<'a>(defs: &'a [ToolDef], toolsets: &[Toolset]) -> impl Iterator<Item = &'a ToolDef> {
-    defs.iter().filter(|d| toolsets.contains(&d.toolset))
+fn enabled<'a>(
+    defs: impl IntoIterator<Item = &'a ToolDef>,
+    toolsets: &[Toolset],
+) -> impl Iterator<Item = &'a ToolDef> {
+    defs.into_iter().filter(|d| toolsets.contains(&d.toolset))
 }
 
 fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonObject>> {

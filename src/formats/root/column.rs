@@ -102,6 +102,85 @@ impl LeafType {
     }
 }
 
+/// A branch's type in uproot's numpy-style spelling: `float32`, `float32[]`
+/// (jagged), `int32[3]` (fixed array), `string`; "unsupported" for what the
+/// column decoder cannot read yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchType {
+    pub name: String,
+    /// The numpy dtype when the branch is a plain scalar.
+    pub dtype: Option<String>,
+    pub jagged: bool,
+    /// The counter leaf of a jagged branch.
+    pub counter: Option<String>,
+}
+
+/// Element types of `std::vector<T>` branches, by T's C++ name.
+fn vector_element(class: &str) -> Option<Prim> {
+    let inner = class.strip_prefix("vector<")?.strip_suffix('>')?.trim();
+    Some(match inner {
+        "bool" => Prim::Bool,
+        "char" | "Char_t" | "int8_t" => Prim::I8,
+        "unsigned char" | "UChar_t" | "uint8_t" => Prim::U8,
+        "short" | "Short_t" | "int16_t" => Prim::I16,
+        "unsigned short" | "UShort_t" | "uint16_t" => Prim::U16,
+        "int" | "Int_t" | "int32_t" => Prim::I32,
+        "unsigned int" | "UInt_t" | "uint32_t" => Prim::U32,
+        "long" | "Long64_t" | "long long" | "int64_t" => Prim::I64,
+        "unsigned long" | "ULong64_t" | "unsigned long long" | "uint64_t" => Prim::U64,
+        "float" | "Float_t" => Prim::F32,
+        "double" | "Double_t" => Prim::F64,
+        _ => return None,
+    })
+}
+
+/// The type of a branch, as list_branches shows it.
+pub fn branch_type(branch: &Branch) -> BranchType {
+    let unsupported = || BranchType {
+        name: "unsupported".into(),
+        dtype: None,
+        jagged: false,
+        counter: None,
+    };
+    if let Some(element) = &branch.element {
+        return match vector_element(&element.class_name) {
+            Some(p) if branch.branches.is_empty() => BranchType {
+                name: format!("{}[]", p.name()),
+                dtype: None,
+                jagged: true,
+                counter: None,
+            },
+            _ => unsupported(),
+        };
+    }
+    let [leaf] = branch.leaves.as_slice() else {
+        return unsupported();
+    };
+    match LeafType::of(leaf) {
+        Ok(LeafType::Str) => BranchType {
+            name: "string".into(),
+            dtype: None,
+            jagged: false,
+            counter: None,
+        },
+        Ok(LeafType::Prim(p)) => {
+            let (name, dtype) = match (&leaf.count, leaf.len) {
+                (Some(_), 1) => (format!("{}[]", p.name()), None),
+                (Some(_), n) => (format!("{}[][{n}]", p.name()), None),
+                (None, n) if n > 1 => (format!("{}[{n}]", p.name()), None),
+                (None, _) => (p.name().to_string(), Some(p.name().to_string())),
+            };
+            BranchType {
+                name,
+                dtype,
+                jagged: leaf.count.is_some(),
+                counter: leaf.count.clone(),
+            }
+        }
+        Err(_) => unsupported(),
+    }
+}
+
 /// A column's values, flattened in entry order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Values {

@@ -34,22 +34,28 @@ impl RootHeader {
         format!("{}.{:02}/{:02}", v / 10000, (v / 100) % 100, v % 100)
     }
 
-    /// "ZLIB:4", "LZ4:4", "none"...; algorithm 0 is ROOT's global default, ZLIB.
+    /// "ZLIB:4", "LZ4:4", "none"...
     pub fn compression_string(&self) -> String {
-        let (algorithm, level) = (self.compress / 100, self.compress % 100);
-        if level == 0 {
-            return "none".to_string();
-        }
-        let name = match algorithm {
-            0 | 1 => "ZLIB",
-            2 => "LZMA",
-            3 => "OLD",
-            4 => "LZ4",
-            5 => "ZSTD",
-            _ => "UNKNOWN",
-        };
-        format!("{name}:{level}")
+        compression_name(self.compress)
     }
+}
+
+/// Names a ROOT compression setting (algorithm * 100 + level): "ZLIB:4", "LZ4:4",
+/// "none"...; algorithm 0 is ROOT's global default, ZLIB.
+pub fn compression_name(setting: i32) -> String {
+    let (algorithm, level) = (setting / 100, setting % 100);
+    if level <= 0 {
+        return "none".to_string();
+    }
+    let name = match algorithm {
+        0 | 1 => "ZLIB",
+        2 => "LZMA",
+        3 => "OLD",
+        4 => "LZ4",
+        5 => "ZSTD",
+        _ => "UNKNOWN",
+    };
+    format!("{name}:{level}")
 }
 
 fn be_i32(b: &[u8], at: usize) -> i32 {

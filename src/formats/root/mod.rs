@@ -20,10 +20,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub use basket::Basket;
-pub use column::{Column, LeafType, Prim, Values};
+pub use column::{BranchType, Column, LeafType, Prim, Values, branch_type};
 pub use compression::decompress;
 pub use cursor::Cursor;
-pub use header::{MAGIC, RootHeader, parse_header, read_header};
+pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header};
 pub use hist::{Axis, Histogram, is_histogram};
 pub use keys::{DirectoryRecord, Key};
 pub use tree::{Branch, Element, Leaf, Tree};

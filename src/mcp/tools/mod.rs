@@ -2,6 +2,7 @@
 //! annotations and handler. A file per tool family.
 
 mod files;
+mod root;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -93,9 +94,7 @@ pub struct Context {
 impl Context {
     /// Whether this server offers the tool `name` (it exists and its toolset is on).
     pub fn serves(&self, name: &str) -> bool {
-        all()
-            .iter()
-            .any(|d| d.name == name && self.settings.toolsets.contains(&d.toolset))
+        all().any(|d| d.name == name && self.settings.toolsets.contains(&d.toolset))
     }
 }
 
@@ -113,8 +112,8 @@ pub struct ToolDef {
 }
 
 /// Every tool quarry has, whatever the config enables.
-pub fn all() -> &'static [ToolDef] {
-    files::TOOLS
+pub fn all() -> impl Iterator<Item = &'static ToolDef> {
+    files::TOOLS.iter().chain(root::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they

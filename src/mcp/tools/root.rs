@@ -1,0 +1,452 @@
+//! The ROOT discovery tools: `inspect_file` and `list_branches` answer from the
+//! catalog alone; `read_histogram`, and `list_branches` with `include_stats`, read
+//! the file.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Context, ToolDef, Toolset, parse_args};
+use crate::catalog::root::{
+    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_TREES, RootFileRow,
+    TreeRow, branch_prefix,
+};
+use crate::catalog::{FileRecord, FileStatus};
+use crate::formats::Kind;
+use crate::formats::root::{Column, RootFile, Values};
+use crate::glob::Glob;
+use crate::mcp::response::{ToolError, ToolOutput};
+
+pub static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        name: "inspect_file",
+        title: "Inspect a ROOT file",
+        toolset: Toolset::Root,
+        description: "High-level contents of a ROOT file from quarry's catalog (the file is not opened): ROOT version, \
+compression, trees (path, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
+other objects.",
+        input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
+        output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
+        read_only: true,
+        handler: inspect_file,
+    },
+    ToolDef {
+        name: "list_branches",
+        title: "List a tree's branches",
+        toolset: Toolset::Root,
+        description: "Branches of a TTree from quarry's catalog: uproot-style type (float32, float32[], int32[3], string), \
+title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
+max, mean and std by reading the data (slower).",
+        input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
+        output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
+        read_only: true,
+        handler: list_branches,
+    },
+    ToolDef {
+        name: "read_histogram",
+        title: "Read a histogram",
+        toolset: Toolset::Root,
+        description: "Reads a TH1 or TH2 histogram stored in a ROOT file: bin edges, counts, errors, under/overflow, \
+entries and axis titles. 2-D counts are [y][x].",
+        input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
+        output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
+        read_only: true,
+        handler: read_histogram,
+    },
+];
+
+const LIMIT_DEFAULT: usize = 100;
+const LIMIT_MAX: usize = 1000;
+
+/// A ROOT file the catalog knows: where it is and its record.
+struct Known {
+    abs: std::path::PathBuf,
+    record: FileRecord,
+}
+
+/// Finds a ROOT file in the catalog by a tool path, without touching the disk.
+fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
+    let roots = ctx.catalog.roots();
+    let (root, rel) = roots
+        .resolve_lexically(path, None)
+        .map_err(|e| ToolError::from_path(&e))?;
+    let not_found = || {
+        ToolError::new(
+            "file_not_found",
+            format!("'{path}' is not a file quarry has indexed"),
+            "Use list_files() to see the ROOT files; a file written just now appears within seconds (index_status())",
+        )
+    };
+    let record = ctx
+        .catalog
+        .record(root, &rel)
+        .map_err(ToolError::internal)?
+        .ok_or_else(not_found)?;
+    if record.info.kind != Kind::Root {
+        return Err(ToolError::new(
+            "file_not_found",
+            format!(
+                "'{path}' is not a ROOT file (quarry indexed it as {})",
+                record.info.kind
+            ),
+            "Use list_files(kind='root') to see the ROOT files",
+        ));
+    }
+    if let FileStatus::Failed(why) = &record.info.status {
+        return Err(ToolError::new(
+            "corrupted_file",
+            format!("'{path}' cannot be read: {why}"),
+            "Verify the file's integrity (was it copied completely?); quarry re-reads it when it changes",
+        ));
+    }
+    Ok(Known {
+        abs: roots.list()[root].canonical.join(&rel),
+        record,
+    })
+}
+
+fn rows<T: serde::de::DeserializeOwned>(
+    ctx: &Context,
+    table: &'static str,
+    id: u64,
+    prefix: &[u8],
+) -> Result<Vec<T>, ToolError> {
+    ctx.catalog
+        .kind_rows(table, id, prefix)
+        .map_err(ToolError::internal)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InspectArgs {
+    path: String,
+    include_histograms: Option<bool>,
+    include_trees: Option<bool>,
+}
+
+fn inspect_file(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let args: InspectArgs = parse_args("inspect_file", args)?;
+    let file = known_root_file(ctx, &args.path)?;
+    let id = file.record.id;
+    let summary = rows::<RootFileRow>(ctx, ROOT_FILE, id, b"")?
+        .pop()
+        .ok_or_else(|| ToolError::internal("the catalog has no summary of this file"))?;
+    let trees: Vec<TreeRow> = if args.include_trees.unwrap_or(true) {
+        rows(ctx, ROOT_TREES, id, b"")?
+    } else {
+        Vec::new()
+    };
+    let hists: Vec<HistogramRow> = if args.include_histograms.unwrap_or(true) {
+        rows(ctx, ROOT_HISTOGRAMS, id, b"")?
+    } else {
+        Vec::new()
+    };
+    let path = file.abs.to_string_lossy().into_owned();
+    let mut out = ToolOutput::new(json!({
+        "path": path,
+        "size_bytes": file.record.info.size,
+        "compression": summary.compression,
+        "root_version": summary.root_version,
+        "trees": trees.iter().map(|t| json!({
+            "name": t.name, "path": t.path, "entries": t.entries, "branches": t.branches, "size_bytes": t.compressed_bytes,
+        })).collect::<Vec<_>>(),
+        "histograms": hists.iter().map(|h| json!({
+            "name": h.name, "type": h.class_name, "path": h.path,
+            "bins": if h.bins.len() == 1 { json!(h.bins[0]) } else { json!(h.bins) },
+            "entries": h.entries,
+        })).collect::<Vec<_>>(),
+        "directories": summary.directories,
+        "other_objects": summary.other_objects.iter().map(|(name, class, p)| json!({
+            "name": name, "type": class, "path": p,
+        })).collect::<Vec<_>>(),
+    }));
+    for t in trees.iter().take(3) {
+        out = out.suggest(format!(
+            "List the {} branches of '{}' ({} entries) with list_branches(path='{path}', tree='{}')",
+            t.branches, t.path, t.entries, t.path
+        ));
+    }
+    if let Some(h) = hists.first() {
+        out = out.suggest(format!(
+            "Read histogram '{}' with read_histogram(path='{path}', name='{}')",
+            h.path, h.path
+        ));
+    }
+    Ok(out)
+}
+
+/// The tree named by a tool argument: its path, or its name when that is unique.
+fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
+    let trees: Vec<TreeRow> = rows(ctx, ROOT_TREES, file.record.id, b"")?;
+    let wanted = tree.split(';').next().unwrap_or(tree).trim_matches('/');
+    if let Some(t) = trees.iter().find(|t| t.path == wanted) {
+        return Ok(t.clone());
+    }
+    let by_name: Vec<&TreeRow> = trees.iter().filter(|t| t.name == wanted).collect();
+    if let [only] = by_name.as_slice() {
+        return Ok((*only).clone());
+    }
+    let available: Vec<&str> = trees.iter().map(|t| t.path.as_str()).collect();
+    Err(ToolError::new(
+        "tree_not_found",
+        if by_name.len() > 1 {
+            format!("several trees are named '{wanted}': give the path")
+        } else {
+            format!("no tree '{wanted}' in this file")
+        },
+        "Use inspect_file() to list the trees; pass the tree's path",
+    )
+    .details(json!({ "available_trees": available })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListBranchesArgs {
+    path: String,
+    tree: String,
+    pattern: Option<String>,
+    limit: Option<i64>,
+    include_stats: Option<bool>,
+}
+
+fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let args: ListBranchesArgs = parse_args("list_branches", args)?;
+    let file = known_root_file(ctx, &args.path)?;
+    let tree = find_tree(ctx, &file, &args.tree)?;
+    let limit = match args.limit {
+        None => LIMIT_DEFAULT,
+        Some(n) if (0..=LIMIT_MAX as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(ToolError::new(
+                "limit_exceeded",
+                format!("limit {n} is outside 0..={LIMIT_MAX}"),
+                "Use a limit of at most 1000 and filter with `pattern`",
+            )
+            .retry_with(json!({ "limit": LIMIT_MAX })));
+        }
+    };
+    let glob = args
+        .pattern
+        .as_deref()
+        .map(|p| Glob::new(p).map_err(|e| ToolError::invalid_arguments("list_branches", e)))
+        .transpose()?;
+    let all: Vec<BranchRow> = rows(
+        ctx,
+        ROOT_BRANCHES,
+        file.record.id,
+        &branch_prefix(&tree.path),
+    )?;
+    let matched: Vec<&BranchRow> = all
+        .iter()
+        .filter(|b| {
+            glob.as_ref()
+                .is_none_or(|g| g.is_match(&b.name) || g.is_match(&b.path))
+        })
+        .collect();
+    let shown: Vec<&BranchRow> = matched.iter().take(limit).copied().collect();
+    let stats = if args.include_stats.unwrap_or(false) {
+        Some(branch_stats(&file, &tree, &shown)?)
+    } else {
+        None
+    };
+    let branches: Vec<Value> = shown
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut v = json!({
+                "name": b.path, "type": b.type_name, "dtype": b.dtype, "title": b.title,
+                "compression": b.compression, "is_jagged": b.jagged,
+            });
+            if let Some(stats) = &stats {
+                v["stats"] = stats[i].clone();
+            }
+            v
+        })
+        .collect();
+    let mut out = ToolOutput::new(json!({
+        "tree": tree.path,
+        "total_entries": tree.entries,
+        "total_branches": all.len(),
+        "branches": branches,
+        "matched": matched.len(),
+    }))
+    .meta("truncated", matched.len() > shown.len());
+    if matched.len() > shown.len() {
+        out = out.suggest(format!(
+            "{} of {} branches shown: filter with pattern (e.g. pattern='Muon_*') or raise limit (max {LIMIT_MAX})",
+            shown.len(),
+            matched.len()
+        ));
+    }
+    if let Some(j) = shown.iter().find(|b| b.jagged) {
+        out = out.suggest(format!(
+            "'{}' is jagged (variable-length per entry)",
+            j.path
+        ));
+    }
+    Ok(out)
+}
+
+/// count, min, max, mean and std of each branch (over all elements of jagged
+/// ones), read from the file; null for types the decoder does not read yet.
+fn branch_stats(
+    file: &Known,
+    tree: &TreeRow,
+    shown: &[&BranchRow],
+) -> Result<Vec<Value>, ToolError> {
+    let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
+    let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
+    let key = keys
+        .iter()
+        .filter(|k| k.path() == tree.path && k.key.class_name == "TTree")
+        .max_by_key(|k| k.key.cycle)
+        .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
+    let t = root.tree(&key.key).map_err(|e| corrupted(&file.abs, &e))?;
+    Ok(shown
+        .iter()
+        .map(|b| {
+            find_branch(&t.branches, &b.path)
+                .and_then(|branch| root.column(branch).ok())
+                .map_or(Value::Null, |c| stats_json(&c))
+        })
+        .collect())
+}
+
+fn find_branch<'a>(
+    branches: &'a [crate::formats::root::Branch],
+    path: &str,
+) -> Option<&'a crate::formats::root::Branch> {
+    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
+    let b = branches.iter().find(|b| b.name == first)?;
+    if rest.is_empty() {
+        Some(b)
+    } else {
+        find_branch(&b.branches, rest)
+    }
+}
+
+fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError) -> ToolError {
+    match e {
+        crate::formats::FormatError::Unsupported(why) => ToolError::new(
+            "unsupported_type",
+            why.clone(),
+            "Skip this object or branch; quarry cannot decode it yet",
+        ),
+        other => ToolError::new(
+            "corrupted_file",
+            format!("{}: {other}", path.display()),
+            "Verify the file's integrity",
+        ),
+    }
+}
+
+fn stats_json(c: &Column) -> Value {
+    let values: Vec<f64> = match &c.values {
+        Values::Bool(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
+        Values::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::I64(v) => v.iter().map(|&x| x as f64).collect(),
+        Values::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Values::F64(v) => v.clone(),
+        Values::Str(_) => return Value::Null,
+    };
+    let finite: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if finite.is_empty() {
+        return json!({ "count": 0, "min": null, "max": null, "mean": null, "std": null });
+    }
+    let n = finite.len() as f64;
+    let mean = finite.iter().sum::<f64>() / n;
+    let var = finite.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    json!({
+        "count": finite.len(),
+        "min": finite.iter().copied().fold(f64::INFINITY, f64::min),
+        "max": finite.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        "mean": mean,
+        "std": var.sqrt(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadHistogramArgs {
+    path: String,
+    name: String,
+}
+
+fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
+    let file = known_root_file(ctx, &args.path)?;
+    let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
+    let wanted = args
+        .name
+        .split(';')
+        .next()
+        .unwrap_or(&args.name)
+        .trim_matches('/');
+    let Some(row) = hists
+        .iter()
+        .find(|h| h.path == wanted)
+        .or_else(|| hists.iter().find(|h| h.name == wanted))
+    else {
+        let available: Vec<&str> = hists.iter().map(|h| h.path.as_str()).collect();
+        return Err(ToolError::new(
+            "histogram_not_found",
+            format!("no histogram '{wanted}' in this file"),
+            "Use inspect_file() to list the histograms",
+        )
+        .details(json!({ "available_histograms": available })));
+    };
+    let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
+    let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
+    let key = keys
+        .iter()
+        .filter(|k| k.path() == row.path)
+        .max_by_key(|k| k.key.cycle)
+        .ok_or_else(|| {
+            ToolError::internal("the histogram is in the catalog but not in the file")
+        })?;
+    let h = root
+        .histogram(&key.key)
+        .map_err(|e| corrupted(&file.abs, &e))?;
+    let errors: Vec<f64> = h.variances().iter().map(|v| v.sqrt()).collect();
+    let nx = h.x.nbins + 2;
+    let data = match &h.y {
+        None => json!({
+            "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
+            "x_title": h.x.title, "bin_edges": h.x.edges,
+            "bin_counts": &h.contents[1..nx - 1], "bin_errors": &errors[1..nx - 1],
+            "underflow": h.contents[0], "overflow": h.contents[nx - 1],
+        }),
+        Some(y) => {
+            let ny = y.nbins + 2;
+            // ROOT stores cell (ix, iy) at ix + nx * iy; rows here are y, columns x.
+            let grid = |cells: &[f64]| -> Vec<Vec<f64>> {
+                (1..ny - 1)
+                    .map(|iy| (1..nx - 1).map(|ix| cells[ix + nx * iy]).collect())
+                    .collect()
+            };
+            json!({
+                "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
+                "x_title": h.x.title, "y_title": y.title, "x_edges": h.x.edges, "y_edges": y.edges,
+                "counts": grid(&h.contents), "errors": grid(&errors),
+                "flow": flow_total(&h.contents, nx, ny),
+            })
+        }
+    };
+    Ok(ToolOutput::new(data).suggest(
+        "bin_edges has one more element than bin_counts; under/overflow are outside the edges",
+    ))
+}
+
+/// The content of a 2-D histogram outside its edges on either axis.
+fn flow_total(cells: &[f64], nx: usize, ny: usize) -> f64 {
+    (0..ny)
+        .flat_map(|iy| (0..nx).map(move |ix| (ix, iy)))
+        .filter(|&(ix, iy)| ix == 0 || iy == 0 || ix == nx - 1 || iy == ny - 1)
+        .map(|(ix, iy)| cells[ix + nx * iy])
+        .sum()
+}

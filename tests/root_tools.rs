@@ -1,0 +1,289 @@
+//! The ROOT tools through MCP, on the real test files, against what uproot reads
+//! (fixtures in tests/fixtures/root) and values checked by hand.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Client, Sandbox, call, wait_indexed};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/root")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn assert_valid(schema_file: &str, value: &Value) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schema/tools")
+        .join(schema_file);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{schema_file}: {errors:?}");
+}
+
+/// uproot's C++ type names in numpy spelling, as list_branches reports types.
+fn numpy_type(cpp: &str) -> String {
+    let (base, dims) = cpp.split_at(cpp.find('[').unwrap_or(cpp.len()));
+    let base = match base {
+        "float" => "float32",
+        "double" => "float64",
+        "bool" => "bool",
+        "char*" => "string",
+        "int" => "int32",
+        "int8_t" | "uint8_t" | "int16_t" | "uint16_t" | "int32_t" | "uint32_t" | "int64_t"
+        | "uint64_t" => base.trim_end_matches("_t"),
+        other => panic!("unexpected type {other}"),
+    };
+    format!("{base}{dims}")
+}
+
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (v, is_error) = call(client, tool, args).await;
+    assert!(!is_error, "{tool}: {v}");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_file_describes_trees_histograms_and_directories() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+
+    let v = ok(
+        &client,
+        "inspect_file",
+        json!({"path": "root/uproot-nesteddirs.root"}),
+    )
+    .await;
+    assert_valid("inspect_file.output.json", &v);
+    let d = &v["data"];
+    assert_eq!(d["directories"], json!(["one", "one/two", "three"]));
+    // Trees and branch counts as uproot reads them (nested branches counted).
+    let trees = fixture("uproot-nesteddirs.root.trees.json");
+    fn count(branches: &Value) -> u64 {
+        branches
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| 1 + count(&b["branches"]))
+            .sum()
+    }
+    for (got, want) in d["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(trees["trees"].as_array().unwrap())
+    {
+        assert_eq!(got["path"], want["path"]);
+        assert_eq!(got["entries"], want["entries"]);
+        assert_eq!(got["branches"].as_u64().unwrap(), count(&want["branches"]));
+    }
+    assert_eq!(d["trees"].as_array().unwrap().len(), 3);
+
+    // Header facts read with Python's struct module from the file's first bytes.
+    let v = ok(
+        &client,
+        "inspect_file",
+        json!({"path": "root/uproot-HZZ-lz4.root"}),
+    )
+    .await;
+    assert_eq!(v["data"]["compression"], "LZ4:4");
+    assert_eq!(v["data"]["root_version"], "6.10/05");
+    assert_eq!(v["data"]["size_bytes"], 286260);
+    assert_eq!(v["data"]["trees"][0]["entries"], 2421);
+    assert_eq!(v["data"]["trees"][0]["branches"], 51);
+
+    let v = ok(
+        &client,
+        "inspect_file",
+        json!({"path": "root/uproot-histograms.root"}),
+    )
+    .await;
+    assert_valid("inspect_file.output.json", &v);
+    let hists = fixture("uproot-histograms.root.hists.json");
+    let got = v["data"]["histograms"].as_array().unwrap();
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip(hists["histograms"].as_array().unwrap()) {
+        assert_eq!(g["path"], w["path"]);
+        assert_eq!(g["type"], w["class"]);
+        assert_eq!(
+            g["bins"].as_u64().unwrap() as usize,
+            w["x"]["edges"].as_array().unwrap().len() - 1
+        );
+        assert_eq!(g["entries"], w["entries"]);
+    }
+    assert!(v["data"]["trees"].as_array().unwrap().is_empty());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    for (file, tree) in [
+        ("nanoAOD_2015_CMS_Open_Data_ttbar.root", "Events"),
+        ("uproot-HZZ-zstd.root", "events"),
+        ("uproot-sample-6.20.04-uncompressed.root", "sample"),
+        ("uproot-Zmumu.root", "events"),
+    ] {
+        let v = ok(
+            &client,
+            "list_branches",
+            json!({"path": format!("root/{file}"), "tree": tree, "limit": 1000}),
+        )
+        .await;
+        assert_valid("list_branches.output.json", &v);
+        let listed: std::collections::HashMap<&str, &Value> = v["data"]["branches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["name"].as_str().unwrap(), b))
+            .collect();
+        let columns = fixture(&format!("{file}.columns.json"));
+        let wanted = columns["trees"][0]["columns"].as_array().unwrap();
+        assert_eq!(
+            v["data"]["total_branches"].as_u64().unwrap() as usize,
+            listed.len()
+        );
+        for c in wanted {
+            let b = listed[c["branch"].as_str().unwrap()];
+            let typename = c["typename"].as_str().unwrap();
+            assert_eq!(b["type"], numpy_type(typename), "{file} {}", c["branch"]);
+            assert_eq!(
+                b["is_jagged"],
+                json!(c.get("counts_sha256").is_some()),
+                "{file} {}",
+                c["branch"]
+            );
+        }
+    }
+    let v = ok(
+        &client,
+        "list_branches",
+        json!({"path": "root/uproot-HZZ.root", "tree": "events", "pattern": "Muon_P*"}),
+    )
+    .await;
+    let names: Vec<&str> = v["data"]["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Muon_Px", "Muon_Py", "Muon_Pz"]);
+    assert_eq!(v["data"]["matched"], 3);
+    assert_eq!(v["data"]["total_branches"], 51);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+
+    // i4 holds -15..14 (30 entries): min -15, max 14, mean -0.5, std sqrt((30^2-1)/12).
+    let v = ok(
+        &client,
+        "list_branches",
+        json!({"path": "root/uproot-sample-6.20.04-uncompressed.root", "tree": "sample", "pattern": "i4", "include_stats": true}),
+    )
+    .await;
+    assert_valid("list_branches.output.json", &v);
+    let st = &v["data"]["branches"][0]["stats"];
+    assert_eq!(
+        (st["count"].as_u64(), st["min"].as_f64(), st["max"].as_f64()),
+        (Some(30), Some(-15.0), Some(14.0))
+    );
+    assert!((st["mean"].as_f64().unwrap() + 0.5).abs() < 1e-12);
+    assert!((st["std"].as_f64().unwrap() - ((900.0_f64 - 1.0) / 12.0).sqrt()).abs() < 1e-12);
+
+    // Histogram "one" bin by bin against uproot (flow excluded; errors are sqrt of variances).
+    let v = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "root/uproot-histograms.root", "name": "one"}),
+    )
+    .await;
+    assert_valid("read_histogram.output.json", &v);
+    let want = &fixture("uproot-histograms.root.hists.json")["histograms"][0];
+    let values = want["values"].as_array().unwrap();
+    let n = values.len();
+    assert_eq!(v["data"]["bin_counts"], json!(values[1..n - 1]));
+    assert_eq!(v["data"]["underflow"], values[0]);
+    assert_eq!(v["data"]["overflow"], values[n - 1]);
+    assert_eq!(v["data"]["bin_edges"], want["x"]["edges"]);
+    let errors: Vec<f64> = want["variances"].as_array().unwrap()[1..n - 1]
+        .iter()
+        .map(|x| x.as_f64().unwrap().sqrt())
+        .collect();
+    assert_eq!(v["data"]["bin_errors"], json!(errors));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn root_tool_errors_use_the_spec_codes() {
+    let s = Sandbox::with_testdata();
+    let hzz = std::fs::read(s.root.join("root/uproot-HZZ.root")).unwrap();
+    s.write("bad/cut.root", &hzz[..hzz.len() / 3]);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let cases = [
+        (
+            "inspect_file",
+            json!({"path": "bad/cut.root"}),
+            "corrupted_file",
+        ),
+        (
+            "inspect_file",
+            json!({"path": "root/none.root"}),
+            "file_not_found",
+        ),
+        (
+            "inspect_file",
+            json!({"path": "docs/run_log_2024.txt"}),
+            "file_not_found",
+        ),
+        (
+            "inspect_file",
+            json!({"path": "../outside.root"}),
+            "permission_denied",
+        ),
+        (
+            "list_branches",
+            json!({"path": "root/uproot-HZZ.root", "tree": "nope"}),
+            "tree_not_found",
+        ),
+        (
+            "list_branches",
+            json!({"path": "root/uproot-HZZ.root", "tree": "events", "limit": 5000}),
+            "limit_exceeded",
+        ),
+        (
+            "read_histogram",
+            json!({"path": "root/uproot-histograms.root", "name": "four"}),
+            "histogram_not_found",
+        ),
+    ];
+    for (tool, args, code) in cases {
+        let (v, is_error) = call(&client, tool, args.clone()).await;
+        assert!(is_error, "{tool} {args}");
+        assert_eq!(v["error"], code, "{tool} {args}: {v}");
+        assert!(!v["suggestion"].as_str().unwrap().is_empty());
+    }
+    let (v, _) = call(
+        &client,
+        "list_branches",
+        json!({"path": "root/uproot-HZZ.root", "tree": "nope"}),
+    )
+    .await;
+    assert_eq!(v["details"]["available_trees"], json!(["events"]));
+    client.cancel().await.unwrap();
+}
