@@ -127,6 +127,7 @@ fn main() {
             threads,
             batch: 512,
             excluded_dirs: vec![catalog_dir.clone()],
+            stats: quarry::index::StatsMode::Lazy,
         },
     )
     .unwrap();

@@ -20,6 +20,8 @@
 //! threads = 2        # default: the machine's cores
 //! batch = 512        # files per catalog transaction
 //! settle_ms = 300    # quiet time before a changed file is re-indexed
+//! stats = "lazy"     # branch statistics: "eager" (background pass), "lazy"
+//!                    # (first request, then cached) or "off" (never cached)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
-use crate::index::IndexOptions;
+use crate::index::{IndexOptions, StatsMode};
 use crate::mcp::tools::{Limits, ServerSettings, Toolset};
 use crate::roots::{Roots, valid_root_name};
 
@@ -81,6 +83,7 @@ struct IndexConfig {
     threads: Option<usize>,
     batch: Option<usize>,
     settle_ms: Option<u64>,
+    stats: Option<StatsMode>,
 }
 
 /// Everything a command runs with.
@@ -238,6 +241,7 @@ impl Settings {
             }
         }
         let defaults = Limits::default();
+        let stats = file.index.stats.unwrap_or_default();
         let limits = Limits {
             call_timeout: file
                 .limits
@@ -259,11 +263,13 @@ impl Settings {
                 toolsets,
                 limits,
                 export_dir,
+                cache_stats: stats != StatsMode::Off,
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),
                 batch: file.index.batch.unwrap_or(512).max(1),
                 excluded_dirs,
+                stats: file.index.stats.unwrap_or_default(),
             },
             settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
             catalog_dir,

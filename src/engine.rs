@@ -23,6 +23,7 @@ impl Engine {
     pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Engine> {
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
+        indexer.start_stats_pass()?;
         for root in 0..catalog.roots().list().len() {
             catalog.activity().set_scanning(root, true);
         }

@@ -287,3 +287,87 @@ async fn root_tool_errors_use_the_spec_codes() {
     assert_eq!(v["details"]["available_trees"], json!(["events"]));
     client.cancel().await.unwrap();
 }
+
+/// The statistics rows cached for a file (all trees).
+fn cached_stats(s: &Sandbox, rel: &str) -> usize {
+    let catalog = quarry::catalog::Catalog::open_existing(&s.catalog).unwrap();
+    let id = catalog.record(0, rel).unwrap().unwrap().id;
+    catalog
+        .kind_rows::<quarry::catalog::root::StatsRow>(quarry::catalog::root::ROOT_STATS, id, b"")
+        .unwrap()
+        .len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jagged_statistics_cover_elements_and_multiplicity_and_are_cached() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let args = json!({"path": "root/uproot-HZZ.root", "tree": "events", "pattern": "Jet_Px", "include_stats": true});
+    let v = ok(&client, "list_branches", args.clone()).await;
+    assert_valid("list_branches.output.json", &v);
+    let st = &v["data"]["branches"][0]["stats"];
+    // Expected values read with uproot + numpy (float64 arithmetic over the float32 values).
+    let close = |got: &Value, want: f64| {
+        assert!(
+            (got.as_f64().unwrap() - want).abs() < 1e-9 * want.abs().max(1.0),
+            "{got} vs {want}"
+        )
+    };
+    assert_eq!(st["count"], 2773);
+    close(&st["min"], -440.318_664_550_781_25);
+    close(&st["max"], 503.405_548_095_703_1);
+    close(&st["mean"], 1.238_701_014_149_110_6);
+    close(&st["std"], 50.075_629_013_563_27);
+    let m = &st["multiplicity"];
+    assert_eq!(
+        (m["count"].as_u64(), m["min"].as_f64(), m["max"].as_f64()),
+        (Some(2421), Some(0.0), Some(5.0))
+    );
+    close(&m["mean"], 1.145_394_465_097_067_3);
+    close(&m["std"], 0.976_557_345_782_493_3);
+    // The second request is answered from the cache, identically.
+    let again = ok(&client, "list_branches", args).await;
+    assert_eq!(again["data"], v["data"]);
+    client.cancel().await.unwrap();
+    // Lazy (the default): the whole tree's statistics were stored on the first request.
+    assert_eq!(cached_stats(&s, "root/uproot-HZZ.root"), 51);
+    assert_eq!(cached_stats(&s, "root/uproot-Zmumu.root"), 0);
+}
+
+#[test]
+fn eager_statistics_are_computed_in_the_background_and_off_caches_nothing() {
+    for (mode, expect_cached) in [("eager", true), ("off", false)] {
+        let s = Sandbox::with_testdata();
+        let config = s.tmp.path().join("q.toml");
+        std::fs::write(&config, format!("[index]\nstats = \"{mode}\"\n")).unwrap();
+        let mut daemon = common::quarry()
+            .args(["serve", "--root", &s.root_arg(), "--config"])
+            .arg(&config)
+            .arg("--catalog")
+            .arg(&s.catalog)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        common::wait_until(std::time::Duration::from_secs(20), || s.socket().exists());
+        rt.block_on(async {
+            let client = s.connect().await;
+            wait_indexed(&client).await;
+            if mode == "off" {
+                let v = ok(&client, "list_branches", json!({"path": "root/uproot-Zmumu.root", "tree": "events", "pattern": "E1", "include_stats": true})).await;
+                assert!(v["data"]["branches"][0]["stats"]["count"].as_u64().unwrap() > 0);
+            } else {
+                // Give the background pass time to reach the small Zmumu file.
+                tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            }
+            client.cancel().await.unwrap();
+        });
+        // SAFETY: kill(2) on our child.
+        unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
+        daemon.wait().unwrap();
+        let cached = cached_stats(&s, "root/uproot-Zmumu.root");
+        assert_eq!(cached > 0, expect_cached, "mode {mode}: {cached} rows");
+    }
+}

@@ -406,6 +406,35 @@ impl Catalog {
         Ok(out)
     }
 
+    /// Adds rows to an indexed file's kind tables (results computed after
+    /// indexing, such as statistics), in one transaction. Nothing is written, and
+    /// `false` returned, when the file has changed since `fingerprint` was seen:
+    /// its rows would describe a version that is gone.
+    pub fn add_rows(
+        &self,
+        root: usize,
+        rel: &str,
+        fingerprint: u64,
+        rows: &[KindRow],
+    ) -> anyhow::Result<bool> {
+        let txn = self.db.begin_write()?;
+        {
+            let files = txn.open_table(FILES)?;
+            let key = (self.roots.list()[root].name.as_str(), rel);
+            let record: Option<FileRecord> =
+                files.get(key)?.map(|v| decode(v.value())).transpose()?;
+            let Some(record) = record.filter(|r| r.info.fingerprint == fingerprint) else {
+                return Ok(false);
+            };
+            for row in rows {
+                let mut table = txn.open_table(kind_table(row.table))?;
+                table.insert((record.id, row.key.as_slice()), row.value.as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(true)
+    }
+
     pub fn set_scan_completed(&self, root: usize, at_ms: i64) -> anyhow::Result<()> {
         let txn = self.db.begin_write()?;
         {

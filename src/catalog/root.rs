@@ -6,7 +6,10 @@
 //!   branch count, bytes;
 //! - `root_branches`: sub-key = tree path, NUL, branch order (u32 big-endian), so a
 //!   tree's branches come back in file order;
-//! - `root_histograms`: sub-key = position in the file (u32 big-endian).
+//! - `root_histograms`: sub-key = position in the file (u32 big-endian);
+//! - `root_stats`: sub-key as in `root_branches`; statistics computed after
+//!   indexing (eagerly or on first request) and dropped with the file's rows
+//!   when it changes.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,8 +20,9 @@ pub const ROOT_FILE: &str = "root_file";
 pub const ROOT_TREES: &str = "root_trees";
 pub const ROOT_BRANCHES: &str = "root_branches";
 pub const ROOT_HISTOGRAMS: &str = "root_histograms";
+pub const ROOT_STATS: &str = "root_stats";
 
-pub const TABLES: [KindTable; 4] = [
+pub const TABLES: [KindTable; 5] = [
     KindTable {
         kind: Kind::Root,
         name: ROOT_FILE,
@@ -38,6 +42,11 @@ pub const TABLES: [KindTable; 4] = [
         kind: Kind::Root,
         name: ROOT_HISTOGRAMS,
         description: "TH1/TH2 histograms: class, bins, entries",
+    },
+    KindTable {
+        kind: Kind::Root,
+        name: ROOT_STATS,
+        description: "branch statistics, keyed like root_branches; computed after indexing",
     },
 ];
 
@@ -102,4 +111,49 @@ pub fn branch_prefix(tree_path: &str) -> Vec<u8> {
     let mut key = tree_path.as_bytes().to_vec();
     key.push(0);
     key
+}
+
+/// count, min, max, mean and standard deviation of a set of numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub count: u64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl Summary {
+    /// Over the finite values; `None` when there are none.
+    pub fn of(values: impl Iterator<Item = f64>) -> Option<Summary> {
+        // Welford's running mean and variance: one pass, numerically stable.
+        let (mut n, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
+        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+        for x in values.filter(|x| x.is_finite()) {
+            n += 1;
+            let d = x - mean;
+            mean += d / n as f64;
+            m2 += d * (x - mean);
+            min = min.min(x);
+            max = max.max(x);
+        }
+        (n > 0).then(|| Summary {
+            count: n,
+            min,
+            max,
+            mean,
+            std: (m2 / n as f64).sqrt(),
+        })
+    }
+}
+
+/// A branch's cached statistics: over all its values (all elements of a jagged
+/// branch), and for jagged branches over the per-entry multiplicity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsRow {
+    /// `None` when the branch holds no finite number (or is not numeric).
+    pub values: Option<Summary>,
+    pub multiplicity: Option<Summary>,
+    /// Why there are no statistics (a type the decoder cannot read yet).
+    pub unavailable: Option<String>,
 }

@@ -5,7 +5,7 @@
 //! or changed, drop what is gone.
 
 mod extract;
-mod root;
+pub mod root;
 mod walk;
 pub mod watcher;
 
@@ -21,6 +21,19 @@ pub use walk::{Exclusions, Observed};
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::Kind;
 
+/// When branch statistics are computed and cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatsMode {
+    /// By a background pass as soon as a ROOT file is indexed.
+    Eager,
+    /// On the first request (list_branches with include_stats), then cached.
+    #[default]
+    Lazy,
+    /// Computed on request, never cached.
+    Off,
+}
+
 #[derive(Debug, Clone)]
 pub struct IndexOptions {
     /// Threads for walking and extraction.
@@ -29,6 +42,7 @@ pub struct IndexOptions {
     pub batch: usize,
     /// Absolute folders never indexed (the catalog and export folders).
     pub excluded_dirs: Vec<PathBuf>,
+    pub stats: StatsMode,
 }
 
 /// Told how a sync advances (for `rebuild`'s progress bar).
@@ -67,6 +81,8 @@ pub struct Indexer {
     /// One sync at a time: a scan and a watcher update never interleave their
     /// diffs, so the catalog always converges to the last state observed.
     sync_lock: Mutex<()>,
+    /// ROOT files waiting for the statistics pass (eager mode, once started).
+    stats_queue: Mutex<Option<std::sync::mpsc::Sender<(usize, String, u64)>>>,
 }
 
 pub fn now_ms() -> i64 {
@@ -87,7 +103,35 @@ impl Indexer {
             options,
             pool,
             sync_lock: Mutex::new(()),
+            stats_queue: Mutex::new(None),
         })
+    }
+
+    /// Starts the background statistics pass (eager mode): every ROOT file indexed
+    /// from now on gets its branch statistics computed and cached.
+    pub fn start_stats_pass(self: &Arc<Self>) -> anyhow::Result<()> {
+        if self.options.stats != StatsMode::Eager {
+            return Ok(());
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, String, u64)>();
+        *self.stats_queue.lock().expect("stats queue") = Some(tx);
+        let catalog = self.catalog.clone();
+        std::thread::Builder::new()
+            .name("quarry-stats".into())
+            .spawn(move || {
+                for (root, rel, fingerprint) in rx {
+                    let path = catalog.roots().list()[root].canonical.join(&rel);
+                    match root::file_stats_rows(&path) {
+                        Ok(rows) => {
+                            if let Err(e) = catalog.add_rows(root, &rel, fingerprint, &rows) {
+                                tracing::warn!("storing statistics of {rel}: {e:#}");
+                            }
+                        }
+                        Err(e) => tracing::debug!("no statistics for {rel}: {e}"),
+                    }
+                }
+            })?;
+        Ok(())
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -231,6 +275,7 @@ impl Indexer {
                     .collect()
             });
             self.catalog.apply(&changes)?;
+            self.queue_stats(root, &changes);
             for (o, c) in chunk.iter().zip(&changes) {
                 if track_pending {
                     self.catalog.activity().finish_pending(root, o.kind, 1);
@@ -244,6 +289,22 @@ impl Indexer {
             progress.indexed(chunk.len());
         }
         Ok(())
+    }
+}
+
+impl Indexer {
+    /// Hands freshly indexed ROOT files to the statistics pass, if it runs.
+    fn queue_stats(&self, root: usize, changes: &[Change]) {
+        let queue = self.stats_queue.lock().expect("stats queue");
+        let Some(tx) = queue.as_ref() else { return };
+        for c in changes {
+            if let Change::Upsert { rel, file, .. } = c
+                && file.kind == Kind::Root
+                && !file.status.is_failed()
+            {
+                let _ = tx.send((root, rel.clone(), file.fingerprint));
+            }
+        }
     }
 }
 

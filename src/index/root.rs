@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::catalog::root::{
-    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_TREES, RootFileRow,
-    TreeRow, branch_key,
+    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
+    RootFileRow, StatsRow, Summary, TreeRow, branch_key,
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, PathedKey, RootFile, branch_type, compression_name, is_histogram,
+    Branch, Column, PathedKey, RootFile, branch_type, compression_name, is_histogram,
 };
 
 fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
@@ -39,13 +39,24 @@ fn latest_cycles(keys: Vec<PathedKey>) -> Vec<PathedKey> {
         .collect()
 }
 
-fn flatten(branches: &[Branch], parent: &str, file_compress: i32, out: &mut Vec<BranchRow>) {
+/// Every branch depth first (a branch before the branches inside it), with its
+/// '/'-joined path: the order of `root_branches` and `root_stats` rows.
+fn depth_first<'a>(branches: &'a [Branch], parent: &str, out: &mut Vec<(String, &'a Branch)>) {
     for b in branches {
         let path = if parent.is_empty() {
             b.name.clone()
         } else {
             format!("{parent}/{}", b.name)
         };
+        out.push((path.clone(), b));
+        depth_first(&b.branches, &path, out);
+    }
+}
+
+fn flatten(branches: &[Branch], file_compress: i32, out: &mut Vec<BranchRow>) {
+    let mut all = Vec::new();
+    depth_first(branches, "", &mut all);
+    for (path, b) in all {
         let t = branch_type(b);
         let compress = if b.compress >= 0 {
             b.compress
@@ -54,7 +65,7 @@ fn flatten(branches: &[Branch], parent: &str, file_compress: i32, out: &mut Vec<
         };
         out.push(BranchRow {
             name: b.name.clone(),
-            path: path.clone(),
+            path,
             type_name: t.name,
             dtype: t.dtype,
             title: b.title.clone(),
@@ -65,7 +76,6 @@ fn flatten(branches: &[Branch], parent: &str, file_compress: i32, out: &mut Vec<
             compressed_bytes: b.zip_bytes,
             uncompressed_bytes: b.tot_bytes,
         });
-        flatten(&b.branches, &path, file_compress, out);
     }
 }
 
@@ -90,7 +100,7 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
         } else if k.key.class_name == "TTree" {
             let tree = file.tree(&k.key)?;
             let mut branches = Vec::new();
-            flatten(&tree.branches, "", file.header.compress, &mut branches);
+            flatten(&tree.branches, file.header.compress, &mut branches);
             rows.push(row(
                 ROOT_TREES,
                 order.to_be_bytes().to_vec(),
@@ -132,5 +142,66 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
         }
     }
     rows.push(row(ROOT_FILE, Vec::new(), &summary));
+    Ok(rows)
+}
+
+fn stats_of(column: Result<Column, FormatError>) -> StatsRow {
+    match column {
+        Err(e) => StatsRow {
+            values: None,
+            multiplicity: None,
+            unavailable: Some(e.to_string()),
+        },
+        Ok(c) => StatsRow {
+            values: c.values.to_f64().and_then(|v| Summary::of(v.into_iter())),
+            multiplicity: c
+                .counts
+                .as_ref()
+                .and_then(|n| Summary::of(n.iter().map(|&x| f64::from(x)))),
+            unavailable: c
+                .values
+                .to_f64()
+                .is_none()
+                .then(|| "not numeric".to_string()),
+        },
+    }
+}
+
+/// Statistics rows for every branch of the tree at `tree_path` (highest cycle),
+/// keyed like its `root_branches` rows.
+pub fn tree_stats_rows(
+    file: &RootFile,
+    keys: &[PathedKey],
+    tree_path: &str,
+) -> Result<Vec<KindRow>, FormatError> {
+    let key = keys
+        .iter()
+        .filter(|k| k.path() == tree_path && k.key.class_name == "TTree")
+        .max_by_key(|k| k.key.cycle)
+        .ok_or_else(|| FormatError::Corrupt(format!("no tree '{tree_path}' in the file")))?;
+    let tree = file.tree(&key.key)?;
+    let mut all = Vec::new();
+    depth_first(&tree.branches, "", &mut all);
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, b))| {
+            row(
+                ROOT_STATS,
+                branch_key(tree_path, i as u32),
+                &stats_of(file.column(b)),
+            )
+        })
+        .collect())
+}
+
+/// Statistics rows for every tree of the ROOT file at `path`.
+pub fn file_stats_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
+    let file = RootFile::open(path)?;
+    let keys = latest_cycles(file.walk()?);
+    let mut rows = Vec::new();
+    for k in keys.iter().filter(|k| k.key.class_name == "TTree") {
+        rows.extend(tree_stats_rows(&file, &keys, &k.path())?);
+    }
     Ok(rows)
 }

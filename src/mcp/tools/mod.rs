@@ -71,6 +71,8 @@ pub struct ServerSettings {
     pub limits: Limits,
     /// Where export tools may write; `None` disables writing.
     pub export_dir: Option<PathBuf>,
+    /// Whether statistics computed on request are stored in the catalog.
+    pub cache_stats: bool,
 }
 
 impl Default for ServerSettings {
@@ -81,6 +83,7 @@ impl Default for ServerSettings {
             toolsets,
             limits: Limits::default(),
             export_dir: None,
+            cache_stats: true,
         }
     }
 }

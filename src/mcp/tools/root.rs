@@ -7,13 +7,14 @@ use serde_json::{Map, Value, json};
 
 use super::{Context, ToolDef, Toolset, parse_args};
 use crate::catalog::root::{
-    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_TREES, RootFileRow,
-    TreeRow, branch_prefix,
+    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
+    RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
 };
-use crate::catalog::{FileRecord, FileStatus};
+use crate::catalog::{FileRecord, FileStatus, decode};
 use crate::formats::Kind;
-use crate::formats::root::{Column, RootFile, Values};
+use crate::formats::root::RootFile;
 use crate::glob::Glob;
+use crate::index::root::tree_stats_rows;
 use crate::mcp::response::{ToolError, ToolOutput};
 
 pub static TOOLS: &[ToolDef] = &[
@@ -59,6 +60,8 @@ const LIMIT_MAX: usize = 1000;
 
 /// A ROOT file the catalog knows: where it is and its record.
 struct Known {
+    root: usize,
+    rel: String,
     abs: std::path::PathBuf,
     record: FileRecord,
 }
@@ -100,6 +103,8 @@ fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
     }
     Ok(Known {
         abs: roots.list()[root].canonical.join(&rel),
+        root,
+        rel,
         record,
     })
 }
@@ -235,29 +240,30 @@ fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, 
         file.record.id,
         &branch_prefix(&tree.path),
     )?;
-    let matched: Vec<&BranchRow> = all
+    // Matching branches with their position in the tree (which keys their stats).
+    let matched: Vec<(usize, &BranchRow)> = all
         .iter()
-        .filter(|b| {
+        .enumerate()
+        .filter(|(_, b)| {
             glob.as_ref()
                 .is_none_or(|g| g.is_match(&b.name) || g.is_match(&b.path))
         })
         .collect();
-    let shown: Vec<&BranchRow> = matched.iter().take(limit).copied().collect();
+    let shown: Vec<(usize, &BranchRow)> = matched.iter().take(limit).copied().collect();
     let stats = if args.include_stats.unwrap_or(false) {
-        Some(branch_stats(&file, &tree, &shown)?)
+        Some(tree_stats(ctx, &file, &tree, all.len())?)
     } else {
         None
     };
     let branches: Vec<Value> = shown
         .iter()
-        .enumerate()
-        .map(|(i, b)| {
+        .map(|&(i, b)| {
             let mut v = json!({
                 "name": b.path, "type": b.type_name, "dtype": b.dtype, "title": b.title,
                 "compression": b.compression, "is_jagged": b.jagged,
             });
             if let Some(stats) = &stats {
-                v["stats"] = stats[i].clone();
+                v["stats"] = stats.get(i).map_or(Value::Null, stats_json);
             }
             v
         })
@@ -277,7 +283,7 @@ fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, 
             matched.len()
         ));
     }
-    if let Some(j) = shown.iter().find(|b| b.jagged) {
+    if let Some((_, j)) = shown.iter().find(|(_, b)| b.jagged) {
         out = out.suggest(format!(
             "'{}' is jagged (variable-length per entry)",
             j.path
@@ -286,42 +292,57 @@ fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, 
     Ok(out)
 }
 
-/// count, min, max, mean and std of each branch (over all elements of jagged
-/// ones), read from the file; null for types the decoder does not read yet.
-fn branch_stats(
+/// The statistics of every branch of a tree, in branch order: from the catalog
+/// when cached, else computed from the file (and cached unless configured off).
+fn tree_stats(
+    ctx: &Context,
     file: &Known,
     tree: &TreeRow,
-    shown: &[&BranchRow],
-) -> Result<Vec<Value>, ToolError> {
+    branches: usize,
+) -> Result<Vec<StatsRow>, ToolError> {
+    let cached: Vec<StatsRow> = rows(ctx, ROOT_STATS, file.record.id, &branch_prefix(&tree.path))?;
+    if cached.len() == branches {
+        return Ok(cached);
+    }
     let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let key = keys
+    let computed =
+        tree_stats_rows(&root, &keys, &tree.path).map_err(|e| corrupted(&file.abs, &e))?;
+    if ctx.settings.cache_stats {
+        ctx.catalog
+            .add_rows(
+                file.root,
+                &file.rel,
+                file.record.info.fingerprint,
+                &computed,
+            )
+            .map_err(ToolError::internal)?;
+    }
+    computed
         .iter()
-        .filter(|k| k.path() == tree.path && k.key.class_name == "TTree")
-        .max_by_key(|k| k.key.cycle)
-        .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
-    let t = root.tree(&key.key).map_err(|e| corrupted(&file.abs, &e))?;
-    Ok(shown
-        .iter()
-        .map(|b| {
-            find_branch(&t.branches, &b.path)
-                .and_then(|branch| root.column(branch).ok())
-                .map_or(Value::Null, |c| stats_json(&c))
-        })
-        .collect())
+        .map(|r| decode::<StatsRow>(&r.value).map_err(ToolError::internal))
+        .collect()
 }
 
-fn find_branch<'a>(
-    branches: &'a [crate::formats::root::Branch],
-    path: &str,
-) -> Option<&'a crate::formats::root::Branch> {
-    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
-    let b = branches.iter().find(|b| b.name == first)?;
-    if rest.is_empty() {
-        Some(b)
-    } else {
-        find_branch(&b.branches, rest)
+fn summary_json(s: &Option<Summary>) -> Value {
+    match s {
+        Some(s) => {
+            json!({ "count": s.count, "min": s.min, "max": s.max, "mean": s.mean, "std": s.std })
+        }
+        None => json!({ "count": 0, "min": null, "max": null, "mean": null, "std": null }),
     }
+}
+
+/// A branch's statistics as list_branches shows them; null when unavailable.
+fn stats_json(s: &StatsRow) -> Value {
+    if s.unavailable.is_some() {
+        return Value::Null;
+    }
+    let mut v = summary_json(&s.values);
+    if s.multiplicity.is_some() {
+        v["multiplicity"] = summary_json(&s.multiplicity);
+    }
+    v
 }
 
 fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError) -> ToolError {
@@ -337,37 +358,6 @@ fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError) -> ToolErr
             "Verify the file's integrity",
         ),
     }
-}
-
-fn stats_json(c: &Column) -> Value {
-    let values: Vec<f64> = match &c.values {
-        Values::Bool(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
-        Values::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::I64(v) => v.iter().map(|&x| x as f64).collect(),
-        Values::U64(v) => v.iter().map(|&x| x as f64).collect(),
-        Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Values::F64(v) => v.clone(),
-        Values::Str(_) => return Value::Null,
-    };
-    let finite: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    if finite.is_empty() {
-        return json!({ "count": 0, "min": null, "max": null, "mean": null, "std": null });
-    }
-    let n = finite.len() as f64;
-    let mean = finite.iter().sum::<f64>() / n;
-    let var = finite.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-    json!({
-        "count": finite.len(),
-        "min": finite.iter().copied().fold(f64::INFINITY, f64::min),
-        "max": finite.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        "mean": mean,
-        "std": var.sqrt(),
-    })
 }
 
 #[derive(Deserialize)]
