@@ -141,10 +141,7 @@ fn main() {
     );
 
     // 2. list_files server time (the handler, as the server times it).
-    let ctx = Context {
-        catalog: catalog.clone(),
-        settings: ServerSettings::default(),
-    };
+    let ctx = Context::new(catalog.clone(), ServerSettings::default());
     let list = tools::all().find(|d| d.name == "list_files").unwrap();
     for pattern in [
         "run_0042*",

@@ -63,10 +63,7 @@ impl Engine {
     }
 
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
-        QuarryServer::new(Context {
-            catalog: self.catalog.clone(),
-            settings: settings.server.clone(),
-        })
+        QuarryServer::new(Context::new(self.catalog.clone(), settings.server.clone()))
     }
 }
 

@@ -62,10 +62,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
-    let server = QuarryServer::new(Context {
-        catalog: Arc::new(catalog),
-        settings: ServerSettings::default(),
-    })?;
+    let server = QuarryServer::new(Context::new(Arc::new(catalog), ServerSettings::default()))?;
     let def = crate::mcp::tools::all()
         .find(|d| d.name == "index_status")
         .context("index_status tool")?;

@@ -16,11 +16,20 @@ const TAIL: usize = 19;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Basket {
     pub entries: usize,
-    /// The entries' bytes, back to back.
-    pub data: Vec<u8>,
+    /// The buffer holding the entries' bytes at `range` (a basket stored raw is
+    /// used where it was read, without a copy).
+    buf: Vec<u8>,
+    range: std::ops::Range<usize>,
     /// Where each entry starts in `data`, plus `data.len()`; only for entries of
     /// varying size.
     pub offsets: Option<Vec<usize>>,
+}
+
+impl Basket {
+    /// The entries' bytes, back to back.
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
 }
 
 struct Header {
@@ -109,9 +118,14 @@ impl Header {
     }
 }
 
+/// `n` big-endian i32s, decoded in one pass over their bytes.
 fn i32s(c: &mut Cursor<'_>, n: usize) -> Result<Vec<i32>, FormatError> {
     c.fits(n, 4, "basket entry offsets")?;
-    (0..n).map(|_| c.i32("basket entry offset")).collect()
+    let bytes = c.bytes(n * 4, "basket entry offsets")?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
+        .collect())
 }
 
 /// A basket written to the file as a key of its own.
@@ -124,25 +138,31 @@ fn read_free(file: &RootFile, seek: u64, bytes: usize) -> Result<Basket, FormatE
             h.nbytes
         )));
     }
-    let mut data = decompress(&raw[h.key_len..h.nbytes], h.obj_len)?;
     let border = h.border();
-    if border > data.len() {
+    let stored = h.nbytes - h.key_len;
+    let (buf, start) = if stored == h.obj_len {
+        (raw, h.key_len)
+    } else {
+        (decompress(&raw[h.key_len..h.nbytes], h.obj_len)?, 0)
+    };
+    let end = start + h.obj_len.min(buf.len() - start);
+    if start + border > end {
         return Err(FormatError::Corrupt(format!(
             "basket data ends at {border}, past its {} bytes",
-            data.len()
+            end - start
         )));
     }
-    let offsets = if border == data.len() {
+    let offsets = if start + border == end {
         None
     } else {
-        let mut c = Cursor::new(&data[border..], seek);
+        let mut c = Cursor::new(&buf[start + border..end], seek);
         c.i32("basket entry count")?;
         Some(h.offsets(&i32s(&mut c, h.entries)?)?)
     };
-    data.truncate(border);
     Ok(Basket {
         entries: h.entries,
-        data,
+        buf,
+        range: start..start + border,
         offsets,
     })
 }
@@ -166,7 +186,8 @@ fn read_embedded(bytes: &[u8]) -> Result<Basket, FormatError> {
     let data = c.bytes(h.border(), "embedded basket data")?.to_vec();
     Ok(Basket {
         entries: h.entries,
-        data,
+        range: 0..data.len(),
+        buf: data,
         offsets,
     })
 }

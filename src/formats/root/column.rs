@@ -230,6 +230,22 @@ impl Values {
 
     /// Appends big-endian elements (`bytes` holds whole elements).
     fn extend_from_be(&mut self, bytes: &[u8]) {
+        macro_rules! reserve {
+            ($v:expr, $size:expr) => {
+                $v.reserve(bytes.len() / $size)
+            };
+        }
+        match self {
+            Values::I16(v) => reserve!(v, 2),
+            Values::U16(v) => reserve!(v, 2),
+            Values::I32(v) => reserve!(v, 4),
+            Values::U32(v) => reserve!(v, 4),
+            Values::F32(v) => reserve!(v, 4),
+            Values::I64(v) => reserve!(v, 8),
+            Values::U64(v) => reserve!(v, 8),
+            Values::F64(v) => reserve!(v, 8),
+            _ => {}
+        }
         match self {
             Values::Bool(v) => v.extend(bytes.iter().map(|&b| b != 0)),
             Values::I8(v) => v.extend(bytes.iter().map(|&b| b as i8)),
@@ -351,16 +367,16 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
                 .as_ref()
                 .ok_or_else(|| corrupt("strings without entry offsets".into()))?;
             for w in offsets.windows(2) {
-                let mut c = Cursor::new(&basket.data[w[0]..w[1]], 0);
+                let mut c = Cursor::new(&basket.data()[w[0]..w[1]], 0);
                 strings.push(c.tstring("string entry")?);
             }
         }
         LeafType::Prim(p) => {
             let item = p.size() * col.inner;
-            if !basket.data.len().is_multiple_of(item) {
+            if !basket.data().len().is_multiple_of(item) {
                 return Err(corrupt(format!(
                     "{} bytes of {}-byte items",
-                    basket.data.len(),
+                    basket.data().len(),
                     item
                 )));
             }
@@ -376,20 +392,20 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
                         counts.push((bytes / item) as u32);
                     }
                 }
-                (Some(counts), None) if basket.data.is_empty() => {
+                (Some(counts), None) if basket.data().is_empty() => {
                     counts.extend(std::iter::repeat_n(0, basket.entries))
                 }
                 (Some(_), None) => return Err(corrupt("jagged data without entry offsets".into())),
-                (None, _) if basket.data.len() != basket.entries * item => {
+                (None, _) if basket.data().len() != basket.entries * item => {
                     return Err(corrupt(format!(
                         "{} entries of {item} bytes in {} bytes",
                         basket.entries,
-                        basket.data.len()
+                        basket.data().len()
                     )));
                 }
                 (None, _) => {}
             }
-            col.values.extend_from_be(&basket.data);
+            col.values.extend_from_be(basket.data());
         }
     }
     if let Some(offsets) = &basket.offsets

@@ -92,6 +92,49 @@ impl Default for ServerSettings {
 pub struct Context {
     pub catalog: Arc<Catalog>,
     pub settings: ServerSettings,
+    /// Decoded catalog rows that tools read on every call.
+    pub cache: RowCache,
+}
+
+impl Context {
+    pub fn new(catalog: Arc<Catalog>, settings: ServerSettings) -> Context {
+        Context {
+            catalog,
+            settings,
+            cache: RowCache::default(),
+        }
+    }
+}
+
+/// Decoded branch lists by (file id, fingerprint, tree path). A file that changes
+/// gets a new fingerprint, so an entry can be outdated but never wrong; the cache
+/// is emptied when it grows past `ROW_CACHE_TREES`.
+type BranchList = Arc<Vec<crate::catalog::root::BranchRow>>;
+
+#[derive(Default)]
+pub struct RowCache {
+    branches: std::sync::Mutex<std::collections::HashMap<(u64, u64, String), BranchList>>,
+}
+
+const ROW_CACHE_TREES: usize = 64;
+
+impl RowCache {
+    pub fn branches(
+        &self,
+        key: (u64, u64, String),
+        load: impl FnOnce() -> Result<Vec<crate::catalog::root::BranchRow>, ToolError>,
+    ) -> Result<BranchList, ToolError> {
+        if let Some(hit) = self.branches.lock().expect("row cache").get(&key) {
+            return Ok(hit.clone());
+        }
+        let rows = Arc::new(load()?);
+        let mut cache = self.branches.lock().expect("row cache");
+        if cache.len() >= ROW_CACHE_TREES {
+            cache.clear();
+        }
+        cache.insert(key, rows.clone());
+        Ok(rows)
+    }
 }
 
 impl Context {

@@ -234,12 +234,19 @@ fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, 
         .as_deref()
         .map(|p| Glob::new(p).map_err(|e| ToolError::invalid_arguments("list_branches", e)))
         .transpose()?;
-    let all: Vec<BranchRow> = rows(
-        ctx,
-        ROOT_BRANCHES,
+    let key = (
         file.record.id,
-        &branch_prefix(&tree.path),
-    )?;
+        file.record.info.fingerprint,
+        tree.path.clone(),
+    );
+    let all = ctx.cache.branches(key, || {
+        rows(
+            ctx,
+            ROOT_BRANCHES,
+            file.record.id,
+            &branch_prefix(&tree.path),
+        )
+    })?;
     // Matching branches with their position in the tree (which keys their stats).
     let matched: Vec<(usize, &BranchRow)> = all
         .iter()
