@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Sandbox, call, wait_indexed};
+use common::{Client, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
@@ -13,19 +13,6 @@ fn fixture(name: &str) -> Value {
         .join("tests/fixtures/root")
         .join(name);
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-fn assert_valid(schema_file: &str, value: &Value) {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schema/tools")
-        .join(schema_file);
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{schema_file}: {errors:?}");
 }
 
 /// uproot's C++ type names in numpy spelling, as list_branches reports types.

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{Sandbox, call, listed, wait_indexed};
+use common::{Sandbox, assert_valid, call, listed, schema, wait_indexed};
 use serde_json::{Value, json};
 
 /// The kind DESIGN.md assigns to a file name, written out independently of quarry.
@@ -37,22 +37,6 @@ fn files_on_disk(dir: &Path, base: &Path, out: &mut BTreeSet<(String, String)>) 
             out.insert((rel, kind.to_string()));
         }
     }
-}
-
-fn schema(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schema/tools")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn assert_valid(schema_file: &str, value: &Value) {
-    let validator = jsonschema::validator_for(&schema(schema_file)).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{schema_file}: {errors:?}\n{value}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

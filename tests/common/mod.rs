@@ -229,3 +229,21 @@ pub async fn listed(client: &Client, root: &Path, arguments: Value) -> Vec<Strin
     out.sort();
     out
 }
+
+/// A tool's JSON Schema from schema/tools.
+pub fn schema(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("schema/tools")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Asserts that a tool result validates against its output schema file.
+pub fn assert_valid(schema_file: &str, value: &Value) {
+    let validator = jsonschema::validator_for(&schema(schema_file)).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{schema_file}: {errors:?}\n{value}");
+}

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::{FileMatch, FileQuery, KindSet};
 use crate::formats::Kind;
 use crate::glob::Glob;
@@ -68,18 +68,12 @@ fn list_files(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, Too
         Some(name) => vec![roots.resource(name).map_err(|e| ToolError::from_path(&e))?],
         None => (0..roots.list().len()).collect(),
     };
-    let limit = match args.limit {
-        None => LIST_LIMIT_DEFAULT,
-        Some(n) if (0..=LIST_LIMIT_MAX as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(ToolError::new(
-                "limit_exceeded",
-                format!("limit {n} is outside 0..={LIST_LIMIT_MAX}"),
-                "Use a limit of at most 1000 and narrow the listing with `pattern`",
-            )
-            .retry_with(json!({ "limit": LIST_LIMIT_MAX })));
-        }
-    };
+    let limit = checked_limit(
+        args.limit,
+        LIST_LIMIT_DEFAULT,
+        LIST_LIMIT_MAX,
+        "narrow the listing with `pattern`",
+    )?;
     let kinds = kinds_of(args.kind.as_deref())?;
     let glob = args.pattern.as_deref().map(checked_glob).transpose()?;
     let result = ctx.catalog.files().query(&FileQuery {

@@ -170,3 +170,23 @@ pub fn parse_args<T: DeserializeOwned>(
 ) -> Result<T, ToolError> {
     serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::invalid_arguments(tool, e))
 }
+
+/// A `limit` argument checked against its maximum (`limit_exceeded` with the
+/// corrected value to retry with); `default` when absent.
+pub fn checked_limit(
+    limit: Option<i64>,
+    default: usize,
+    max: usize,
+    narrow_hint: &str,
+) -> Result<usize, ToolError> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (0..=max as i64).contains(&n) => Ok(n as usize),
+        Some(n) => Err(ToolError::new(
+            "limit_exceeded",
+            format!("limit {n} is outside 0..={max}"),
+            format!("Use a limit of at most {max} and {narrow_hint}"),
+        )
+        .retry_with(serde_json::json!({ "limit": max }))),
+    }
+}

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::root::{
     BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
     RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
@@ -217,18 +217,12 @@ fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, 
     let args: ListBranchesArgs = parse_args("list_branches", args)?;
     let file = known_root_file(ctx, &args.path)?;
     let tree = find_tree(ctx, &file, &args.tree)?;
-    let limit = match args.limit {
-        None => LIMIT_DEFAULT,
-        Some(n) if (0..=LIMIT_MAX as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(ToolError::new(
-                "limit_exceeded",
-                format!("limit {n} is outside 0..={LIMIT_MAX}"),
-                "Use a limit of at most 1000 and filter with `pattern`",
-            )
-            .retry_with(json!({ "limit": LIMIT_MAX })));
-        }
-    };
+    let limit = checked_limit(
+        args.limit,
+        LIMIT_DEFAULT,
+        LIMIT_MAX,
+        "filter with `pattern`",
+    )?;
     let glob = args
         .pattern
         .as_deref()
