@@ -3,7 +3,8 @@
 //!
 //! Layers, as data flows (dependencies point one way: `formats` and `catalog`
 //! know no other layer but `formats::Kind`; `index` writes to `catalog` using
-//! `formats`; `mcp` reads `catalog`, never the index):
+//! `formats`; `mcp` reads `catalog` and borrows only the index's ROOT statistics
+//! computation):
 //! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
 //! (redb tables + in-memory mirror) -> `mcp` (tools, server, transports).
 //! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and

@@ -328,6 +328,13 @@ fn eager_statistics_are_computed_in_the_background_and_off_caches_nothing() {
         let s = Sandbox::with_testdata();
         let config = s.tmp.path().join("q.toml");
         std::fs::write(&config, format!("[index]\nstats = \"{mode}\"\n")).unwrap();
+        // The files are indexed first without statistics (rebuild, default lazy mode):
+        // an eager daemon must also cover files that are unchanged when it starts.
+        common::run_ok(
+            common::quarry()
+                .args(["rebuild", "--root", &s.root_arg(), "--catalog"])
+                .arg(&s.catalog),
+        );
         let mut daemon = common::quarry()
             .args(["serve", "--root", &s.root_arg(), "--config"])
             .arg(&config)

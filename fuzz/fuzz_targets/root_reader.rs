@@ -17,8 +17,10 @@ fuzz_target!(|data: &[u8]| {
         if k.key.class_name == "TTree"
             && let Ok(tree) = file.tree(&k.key)
         {
-            for branch in &tree.branches {
+            let mut stack: Vec<_> = tree.branches.iter().collect();
+            while let Some(branch) = stack.pop() {
                 let _ = file.column(branch);
+                stack.extend(&branch.branches);
             }
         }
     }

@@ -35,7 +35,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -387,6 +387,15 @@ impl Catalog {
             out.push(decode(v.value())?);
         }
         Ok(out)
+    }
+
+    /// Whether a ROOT file already has cached branch statistics.
+    pub fn has_stats(&self, root: usize, rel: &str) -> bool {
+        let Ok(Some(record)) = self.record(root, rel) else {
+            return false;
+        };
+        self.kind_rows::<root::StatsRow>(root::ROOT_STATS, record.id, b"")
+            .is_ok_and(|rows| !rows.is_empty())
     }
 
     /// The failed files of a root with their errors, at most `limit` of them.

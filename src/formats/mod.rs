@@ -1,9 +1,10 @@
 //! Format readers. This layer knows nothing of the catalog or of MCP: it answers
 //! "what kind of file is this" and "is it a well-formed file of that kind".
 //!
-//! Per-kind extraction (trees, datasets, pages, symbols) lands here as each kind's
-//! reader grows; for now every kind validates its signature and header so that a
-//! corrupt or mislabelled file is recorded with a precise error.
+//! `root` is quarry's own ROOT reader (keys, trees, columns, histograms). The other
+//! kinds validate their signature and header for now, so that a corrupt or
+//! mislabelled file is recorded with a precise error; their readers come with
+//! their tool families.
 
 mod code;
 mod document;

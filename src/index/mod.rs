@@ -115,11 +115,26 @@ impl Indexer {
         }
         let (tx, rx) = std::sync::mpsc::channel::<(usize, String, u64)>();
         *self.stats_queue.lock().expect("stats queue") = Some(tx);
+        // Files indexed before this start (unchanged since) get their turn too.
+        {
+            let queue = self.stats_queue.lock().expect("stats queue");
+            let tx = queue.as_ref().expect("just set");
+            for root in 0..self.catalog.roots().list().len() {
+                for (rel, e) in self.catalog.files().under(root, "") {
+                    if e.kind == Kind::Root && !e.failed {
+                        let _ = tx.send((root, rel, e.fingerprint));
+                    }
+                }
+            }
+        }
         let catalog = self.catalog.clone();
         std::thread::Builder::new()
             .name("quarry-stats".into())
             .spawn(move || {
                 for (root, rel, fingerprint) in rx {
+                    if catalog.has_stats(root, &rel) {
+                        continue;
+                    }
                     let path = catalog.roots().list()[root].canonical.join(&rel);
                     match root::file_stats_rows(&path) {
                         Ok(rows) => {

@@ -428,9 +428,12 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
             })
         }
     };
-    Ok(ToolOutput::new(data).suggest(
-        "bin_edges has one more element than bin_counts; under/overflow are outside the edges",
-    ))
+    let hint = if h.y.is_some() {
+        "counts are [y][x]: x_edges and y_edges have one more element than each axis' bins; flow is the content outside the edges"
+    } else {
+        "bin_edges has one more element than bin_counts; underflow and overflow are outside the edges"
+    };
+    Ok(ToolOutput::new(data).suggest(hint))
 }
 
 /// The content of a 2-D histogram outside its edges on either axis.
