@@ -126,23 +126,56 @@ pub struct Summary {
 impl Summary {
     /// Over the finite values; `None` when there are none.
     pub fn of(values: impl Iterator<Item = f64>) -> Option<Summary> {
-        // Welford's running mean and variance: one pass, numerically stable.
-        let (mut n, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
-        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
-        for x in values.filter(|x| x.is_finite()) {
-            n += 1;
-            let d = x - mean;
-            mean += d / n as f64;
-            m2 += d * (x - mean);
-            min = min.min(x);
-            max = max.max(x);
+        let mut acc = Accumulator::default();
+        values.for_each(|x| acc.push(x));
+        acc.finish()
+    }
+}
+
+/// A running `Summary`, fed one value at a time (Welford's algorithm: one pass,
+/// numerically stable), so statistics never need the whole column in memory.
+#[derive(Debug, Clone, Copy)]
+pub struct Accumulator {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Accumulator {
+            n: 0,
+            mean: 0.0,
+            m2: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
         }
-        (n > 0).then(|| Summary {
-            count: n,
-            min,
-            max,
-            mean,
-            std: (m2 / n as f64).sqrt(),
+    }
+}
+
+impl Accumulator {
+    /// Adds a value; NaN and infinities are left out.
+    pub fn push(&mut self, x: f64) {
+        if !x.is_finite() {
+            return;
+        }
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    pub fn finish(&self) -> Option<Summary> {
+        (self.n > 0).then(|| Summary {
+            count: self.n,
+            min: self.min,
+            max: self.max,
+            mean: self.mean,
+            std: (self.m2 / self.n as f64).sqrt(),
         })
     }
 }

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::catalog::root::{
-    BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
-    RootFileRow, StatsRow, Summary, TreeRow, branch_key,
+    Accumulator, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS,
+    ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, Column, PathedKey, RootFile, branch_type, compression_name, is_histogram,
+    Branch, PathedKey, RootFile, branch_type, compression_name, is_histogram,
 };
 
 fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
@@ -145,24 +145,31 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
     Ok(rows)
 }
 
-fn stats_of(column: Result<Column, FormatError>) -> StatsRow {
-    match column {
+/// A branch's statistics, read basket by basket (memory holds a few baskets).
+fn branch_stats(file: &RootFile, branch: &Branch) -> StatsRow {
+    let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
+    let (mut numeric, mut jagged) = (true, false);
+    let read = file.for_each_chunk(branch, |chunk| {
+        match chunk.values.to_f64() {
+            Some(v) => v.into_iter().for_each(|x| values.push(x)),
+            None => numeric = false,
+        }
+        if let Some(counts) = &chunk.counts {
+            jagged = true;
+            counts.iter().for_each(|&n| multiplicity.push(f64::from(n)));
+        }
+        Ok(())
+    });
+    match read {
         Err(e) => StatsRow {
             values: None,
             multiplicity: None,
             unavailable: Some(e.to_string()),
         },
-        Ok(c) => StatsRow {
-            values: c.values.to_f64().and_then(|v| Summary::of(v.into_iter())),
-            multiplicity: c
-                .counts
-                .as_ref()
-                .and_then(|n| Summary::of(n.iter().map(|&x| f64::from(x)))),
-            unavailable: c
-                .values
-                .to_f64()
-                .is_none()
-                .then(|| "not numeric".to_string()),
+        Ok(()) => StatsRow {
+            values: if numeric { values.finish() } else { None },
+            multiplicity: if jagged { multiplicity.finish() } else { None },
+            unavailable: (!numeric).then(|| "not numeric".to_string()),
         },
     }
 }
@@ -189,7 +196,7 @@ pub fn tree_stats_rows(
             row(
                 ROOT_STATS,
                 branch_key(tree_path, i as u32),
-                &stats_of(file.column(b)),
+                &branch_stats(file, b),
             )
         })
         .collect())

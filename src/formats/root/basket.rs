@@ -192,28 +192,54 @@ fn read_embedded(bytes: &[u8]) -> Result<Basket, FormatError> {
     })
 }
 
+/// Where one basket of a branch is.
+enum Source<'b> {
+    Free { seek: u64, bytes: usize },
+    Embedded(&'b [u8]),
+}
+
 impl RootFile {
-    /// Every basket of a branch, in entry order: those written to the file, then
-    /// those embedded in the TTree.
-    pub fn baskets<'b>(
-        &'b self,
-        branch: &'b Branch,
-    ) -> impl Iterator<Item = Result<Basket, FormatError>> + 'b {
-        let free = (0..branch.write_basket).map(move |i| {
-            let seek = u64::try_from(branch.basket_seek[i]).map_err(|_| {
+    fn basket_sources<'b>(&self, branch: &'b Branch) -> Result<Vec<Source<'b>>, FormatError> {
+        let mut out = Vec::with_capacity(branch.write_basket + branch.embedded_baskets.len());
+        for i in 0..branch.write_basket {
+            let negative = |what: &str| {
                 FormatError::Corrupt(format!(
-                    "basket {i} of '{}' has a negative seek",
+                    "basket {i} of '{}' has a negative {what}",
                     branch.name
                 ))
-            })?;
-            let bytes = usize::try_from(branch.basket_bytes[i]).map_err(|_| {
-                FormatError::Corrupt(format!(
-                    "basket {i} of '{}' has a negative size",
-                    branch.name
-                ))
-            })?;
-            read_free(self, seek, bytes)
-        });
-        free.chain(branch.embedded_baskets.iter().map(|b| read_embedded(b)))
+            };
+            let seek = u64::try_from(branch.basket_seek[i]).map_err(|_| negative("seek"))?;
+            let bytes = usize::try_from(branch.basket_bytes[i]).map_err(|_| negative("size"))?;
+            out.push(Source::Free { seek, bytes });
+        }
+        out.extend(branch.embedded_baskets.iter().map(|b| Source::Embedded(b)));
+        Ok(out)
+    }
+
+    /// Hands every basket of a branch to `each`, in entry order: those written
+    /// to the file, then those embedded in the TTree. Baskets are read and
+    /// decompressed in parallel, a window of a few per thread at a time, so memory
+    /// holds a few baskets, never the whole branch.
+    pub fn for_each_basket(
+        &self,
+        branch: &Branch,
+        mut each: impl FnMut(Basket) -> Result<(), FormatError>,
+    ) -> Result<(), FormatError> {
+        use rayon::prelude::*;
+        let window = 2 * rayon::current_num_threads().max(1);
+        let sources = self.basket_sources(branch)?;
+        for chunk in sources.chunks(window) {
+            let baskets: Vec<Result<Basket, FormatError>> = chunk
+                .par_iter()
+                .map(|s| match s {
+                    Source::Free { seek, bytes } => read_free(self, *seek, *bytes),
+                    Source::Embedded(b) => read_embedded(b),
+                })
+                .collect();
+            for basket in baskets {
+                each(basket?)?;
+            }
+        }
+        Ok(())
     }
 }

@@ -325,6 +325,34 @@ pub struct Column {
 impl RootFile {
     /// Reads every entry of a plain one-leaf branch of a basic type.
     pub fn column(&self, branch: &Branch) -> Result<Column, FormatError> {
+        let mut col = Column::empty_for(branch)?;
+        self.for_each_basket(branch, |basket| append(&mut col, &basket, &branch.name))?;
+        check_entries(branch, col.entries)?;
+        Ok(col)
+    }
+
+    /// Decodes a branch basket by basket, handing each basket's entries to `each`
+    /// as a column of their own: memory holds a few baskets, not the branch.
+    pub fn for_each_chunk(
+        &self,
+        branch: &Branch,
+        mut each: impl FnMut(Column) -> Result<(), FormatError>,
+    ) -> Result<(), FormatError> {
+        let empty = Column::empty_for(branch)?;
+        let mut entries = 0;
+        self.for_each_basket(branch, |basket| {
+            let mut chunk = empty.clone();
+            append(&mut chunk, &basket, &branch.name)?;
+            entries += chunk.entries;
+            each(chunk)
+        })?;
+        check_entries(branch, entries)
+    }
+}
+
+impl Column {
+    /// An empty column of a plain one-leaf branch's type.
+    fn empty_for(branch: &Branch) -> Result<Column, FormatError> {
         let [leaf] = branch.leaves.as_slice() else {
             return Err(FormatError::Unsupported(format!(
                 "branch '{}' has {} leaves (leaf lists come later)",
@@ -333,26 +361,25 @@ impl RootFile {
             )));
         };
         let leaf_type = LeafType::of(leaf)?;
-        let inner = usize::try_from(leaf.len.max(1)).unwrap_or(1);
         let jagged = leaf.count.is_some() && leaf_type != LeafType::Str;
-        let mut col = Column {
+        Ok(Column {
             entries: 0,
             leaf_type,
             values: Values::empty(leaf_type),
-            inner,
+            inner: usize::try_from(leaf.len.max(1)).unwrap_or(1),
             counts: jagged.then(Vec::new),
-        };
-        for basket in self.baskets(branch) {
-            append(&mut col, &basket?, &branch.name)?;
-        }
-        if col.entries as i64 != branch.entries {
-            return Err(FormatError::Corrupt(format!(
-                "branch '{}' records {} entries, its baskets hold {}",
-                branch.name, branch.entries, col.entries
-            )));
-        }
-        Ok(col)
+        })
     }
+}
+
+fn check_entries(branch: &Branch, entries: usize) -> Result<(), FormatError> {
+    if entries as i64 != branch.entries {
+        return Err(FormatError::Corrupt(format!(
+            "branch '{}' records {} entries, its baskets hold {entries}",
+            branch.name, branch.entries
+        )));
+    }
+    Ok(())
 }
 
 fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
