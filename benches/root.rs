@@ -101,6 +101,16 @@ fn catalog_latency(data: &Path) {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    // QUARRY_ROOT_BENCH_BRANCH=name reads only that branch (for profiling).
+    if let Ok(only) = std::env::var("QUARRY_ROOT_BENCH_BRANCH") {
+        for f in std::env::var("QUARRY_ROOT_BENCH_FILES")
+            .unwrap_or_default()
+            .split(':')
+        {
+            read_throughput(Path::new(f), &[only.as_str()], 20);
+        }
+        return;
+    }
     catalog_latency(&testdata);
     let files = std::env::var("QUARRY_ROOT_BENCH_FILES").unwrap_or_default();
     if files.is_empty() {
