@@ -134,6 +134,97 @@ fn vector_element(class: &str) -> Option<Prim> {
     })
 }
 
+/// The basic type of a streamer type code (ROOT's EDataType): 1 char, 2 short,
+/// 3 int, 4 long, 5 float, 6 counter (int), 8 double, 11-14 unsigned char, short,
+/// int, long, 16-17 (unsigned) long long, 18 bool.
+fn prim_of_code(code: i32, leaf: Option<&Leaf>) -> Option<Prim> {
+    let unsigned = leaf.is_some_and(|l| l.is_unsigned);
+    Some(match code {
+        1 => Prim::I8,
+        2 => Prim::I16,
+        3 => Prim::I32,
+        6 if unsigned => Prim::U32,
+        6 => Prim::I32,
+        4 | 16 => Prim::I64,
+        5 => Prim::F32,
+        8 => Prim::F64,
+        11 => Prim::U8,
+        12 => Prim::U16,
+        13 => Prim::U32,
+        14 | 17 => Prim::U64,
+        18 => Prim::Bool,
+        _ => return None,
+    })
+}
+
+/// How a branch's entries are stored, for the layouts the decoder reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Decoding {
+    leaf_type: LeafType,
+    /// Items per element of fixed arrays (`[10]`), 1 otherwise.
+    inner: usize,
+    jagged: bool,
+    /// Bytes before each jagged entry's items.
+    entry_header: usize,
+}
+
+fn decoding(branch: &Branch) -> Result<Decoding, FormatError> {
+    let unsupported = |why: String| {
+        Err(FormatError::Unsupported(format!(
+            "branch '{}': {why}",
+            branch.name
+        )))
+    };
+    if let Some(element) = &branch.element {
+        if !branch.branches.is_empty() {
+            return unsupported("an object split into sub-branches; read the sub-branches".into());
+        }
+        let leaf = branch.leaves.first();
+        let fixed = leaf.map_or(1, |l| usize::try_from(l.len.max(1)).unwrap_or(1));
+        let st = element.streamer_type;
+        let (code, inner, jagged, entry_header) = match st {
+            65 => {
+                return Ok(Decoding {
+                    leaf_type: LeafType::Str,
+                    inner: 1,
+                    jagged: false,
+                    entry_header: 0,
+                });
+            }
+            1..=18 => (st, 1, false, 0),
+            21..=38 => (st - 20, fixed, false, 0),
+            41..=58 => (st - 40, 1, true, 1),
+            _ => {
+                return unsupported(format!(
+                    "streamer type {st} needs the streamer info (not read yet)"
+                ));
+            }
+        };
+        let Some(prim) = prim_of_code(code, leaf) else {
+            return unsupported(format!("streamer type {st}"));
+        };
+        return Ok(Decoding {
+            leaf_type: LeafType::Prim(prim),
+            inner,
+            jagged,
+            entry_header,
+        });
+    }
+    let [leaf] = branch.leaves.as_slice() else {
+        return unsupported(format!(
+            "{} leaves (leaf lists come later)",
+            branch.leaves.len()
+        ));
+    };
+    let leaf_type = LeafType::of(leaf)?;
+    Ok(Decoding {
+        leaf_type,
+        inner: usize::try_from(leaf.len.max(1)).unwrap_or(1),
+        jagged: leaf.count.is_some() && leaf_type != LeafType::Str,
+        entry_header: 0,
+    })
+}
+
 /// The type of a branch, as list_branches shows it.
 pub fn branch_type(branch: &Branch) -> BranchType {
     let unsupported = || BranchType {
@@ -142,39 +233,45 @@ pub fn branch_type(branch: &Branch) -> BranchType {
         jagged: false,
         counter: None,
     };
-    if let Some(element) = &branch.element {
-        return match vector_element(&element.class_name) {
-            Some(p) if branch.branches.is_empty() => BranchType {
-                name: format!("{}[]", p.name()),
-                dtype: None,
-                jagged: true,
-                counter: None,
-            },
-            _ => unsupported(),
+    if let Some(element) = &branch.element
+        && let Some(p) = vector_element(&element.class_name)
+        && branch.branches.is_empty()
+    {
+        return BranchType {
+            name: format!("{}[]", p.name()),
+            dtype: None,
+            jagged: true,
+            counter: None,
         };
     }
-    let [leaf] = branch.leaves.as_slice() else {
-        return unsupported();
-    };
-    match LeafType::of(leaf) {
-        Ok(LeafType::Str) => BranchType {
+    let counter = branch.leaves.first().and_then(|l| l.count.clone());
+    match decoding(branch) {
+        Ok(Decoding {
+            leaf_type: LeafType::Str,
+            ..
+        }) => BranchType {
             name: "string".into(),
             dtype: None,
             jagged: false,
             counter: None,
         },
-        Ok(LeafType::Prim(p)) => {
-            let (name, dtype) = match (&leaf.count, leaf.len) {
-                (Some(_), 1) => (format!("{}[]", p.name()), None),
-                (Some(_), n) => (format!("{}[][{n}]", p.name()), None),
-                (None, n) if n > 1 => (format!("{}[{n}]", p.name()), None),
-                (None, _) => (p.name().to_string(), Some(p.name().to_string())),
+        Ok(Decoding {
+            leaf_type: LeafType::Prim(p),
+            inner,
+            jagged,
+            ..
+        }) => {
+            let (name, dtype) = match (jagged, inner) {
+                (true, 1) => (format!("{}[]", p.name()), None),
+                (true, n) => (format!("{}[][{n}]", p.name()), None),
+                (false, n) if n > 1 => (format!("{}[{n}]", p.name()), None),
+                (false, _) => (p.name().to_string(), Some(p.name().to_string())),
             };
             BranchType {
                 name,
                 dtype,
-                jagged: leaf.count.is_some(),
-                counter: leaf.count.clone(),
+                jagged,
+                counter: if jagged { counter } else { None },
             }
         }
         Err(_) => unsupported(),
@@ -320,6 +417,8 @@ pub struct Column {
     pub inner: usize,
     /// Items per entry, for jagged columns (counter leaf).
     pub counts: Option<Vec<u32>>,
+    /// Bytes before each jagged entry's items (TBranchElement variable arrays).
+    entry_header: usize,
 }
 
 impl RootFile {
@@ -353,21 +452,14 @@ impl RootFile {
 impl Column {
     /// An empty column of a plain one-leaf branch's type.
     fn empty_for(branch: &Branch) -> Result<Column, FormatError> {
-        let [leaf] = branch.leaves.as_slice() else {
-            return Err(FormatError::Unsupported(format!(
-                "branch '{}' has {} leaves (leaf lists come later)",
-                branch.name,
-                branch.leaves.len()
-            )));
-        };
-        let leaf_type = LeafType::of(leaf)?;
-        let jagged = leaf.count.is_some() && leaf_type != LeafType::Str;
+        let d = decoding(branch)?;
         Ok(Column {
             entries: 0,
-            leaf_type,
-            values: Values::empty(leaf_type),
-            inner: usize::try_from(leaf.len.max(1)).unwrap_or(1),
-            counts: jagged.then(Vec::new),
+            leaf_type: d.leaf_type,
+            values: Values::empty(d.leaf_type),
+            inner: d.inner,
+            counts: d.jagged.then(Vec::new),
+            entry_header: d.entry_header,
         })
     }
 }
@@ -400,7 +492,7 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
         }
         LeafType::Prim(p) => {
             let item = p.size() * col.inner;
-            if !basket.data().len().is_multiple_of(item) {
+            if col.entry_header == 0 && !basket.data().len().is_multiple_of(item) {
                 return Err(corrupt(format!(
                     "{} bytes of {}-byte items",
                     basket.data().len(),
@@ -408,6 +500,29 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
                 )));
             }
             match (&mut col.counts, &basket.offsets) {
+                (Some(counts), Some(offsets)) if col.entry_header > 0 => {
+                    if offsets.len() != basket.entries + 1 {
+                        return Err(corrupt(format!(
+                            "{} entry offsets for {} entries",
+                            offsets.len() - 1,
+                            basket.entries
+                        )));
+                    }
+                    // Each entry starts with a header: copy its items entry by entry.
+                    for w in offsets.windows(2) {
+                        let start = w[0] + col.entry_header;
+                        if start > w[1] || !(w[1] - start).is_multiple_of(item) {
+                            return Err(corrupt(format!(
+                                "an entry of {} bytes does not fit its header",
+                                w[1] - w[0]
+                            )));
+                        }
+                        counts.push(((w[1] - start) / item) as u32);
+                        col.values.extend_from_be(&basket.data()[start..w[1]]);
+                    }
+                    col.entries += basket.entries;
+                    return Ok(());
+                }
                 (Some(counts), Some(offsets)) => {
                     for w in offsets.windows(2) {
                         let bytes = w[1] - w[0];
