@@ -293,10 +293,9 @@ fn every_basic_column_decodes_to_uproots_values() {
                 // A counter member (streamer type 6) is an Int_t to ROOT; only the
                 // streamer info, not read yet, tells uproot that the split Event's N
                 // is a UInt_t. Its values (0..99) have the same bytes either way.
-                let split_event_counter =
-                    branch_name == "N" && (name.contains("fullsplit") || name.contains("nesteddirs"));
+                let split_event_counter = branch_name == "N"
+                    && (name.contains("fullsplit") || name.contains("nesteddirs"));
                 if !split_event_counter {
-                {
                     assert_eq!(
                         dtype,
                         want["dtype"].as_str().unwrap(),
