@@ -93,39 +93,29 @@ impl Header {
         self.last - self.key_len
     }
 
-    /// Entry starts as stored (counted from the key header), made relative to the
-    /// data and closed with `border`.
-    fn offsets(&self, raw: &[i32]) -> Result<Vec<usize>, FormatError> {
+    /// Entry starts as stored (big-endian i32s counted from the key header), made
+    /// relative to the data and closed with `border`; decoded in one pass.
+    fn offsets(&self, c: &mut Cursor<'_>) -> Result<Vec<usize>, FormatError> {
+        c.fits(self.entries, 4, "basket entry offsets")?;
+        let raw = c.bytes(self.entries * 4, "basket entry offsets")?;
         let border = self.border();
-        let mut out = Vec::with_capacity(raw.len() + 1);
-        for &r in raw {
-            let at = usize::try_from(r)
-                .ok()
-                .and_then(|r| r.checked_sub(self.key_len));
-            match at {
-                Some(at) if at <= border && out.last().is_none_or(|&prev| prev <= at) => {
-                    out.push(at)
-                }
-                _ => {
-                    return Err(FormatError::Corrupt(format!(
-                        "basket entry offset {r} out of order or range"
-                    )));
-                }
+        let mut out = Vec::with_capacity(self.entries + 1);
+        let mut prev = 0usize;
+        for b in raw.chunks_exact(4) {
+            let r = i32::from_be_bytes(b.try_into().expect("4 bytes"));
+            // In range, after the key header, and in order; one check for all three.
+            let at = (i64::from(r) - self.key_len as i64) as usize;
+            if r < 0 || (r as usize) < self.key_len || at > border || at < prev {
+                return Err(FormatError::Corrupt(format!(
+                    "basket entry offset {r} out of order or range"
+                )));
             }
+            out.push(at);
+            prev = at;
         }
         out.push(border);
         Ok(out)
     }
-}
-
-/// `n` big-endian i32s, decoded in one pass over their bytes.
-fn i32s(c: &mut Cursor<'_>, n: usize) -> Result<Vec<i32>, FormatError> {
-    c.fits(n, 4, "basket entry offsets")?;
-    let bytes = c.bytes(n * 4, "basket entry offsets")?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
-        .collect())
 }
 
 /// A basket written to the file as a key of its own.
@@ -157,7 +147,7 @@ fn read_free(file: &RootFile, seek: u64, bytes: usize) -> Result<Basket, FormatE
     } else {
         let mut c = Cursor::new(&buf[start + border..end], seek);
         c.i32("basket entry count")?;
-        Some(h.offsets(&i32s(&mut c, h.entries)?)?)
+        Some(h.offsets(&mut c)?)
     };
     Ok(Basket {
         entries: h.entries,
@@ -180,7 +170,7 @@ fn read_embedded(bytes: &[u8]) -> Result<Basket, FormatError> {
         None
     } else {
         c.i32("basket entry count")?;
-        Some(h.offsets(&i32s(c, h.entries)?)?)
+        Some(h.offsets(c)?)
     };
     c.skip(h.key_len, "embedded basket's second key")?;
     let data = c.bytes(h.border(), "embedded basket data")?.to_vec();

@@ -388,6 +388,23 @@ impl Values {
         self.len() == 0
     }
 
+    fn reserve(&mut self, n: usize) {
+        match self {
+            Values::Bool(v) => v.reserve(n),
+            Values::I8(v) => v.reserve(n),
+            Values::U8(v) => v.reserve(n),
+            Values::I16(v) => v.reserve(n),
+            Values::U16(v) => v.reserve(n),
+            Values::I32(v) => v.reserve(n),
+            Values::U32(v) => v.reserve(n),
+            Values::I64(v) => v.reserve(n),
+            Values::U64(v) => v.reserve(n),
+            Values::F32(v) => v.reserve(n),
+            Values::F64(v) => v.reserve(n),
+            Values::Str(v) => v.reserve(n),
+        }
+    }
+
     /// The values as f64 (for statistics); `None` for strings.
     pub fn to_f64(&self) -> Option<Vec<f64>> {
         Some(match self {
@@ -425,6 +442,7 @@ impl RootFile {
     /// Reads every entry of a plain one-leaf branch of a basic type.
     pub fn column(&self, branch: &Branch) -> Result<Column, FormatError> {
         let mut col = Column::empty_for(branch)?;
+        col.reserve_for(branch);
         self.for_each_basket(branch, |basket| append(&mut col, &basket, &branch.name))?;
         check_entries(branch, col.entries)?;
         Ok(col)
@@ -450,6 +468,20 @@ impl RootFile {
 }
 
 impl Column {
+    /// Reserves room for the whole branch at once (its uncompressed size bounds the
+    /// values), so the column is not copied as it grows.
+    fn reserve_for(&mut self, branch: &Branch) {
+        let entries = usize::try_from(branch.entries).unwrap_or(0);
+        let bytes = usize::try_from(branch.tot_bytes).unwrap_or(0);
+        if let (LeafType::Prim(p), Some(counts)) = (self.leaf_type, &mut self.counts) {
+            counts.reserve(entries);
+            self.values.reserve(bytes / p.size());
+        } else if let LeafType::Prim(p) = self.leaf_type {
+            self.values
+                .reserve((entries * self.inner).min(bytes / p.size()));
+        }
+    }
+
     /// An empty column of a plain one-leaf branch's type.
     fn empty_for(branch: &Branch) -> Result<Column, FormatError> {
         let d = decoding(branch)?;
@@ -524,14 +556,24 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
                     return Ok(());
                 }
                 (Some(counts), Some(offsets)) => {
+                    // Item sizes are powers of two but for odd fixed arrays: a shift
+                    // and a mask instead of a division per entry.
+                    let pow2 = item.is_power_of_two();
+                    let shift = item.trailing_zeros();
+                    counts.reserve(offsets.len());
                     for w in offsets.windows(2) {
                         let bytes = w[1] - w[0];
-                        if !bytes.is_multiple_of(item) {
+                        let (n, partial) = if pow2 {
+                            (bytes >> shift, bytes & (item - 1))
+                        } else {
+                            (bytes / item, bytes % item)
+                        };
+                        if partial != 0 {
                             return Err(corrupt(format!(
                                 "an entry of {bytes} bytes holds partial items"
                             )));
                         }
-                        counts.push((bytes / item) as u32);
+                        counts.push(n as u32);
                     }
                 }
                 (Some(counts), None) if basket.data().is_empty() => {
