@@ -33,6 +33,15 @@ async fn wait_listing(
     }
 }
 
+/// Waits (at most `limit`) until list_files reports `name` with `size` bytes.
+async fn wait_size(client: &Client, name: &str, size: u64, limit: Duration, what: &str) {
+    let start = Instant::now();
+    while size_listed(client, name).await != size {
+        assert!(start.elapsed() < limit, "{what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 async fn size_listed(client: &Client, name: &str) -> u64 {
     let (v, _) = call(
         client,
@@ -59,11 +68,7 @@ async fn watcher_follows_create_modify_rename_delete_within_two_seconds() {
     wait_listing(&client, &s, &["keep.md", "runs/run_1.root"], limit).await;
 
     s.write("keep.md", b"# keep\n\nmore text, so the size changes");
-    let start = Instant::now();
-    while size_listed(&client, "keep.md").await != 38 {
-        assert!(start.elapsed() < limit, "modification not seen");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_size(&client, "keep.md", 38, limit, "modification not seen").await;
 
     std::fs::rename(
         s.root.join("runs/run_1.root"),
@@ -75,11 +80,7 @@ async fn watcher_follows_create_modify_rename_delete_within_two_seconds() {
     // An editor's save: write a hidden temporary file, rename it over the original.
     s.write(".keep.md.swp", b"# rewritten by an editor");
     std::fs::rename(s.root.join(".keep.md.swp"), s.root.join("keep.md")).unwrap();
-    let start = Instant::now();
-    while size_listed(&client, "keep.md").await != 24 {
-        assert!(start.elapsed() < limit, "write-then-rename not seen");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_size(&client, "keep.md", 24, limit, "write-then-rename not seen").await;
 
     std::fs::remove_file(s.root.join("keep.md")).unwrap();
     wait_listing(&client, &s, &["runs/run_2.root"], limit).await;

@@ -15,7 +15,6 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{Catalog, OpenError};
 use crate::cli::StatusArgs;
 use crate::config::Settings;
-use crate::mcp::QuarryServer;
 use crate::mcp::tools::{Context, ServerSettings};
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
@@ -62,13 +61,13 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
-    let server = QuarryServer::new(Context::new(Arc::new(catalog), ServerSettings::default()))?;
+    let ctx = Context::new(Arc::new(catalog), ServerSettings::default());
     let def = crate::mcp::tools::all()
         .find(|d| d.name == "index_status")
         .context("index_status tool")?;
     let mut args = Map::new();
     args.insert("max_errors".into(), json!(1000));
-    let out = (def.handler)(server.context(), args).map_err(|e| anyhow::anyhow!(e.message))?;
+    let out = (def.handler)(&ctx, args).map_err(|e| anyhow::anyhow!(e.message))?;
     Ok(out.into_json("index_status", 0.0))
 }
 

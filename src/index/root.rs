@@ -11,7 +11,7 @@ use crate::catalog::root::{
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, PathedKey, RootFile, branch_type, compression_name, is_histogram,
+    Branch, PathedKey, RootFile, branch_type, compression_name, is_histogram, latest,
 };
 
 fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
@@ -181,10 +181,7 @@ pub fn tree_stats_rows(
     keys: &[PathedKey],
     tree_path: &str,
 ) -> Result<Vec<KindRow>, FormatError> {
-    let key = keys
-        .iter()
-        .filter(|k| k.path() == tree_path && k.key.class_name == "TTree")
-        .max_by_key(|k| k.key.cycle)
+    let key = latest(keys, tree_path, Some("TTree"))
         .ok_or_else(|| FormatError::Corrupt(format!("no tree '{tree_path}' in the file")))?;
     let tree = file.tree(&key.key)?;
     let mut all = Vec::new();

@@ -40,10 +40,6 @@ impl QuarryServer {
         })
     }
 
-    pub fn context(&self) -> &Arc<Context> {
-        &self.ctx
-    }
-
     fn find(&self, name: &str) -> Option<&'static ToolDef> {
         self.tools
             .iter()

@@ -17,22 +17,30 @@ const MAX_SOCKET_PATH: usize = 107;
 
 /// Binds the catalog's socket, readable and writable by the owner only. The caller
 /// holds the catalog lock, so a socket file already there is a stale leftover.
+///
+/// A socket file appears at bind(), a moment before the socket listens; a client
+/// that saw the file then would be refused. So the socket is bound under a
+/// temporary name beside the final one and renamed into place once it listens:
+/// whoever finds the path can connect.
 pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
-    let len = path.as_os_str().len();
+    let binding = path.with_extension("binding");
+    let len = path.as_os_str().len().max(binding.as_os_str().len());
     anyhow::ensure!(
         len <= MAX_SOCKET_PATH,
         "socket path {} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows: choose a shorter one with --socket",
         path.display()
     );
-    if let Ok(meta) = path.symlink_metadata() {
-        use std::os::unix::fs::FileTypeExt;
-        anyhow::ensure!(
-            meta.file_type().is_socket(),
-            "{} exists and is not a socket: choose another path with --socket",
-            path.display()
-        );
-        std::fs::remove_file(path)
-            .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    for p in [path, binding.as_path()] {
+        if let Ok(meta) = p.symlink_metadata() {
+            use std::os::unix::fs::FileTypeExt;
+            anyhow::ensure!(
+                meta.file_type().is_socket(),
+                "{} exists and is not a socket: choose another path with --socket",
+                p.display()
+            );
+            std::fs::remove_file(p)
+                .with_context(|| format!("cannot remove stale socket {}", p.display()))?;
+        }
     }
     // Create the socket file owner-only from the start (a chmod after bind alone
     // would leave a moment where others could connect). The umask is process-wide,
@@ -40,12 +48,14 @@ pub fn bind_socket(path: &Path) -> anyhow::Result<UnixListener> {
     // only made more private.
     // SAFETY: umask(2) has no memory-safety preconditions.
     let previous = unsafe { libc::umask(0o177) };
-    let bound = UnixListener::bind(path);
+    let bound = UnixListener::bind(&binding);
     // SAFETY: as above.
     unsafe { libc::umask(previous) };
     let listener = bound.with_context(|| format!("cannot listen on {}", path.display()))?;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(&binding, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&binding, path)
+        .with_context(|| format!("cannot put the socket in place at {}", path.display()))?;
     Ok(listener)
 }
 

@@ -54,6 +54,14 @@ pub struct PathedKey {
     pub key: Key,
 }
 
+/// The key at `path` with the highest cycle (what ROOT's `Get` returns), of class
+/// `class` when given.
+pub fn latest<'a>(keys: &'a [PathedKey], path: &str, class: Option<&str>) -> Option<&'a PathedKey> {
+    keys.iter()
+        .filter(|k| k.path() == path && class.is_none_or(|c| k.key.class_name == c))
+        .max_by_key(|k| k.key.cycle)
+}
+
 impl PathedKey {
     /// "dir/sub/name", as uproot and ROOT name objects.
     pub fn path(&self) -> String {

@@ -170,20 +170,18 @@ fn list_suggestions(
         ));
     }
     if matched == 0 {
+        // Files per kind over the selected roots, counted once.
+        let mut per_kind: std::collections::BTreeMap<Kind, u64> = Default::default();
+        for &r in selected {
+            for (k, c) in ctx.catalog.files().counts(r) {
+                *per_kind.entry(k).or_default() += c.ok + c.failed;
+            }
+        }
         let other: Vec<String> = Kind::ALL
             .into_iter()
             .filter(|k| !kinds.contains(*k))
             .filter_map(|k| {
-                let n: u64 = selected
-                    .iter()
-                    .map(|&r| {
-                        ctx.catalog
-                            .files()
-                            .counts(r)
-                            .get(&k)
-                            .map_or(0, |c| c.ok + c.failed)
-                    })
-                    .sum();
+                let n = per_kind.get(&k).copied().unwrap_or(0);
                 (n > 0).then(|| format!("{n} {}", k.label()))
             })
             .collect();

@@ -12,7 +12,7 @@ use crate::catalog::root::{
 };
 use crate::catalog::{FileRecord, FileStatus, decode};
 use crate::formats::Kind;
-use crate::formats::root::RootFile;
+use crate::formats::root::{RootFile, latest};
 use crate::glob::Glob;
 use crate::index::root::tree_stats_rows;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -393,13 +393,9 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
     };
     let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let key = keys
-        .iter()
-        .filter(|k| k.path() == row.path)
-        .max_by_key(|k| k.key.cycle)
-        .ok_or_else(|| {
-            ToolError::internal("the histogram is in the catalog but not in the file")
-        })?;
+    let key = latest(&keys, &row.path, Some(&row.class_name)).ok_or_else(|| {
+        ToolError::internal("the histogram is in the catalog but not in the file")
+    })?;
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
