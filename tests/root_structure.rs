@@ -1,4 +1,5 @@
-//! quarry's ROOT reader against uproot on the 12 real files of testdata/root: the
+//! quarry's ROOT reader against uproot on the 12 real files of testdata/root and
+//! one written by ROOT 6.40 for the branch kinds they lack (tests/data/root): the
 //! same keys (path, cycle, class) in the same order, and every object decompressing
 //! to the bytes uproot decompresses it to (length and SHA-256, from
 //! tests/fixtures/root/*.keys.json, written by scripts/fixtures/root_keys.py).
@@ -20,16 +21,22 @@ fn fixtures() -> Vec<(PathBuf, Value)> {
         .filter(|p| p.to_string_lossy().ends_with(".keys.json"))
         .map(|p| {
             let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            (
-                repo()
-                    .join("testdata/root")
-                    .join(v["file"].as_str().unwrap()),
-                v,
-            )
+            (data_file(v["file"].as_str().unwrap()), v)
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// A test file by name: the public corpus in testdata/root, or one written for
+/// the tests in tests/data/root.
+fn data_file(name: &str) -> PathBuf {
+    let corpus = repo().join("testdata/root").join(name);
+    if corpus.exists() {
+        corpus
+    } else {
+        repo().join("tests/data/root").join(name)
+    }
 }
 
 /// uproot calls a TDirectoryFile key "TDirectory".
@@ -44,7 +51,11 @@ fn uproot_class(class: &str) -> &str {
 #[test]
 fn every_key_and_object_matches_uproot() {
     let all = fixtures();
-    assert_eq!(all.len(), 12, "one fixture per test file");
+    assert_eq!(
+        all.len(),
+        13,
+        "one fixture per test file (12 + the ROOT-written one)"
+    );
     for (path, fixture) in all {
         let file = RootFile::open(&path).unwrap();
         let keys = file
@@ -217,8 +228,9 @@ fn every_tree_matches_uproot_branch_by_branch() {
             trees_seen += 1;
         }
     }
-    // HZZ in six compressions, Zmumu, NanoAOD, three in nesteddirs, sample, fullsplit.
-    assert_eq!(trees_seen, 13);
+    // HZZ in six compressions, Zmumu, NanoAOD, three in nesteddirs, sample,
+    // fullsplit, and the ROOT-written file's.
+    assert_eq!(trees_seen, 14);
 }
 
 /// A branch anywhere in the tree, by name.
@@ -282,17 +294,24 @@ fn every_basic_column_decodes_to_uproots_values() {
                 let branch_name = want["branch"].as_str().unwrap();
                 let branch = find_branch(&tree.branches, branch_name)
                     .unwrap_or_else(|| panic!("{name}: no branch {branch_name}"));
-                let col = file
-                    .column(branch)
-                    .unwrap_or_else(|e| panic!("{name} {branch_name}: {e}"));
-                let what = format!("{name} {branch_name}");
+                let leaf = want.get("leaf").and_then(Value::as_str);
+                let col = match leaf {
+                    None => file.column(branch),
+                    Some(leaf) => file.leaf_column(
+                        branch,
+                        branch.leaves.iter().position(|l| l.name == leaf).unwrap(),
+                    ),
+                }
+                .unwrap_or_else(|e| panic!("{name} {branch_name} {leaf:?}: {e}"));
+                let what = format!("{name} {branch_name} {leaf:?}");
                 let dtype = match col.leaf_type {
                     quarry::formats::root::LeafType::Str => "string",
                     quarry::formats::root::LeafType::Prim(p) => p.name(),
                 };
-                // A counter member (streamer type 6) is an Int_t to ROOT; only the
-                // streamer info, not read yet, tells uproot that the split Event's N
-                // is a UInt_t. Its values (0..99) have the same bytes either way.
+                // The split Event's counter N is declared `int` in the file's
+                // streamer info (uproot lists it so too) and quarry reads it so;
+                // uproot reads every counter (streamer type 6) as uint32. Its
+                // values (0..99) have the same bytes either way.
                 let split_event_counter = branch_name == "N"
                     && (name.contains("fullsplit") || name.contains("nesteddirs"));
                 if !split_event_counter {
@@ -333,9 +352,11 @@ fn every_basic_column_decodes_to_uproots_values() {
             }
         }
     }
-    // 947 NanoAOD + 6 x 51 HZZ + 20 Zmumu + (20 + 3 + 31) nesteddirs + 35 sample + 31
-    // fullsplit, from the fixtures.
-    assert_eq!(columns_checked, 947 + 6 * 51 + 20 + 54 + 35 + 31);
+    // 947 NanoAOD + 6 x 51 HZZ + 20 Zmumu + (20 + 3 + 41) nesteddirs + 35 sample + 41
+    // fullsplit (with std::string, 8 std::vector and a vector<string>) + 13 of the
+    // ROOT-written file (5 leaves of 2 leaf lists, 3 top-level vectors, string,
+    // vector<string>, bool, char*, int64), from the fixtures.
+    assert_eq!(columns_checked, 947 + 6 * 51 + 20 + 64 + 35 + 41 + 13);
 }
 
 #[test]
@@ -402,4 +423,81 @@ fn histograms_match_uproot_bin_by_bin() {
         }
     }
     assert_eq!(seen, 6);
+}
+
+/// The ROOT-written file's values follow from the entry number (see
+/// scripts/fixtures/root_write_types.py): checked here against those formulas,
+/// independently of uproot.
+#[test]
+fn root_written_types_follow_their_formulas() {
+    use quarry::formats::root::{Values, branch_type};
+    let file = RootFile::open(&data_file("root-written-types.root")).unwrap();
+    let keys = file.walk().unwrap();
+    let key = keys.iter().find(|k| k.path() == "types").unwrap();
+    let tree = file.tree(&key.key).unwrap();
+    let branch = |name: &str| tree.branches.iter().find(|b| b.name == name).unwrap();
+    let n = 500;
+
+    let point = branch("point");
+    assert_eq!(
+        branch_type(point).name,
+        "{y: float64, x: float32, n: int32}"
+    );
+    let Values::F64(y) = file.leaf_column(point, 0).unwrap().values else {
+        panic!("y is a double")
+    };
+    assert_eq!(y, (0..n).map(|i| f64::from(i) / 4.0).collect::<Vec<_>>());
+    let Values::I32(nn) = file.leaf_column(point, 2).unwrap().values else {
+        panic!("n is an int")
+    };
+    assert_eq!(nn, (0..n).map(|i| i - 250).collect::<Vec<_>>());
+    assert!(
+        file.column(point).is_err(),
+        "a leaf list is read leaf by leaf"
+    );
+    let pair = branch("pair");
+    assert_eq!(branch_type(pair).name, "{a: int32[2], b: uint16}");
+    let Values::I32(a) = file.leaf_column(pair, 0).unwrap().values else {
+        panic!("a is int[2]")
+    };
+    assert_eq!(a, (0..n).flat_map(|i| [i, -i]).collect::<Vec<_>>());
+
+    let vf = file.column(branch("vf")).unwrap();
+    assert_eq!(branch_type(branch("vf")).name, "float32[]");
+    let want_counts: Vec<u32> = (0..n as u32).map(|i| i % 5).collect();
+    assert_eq!(vf.counts.as_deref(), Some(want_counts.as_slice()));
+    let want: Vec<f32> = (0..n)
+        .flat_map(|i| (0..i % 5).map(move |k| i as f32 + k as f32 / 10.0))
+        .collect();
+    assert_eq!(vf.values, Values::F32(want));
+    let Values::I32(vi) = file.column(branch("vi")).unwrap().values else {
+        panic!("vi holds ints")
+    };
+    assert_eq!(
+        vi,
+        (0..n)
+            .flat_map(|i| (0..i % 5).map(move |k| i * 10 + k))
+            .collect::<Vec<_>>()
+    );
+
+    let s = file.column(branch("s")).unwrap();
+    assert_eq!(branch_type(branch("s")).name, "string");
+    assert_eq!(
+        s.values,
+        Values::Str((0..n).map(|i| format!("entry-{i}")).collect())
+    );
+    let vs = file.column(branch("vs")).unwrap();
+    assert_eq!(branch_type(branch("vs")).name, "string[]");
+    assert_eq!(
+        vs.values,
+        Values::Str(
+            (0..n)
+                .flat_map(|i| (0..i % 3).map(move |k| format!("s{i}.{k}")))
+                .collect()
+        )
+    );
+    // Nested vectors are not read: reported as unsupported, never guessed.
+    assert_eq!(branch_type(branch("vvf")).name, "unsupported");
+    let err = file.column(branch("vvf")).unwrap_err().to_string();
+    assert!(err.contains("vector<vector<float> >"), "{err}");
 }

@@ -1,428 +1,19 @@
-//! Decoding a branch into a column: typed values for all entries at once, plus
-//! per-entry counts for jagged data. This covers plain TBranches with one leaf of
-//! a basic type: scalars, fixed-size arrays, C-style variable arrays with a
-//! counter leaf, and `char*` strings.
+//! Decoding a branch into a column: typed values for all entries, plus per-entry
+//! counts for jagged data. Covers scalars of every basic type, fixed-size arrays,
+//! C-style variable arrays (a counter leaf, or a split object's 1-byte header),
+//! `std::vector` of numbers, and strings (`char*`, TString, `std::string`,
+//! `std::vector<std::string>`).
 
 use super::RootFile;
 use super::basket::Basket;
 use super::cursor::Cursor;
-use super::tree::{Branch, Leaf};
+use super::tree::Branch;
+use super::types::{Decoding, Layout, LeafType, decoding, leaf_decoding};
+use super::values::Values;
 use crate::formats::FormatError;
 
-/// A basic element type, as a leaf class and its signedness give it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prim {
-    Bool,
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    I64,
-    U64,
-    F32,
-    F64,
-}
-
-impl Prim {
-    pub fn size(self) -> usize {
-        match self {
-            Prim::Bool | Prim::I8 | Prim::U8 => 1,
-            Prim::I16 | Prim::U16 => 2,
-            Prim::I32 | Prim::U32 | Prim::F32 => 4,
-            Prim::I64 | Prim::U64 | Prim::F64 => 8,
-        }
-    }
-
-    /// The numpy-style name (`float32`, `uint64`, `bool`...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Prim::Bool => "bool",
-            Prim::I8 => "int8",
-            Prim::U8 => "uint8",
-            Prim::I16 => "int16",
-            Prim::U16 => "uint16",
-            Prim::I32 => "int32",
-            Prim::U32 => "uint32",
-            Prim::I64 => "int64",
-            Prim::U64 => "uint64",
-            Prim::F32 => "float32",
-            Prim::F64 => "float64",
-        }
-    }
-}
-
-/// What a leaf's entries are made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeafType {
-    Prim(Prim),
-    Str,
-}
-
-impl LeafType {
-    pub fn of(leaf: &Leaf) -> Result<LeafType, FormatError> {
-        let u = leaf.is_unsigned;
-        let prim = match leaf.class_name.as_str() {
-            "TLeafO" => Prim::Bool,
-            "TLeafB" => {
-                if u {
-                    Prim::U8
-                } else {
-                    Prim::I8
-                }
-            }
-            "TLeafS" => {
-                if u {
-                    Prim::U16
-                } else {
-                    Prim::I16
-                }
-            }
-            "TLeafI" => {
-                if u {
-                    Prim::U32
-                } else {
-                    Prim::I32
-                }
-            }
-            "TLeafL" => {
-                if u {
-                    Prim::U64
-                } else {
-                    Prim::I64
-                }
-            }
-            "TLeafF" => Prim::F32,
-            "TLeafD" => Prim::F64,
-            "TLeafC" => return Ok(LeafType::Str),
-            other => return Err(FormatError::Unsupported(format!("leaf class {other}"))),
-        };
-        Ok(LeafType::Prim(prim))
-    }
-}
-
-/// A branch's type in uproot's numpy-style spelling: `float32`, `float32[]`
-/// (jagged), `int32[3]` (fixed array), `string`; "unsupported" for what the
-/// column decoder cannot read yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BranchType {
-    pub name: String,
-    /// The numpy dtype when the branch is a plain scalar.
-    pub dtype: Option<String>,
-    pub jagged: bool,
-    /// The counter leaf of a jagged branch.
-    pub counter: Option<String>,
-}
-
-/// Element types of `std::vector<T>` branches, by T's C++ name.
-fn vector_element(class: &str) -> Option<Prim> {
-    let inner = class.strip_prefix("vector<")?.strip_suffix('>')?.trim();
-    Some(match inner {
-        "bool" => Prim::Bool,
-        "char" | "Char_t" | "int8_t" => Prim::I8,
-        "unsigned char" | "UChar_t" | "uint8_t" => Prim::U8,
-        "short" | "Short_t" | "int16_t" => Prim::I16,
-        "unsigned short" | "UShort_t" | "uint16_t" => Prim::U16,
-        "int" | "Int_t" | "int32_t" => Prim::I32,
-        "unsigned int" | "UInt_t" | "uint32_t" => Prim::U32,
-        "long" | "Long64_t" | "long long" | "int64_t" => Prim::I64,
-        "unsigned long" | "ULong64_t" | "unsigned long long" | "uint64_t" => Prim::U64,
-        "float" | "Float_t" => Prim::F32,
-        "double" | "Double_t" => Prim::F64,
-        _ => return None,
-    })
-}
-
-/// The basic type of a streamer type code (ROOT's EDataType): 1 char, 2 short,
-/// 3 int, 4 long, 5 float, 6 counter (int), 8 double, 11-14 unsigned char, short,
-/// int, long, 16-17 (unsigned) long long, 18 bool.
-fn prim_of_code(code: i32, leaf: Option<&Leaf>) -> Option<Prim> {
-    let unsigned = leaf.is_some_and(|l| l.is_unsigned);
-    Some(match code {
-        1 => Prim::I8,
-        2 => Prim::I16,
-        3 => Prim::I32,
-        6 if unsigned => Prim::U32,
-        6 => Prim::I32,
-        4 | 16 => Prim::I64,
-        5 => Prim::F32,
-        8 => Prim::F64,
-        11 => Prim::U8,
-        12 => Prim::U16,
-        13 => Prim::U32,
-        14 | 17 => Prim::U64,
-        18 => Prim::Bool,
-        _ => return None,
-    })
-}
-
-/// How a branch's entries are stored, for the layouts the decoder reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Decoding {
-    leaf_type: LeafType,
-    /// Items per element of fixed arrays (`[10]`), 1 otherwise.
-    inner: usize,
-    jagged: bool,
-    /// Bytes before each jagged entry's items.
-    entry_header: usize,
-}
-
-fn decoding(branch: &Branch) -> Result<Decoding, FormatError> {
-    let unsupported = |why: String| {
-        Err(FormatError::Unsupported(format!(
-            "branch '{}': {why}",
-            branch.name
-        )))
-    };
-    if let Some(element) = &branch.element {
-        if !branch.branches.is_empty() {
-            return unsupported("an object split into sub-branches; read the sub-branches".into());
-        }
-        let leaf = branch.leaves.first();
-        let fixed = leaf.map_or(1, |l| usize::try_from(l.len.max(1)).unwrap_or(1));
-        let st = element.streamer_type;
-        let (code, inner, jagged, entry_header) = match st {
-            65 => {
-                return Ok(Decoding {
-                    leaf_type: LeafType::Str,
-                    inner: 1,
-                    jagged: false,
-                    entry_header: 0,
-                });
-            }
-            1..=18 => (st, 1, false, 0),
-            21..=38 => (st - 20, fixed, false, 0),
-            41..=58 => (st - 40, 1, true, 1),
-            _ => {
-                return unsupported(format!(
-                    "streamer type {st} needs the streamer info (not read yet)"
-                ));
-            }
-        };
-        let Some(prim) = prim_of_code(code, leaf) else {
-            return unsupported(format!("streamer type {st}"));
-        };
-        return Ok(Decoding {
-            leaf_type: LeafType::Prim(prim),
-            inner,
-            jagged,
-            entry_header,
-        });
-    }
-    let [leaf] = branch.leaves.as_slice() else {
-        return unsupported(format!(
-            "{} leaves (leaf lists come later)",
-            branch.leaves.len()
-        ));
-    };
-    let leaf_type = LeafType::of(leaf)?;
-    Ok(Decoding {
-        leaf_type,
-        inner: usize::try_from(leaf.len.max(1)).unwrap_or(1),
-        jagged: leaf.count.is_some() && leaf_type != LeafType::Str,
-        entry_header: 0,
-    })
-}
-
-/// The type of a branch, as list_branches shows it.
-pub fn branch_type(branch: &Branch) -> BranchType {
-    let unsupported = || BranchType {
-        name: "unsupported".into(),
-        dtype: None,
-        jagged: false,
-        counter: None,
-    };
-    if let Some(element) = &branch.element
-        && let Some(p) = vector_element(&element.class_name)
-        && branch.branches.is_empty()
-    {
-        return BranchType {
-            name: format!("{}[]", p.name()),
-            dtype: None,
-            jagged: true,
-            counter: None,
-        };
-    }
-    let counter = branch.leaves.first().and_then(|l| l.count.clone());
-    match decoding(branch) {
-        Ok(Decoding {
-            leaf_type: LeafType::Str,
-            ..
-        }) => BranchType {
-            name: "string".into(),
-            dtype: None,
-            jagged: false,
-            counter: None,
-        },
-        Ok(Decoding {
-            leaf_type: LeafType::Prim(p),
-            inner,
-            jagged,
-            ..
-        }) => {
-            let (name, dtype) = match (jagged, inner) {
-                (true, 1) => (format!("{}[]", p.name()), None),
-                (true, n) => (format!("{}[][{n}]", p.name()), None),
-                (false, n) if n > 1 => (format!("{}[{n}]", p.name()), None),
-                (false, _) => (p.name().to_string(), Some(p.name().to_string())),
-            };
-            BranchType {
-                name,
-                dtype,
-                jagged,
-                counter: if jagged { counter } else { None },
-            }
-        }
-        Err(_) => unsupported(),
-    }
-}
-
-/// A column's values, flattened in entry order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Values {
-    Bool(Vec<bool>),
-    I8(Vec<i8>),
-    U8(Vec<u8>),
-    I16(Vec<i16>),
-    U16(Vec<u16>),
-    I32(Vec<i32>),
-    U32(Vec<u32>),
-    I64(Vec<i64>),
-    U64(Vec<u64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    Str(Vec<String>),
-}
-
-macro_rules! extend_be {
-    ($vec:expr, $bytes:expr, $t:ty, $n:literal) => {
-        $vec.extend(
-            $bytes
-                .chunks_exact($n)
-                .map(|b| <$t>::from_be_bytes(b.try_into().expect("chunk size"))),
-        )
-    };
-}
-
-impl Values {
-    fn empty(t: LeafType) -> Values {
-        match t {
-            LeafType::Str => Values::Str(Vec::new()),
-            LeafType::Prim(p) => match p {
-                Prim::Bool => Values::Bool(Vec::new()),
-                Prim::I8 => Values::I8(Vec::new()),
-                Prim::U8 => Values::U8(Vec::new()),
-                Prim::I16 => Values::I16(Vec::new()),
-                Prim::U16 => Values::U16(Vec::new()),
-                Prim::I32 => Values::I32(Vec::new()),
-                Prim::U32 => Values::U32(Vec::new()),
-                Prim::I64 => Values::I64(Vec::new()),
-                Prim::U64 => Values::U64(Vec::new()),
-                Prim::F32 => Values::F32(Vec::new()),
-                Prim::F64 => Values::F64(Vec::new()),
-            },
-        }
-    }
-
-    /// Appends big-endian elements (`bytes` holds whole elements).
-    fn extend_from_be(&mut self, bytes: &[u8]) {
-        macro_rules! reserve {
-            ($v:expr, $size:expr) => {
-                $v.reserve(bytes.len() / $size)
-            };
-        }
-        match self {
-            Values::I16(v) => reserve!(v, 2),
-            Values::U16(v) => reserve!(v, 2),
-            Values::I32(v) => reserve!(v, 4),
-            Values::U32(v) => reserve!(v, 4),
-            Values::F32(v) => reserve!(v, 4),
-            Values::I64(v) => reserve!(v, 8),
-            Values::U64(v) => reserve!(v, 8),
-            Values::F64(v) => reserve!(v, 8),
-            _ => {}
-        }
-        match self {
-            Values::Bool(v) => v.extend(bytes.iter().map(|&b| b != 0)),
-            Values::I8(v) => v.extend(bytes.iter().map(|&b| b as i8)),
-            Values::U8(v) => v.extend_from_slice(bytes),
-            Values::I16(v) => extend_be!(v, bytes, i16, 2),
-            Values::U16(v) => extend_be!(v, bytes, u16, 2),
-            Values::I32(v) => extend_be!(v, bytes, i32, 4),
-            Values::U32(v) => extend_be!(v, bytes, u32, 4),
-            Values::I64(v) => extend_be!(v, bytes, i64, 8),
-            Values::U64(v) => extend_be!(v, bytes, u64, 8),
-            Values::F32(v) => v.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_bits(u32::from_be_bytes(b.try_into().expect("4")))),
-            ),
-            Values::F64(v) => v.extend(
-                bytes
-                    .chunks_exact(8)
-                    .map(|b| f64::from_bits(u64::from_be_bytes(b.try_into().expect("8")))),
-            ),
-            Values::Str(_) => unreachable!("strings are decoded entry by entry"),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            Values::Bool(v) => v.len(),
-            Values::I8(v) => v.len(),
-            Values::U8(v) => v.len(),
-            Values::I16(v) => v.len(),
-            Values::U16(v) => v.len(),
-            Values::I32(v) => v.len(),
-            Values::U32(v) => v.len(),
-            Values::I64(v) => v.len(),
-            Values::U64(v) => v.len(),
-            Values::F32(v) => v.len(),
-            Values::F64(v) => v.len(),
-            Values::Str(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn reserve(&mut self, n: usize) {
-        match self {
-            Values::Bool(v) => v.reserve(n),
-            Values::I8(v) => v.reserve(n),
-            Values::U8(v) => v.reserve(n),
-            Values::I16(v) => v.reserve(n),
-            Values::U16(v) => v.reserve(n),
-            Values::I32(v) => v.reserve(n),
-            Values::U32(v) => v.reserve(n),
-            Values::I64(v) => v.reserve(n),
-            Values::U64(v) => v.reserve(n),
-            Values::F32(v) => v.reserve(n),
-            Values::F64(v) => v.reserve(n),
-            Values::Str(v) => v.reserve(n),
-        }
-    }
-
-    /// The values as f64 (for statistics); `None` for strings.
-    pub fn to_f64(&self) -> Option<Vec<f64>> {
-        Some(match self {
-            Values::Bool(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
-            Values::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I64(v) => v.iter().map(|&x| x as f64).collect(),
-            Values::U64(v) => v.iter().map(|&x| x as f64).collect(),
-            Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::F64(v) => v.clone(),
-            Values::Str(_) => return None,
-        })
-    }
-}
+/// An object streamed with its byte count has this bit set in the count's word.
+const BYTE_COUNT_MASK: u32 = 0x4000_0000;
 
 /// A decoded branch.
 #[derive(Debug, Clone, PartialEq)]
@@ -434,14 +25,22 @@ pub struct Column {
     pub inner: usize,
     /// Items per entry, for jagged columns (counter leaf).
     pub counts: Option<Vec<u32>>,
-    /// Bytes before each jagged entry's items (TBranchElement variable arrays).
-    entry_header: usize,
+    layout: Layout,
 }
 
 impl RootFile {
-    /// Reads every entry of a plain one-leaf branch of a basic type.
+    /// Reads every entry of a branch.
     pub fn column(&self, branch: &Branch) -> Result<Column, FormatError> {
-        let mut col = Column::empty_for(branch)?;
+        self.decode(branch, decoding(branch)?)
+    }
+
+    /// Reads every entry of one leaf of a leaf list (by its position).
+    pub fn leaf_column(&self, branch: &Branch, leaf: usize) -> Result<Column, FormatError> {
+        self.decode(branch, leaf_decoding(branch, leaf)?)
+    }
+
+    fn decode(&self, branch: &Branch, d: Decoding) -> Result<Column, FormatError> {
+        let mut col = Column::empty(d);
         col.reserve_for(branch);
         self.for_each_basket(branch, |basket| append(&mut col, &basket, &branch.name))?;
         check_entries(branch, col.entries)?;
@@ -455,7 +54,7 @@ impl RootFile {
         branch: &Branch,
         mut each: impl FnMut(Column) -> Result<(), FormatError>,
     ) -> Result<(), FormatError> {
-        let empty = Column::empty_for(branch)?;
+        let empty = Column::empty(decoding(branch)?);
         let mut entries = 0;
         self.for_each_basket(branch, |basket| {
             let mut chunk = empty.clone();
@@ -482,17 +81,15 @@ impl Column {
         }
     }
 
-    /// An empty column of a plain one-leaf branch's type.
-    fn empty_for(branch: &Branch) -> Result<Column, FormatError> {
-        let d = decoding(branch)?;
-        Ok(Column {
+    fn empty(d: Decoding) -> Column {
+        Column {
             entries: 0,
             leaf_type: d.leaf_type,
             values: Values::empty(d.leaf_type),
             inner: d.inner,
             counts: d.jagged.then(Vec::new),
-            entry_header: d.entry_header,
-        })
+            layout: d.layout,
+        }
     }
 }
 
@@ -508,90 +105,6 @@ fn check_entries(branch: &Branch, entries: usize) -> Result<(), FormatError> {
 
 fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
     let corrupt = |why: String| FormatError::Corrupt(format!("branch '{branch}': {why}"));
-    match col.leaf_type {
-        LeafType::Str => {
-            let Values::Str(strings) = &mut col.values else {
-                unreachable!("string column")
-            };
-            let offsets = basket
-                .offsets
-                .as_ref()
-                .ok_or_else(|| corrupt("strings without entry offsets".into()))?;
-            for w in offsets.windows(2) {
-                let mut c = Cursor::new(&basket.data()[w[0]..w[1]], 0);
-                strings.push(c.tstring("string entry")?);
-            }
-        }
-        LeafType::Prim(p) => {
-            let item = p.size() * col.inner;
-            if col.entry_header == 0 && !basket.data().len().is_multiple_of(item) {
-                return Err(corrupt(format!(
-                    "{} bytes of {}-byte items",
-                    basket.data().len(),
-                    item
-                )));
-            }
-            match (&mut col.counts, &basket.offsets) {
-                (Some(counts), Some(offsets)) if col.entry_header > 0 => {
-                    if offsets.len() != basket.entries + 1 {
-                        return Err(corrupt(format!(
-                            "{} entry offsets for {} entries",
-                            offsets.len() - 1,
-                            basket.entries
-                        )));
-                    }
-                    // Each entry starts with a header: copy its items entry by entry.
-                    for w in offsets.windows(2) {
-                        let start = w[0] + col.entry_header;
-                        if start > w[1] || !(w[1] - start).is_multiple_of(item) {
-                            return Err(corrupt(format!(
-                                "an entry of {} bytes does not fit its header",
-                                w[1] - w[0]
-                            )));
-                        }
-                        counts.push(((w[1] - start) / item) as u32);
-                        col.values.extend_from_be(&basket.data()[start..w[1]]);
-                    }
-                    col.entries += basket.entries;
-                    return Ok(());
-                }
-                (Some(counts), Some(offsets)) => {
-                    // Item sizes are powers of two but for odd fixed arrays: a shift
-                    // and a mask instead of a division per entry.
-                    let pow2 = item.is_power_of_two();
-                    let shift = item.trailing_zeros();
-                    counts.reserve(offsets.len());
-                    for w in offsets.windows(2) {
-                        let bytes = w[1] - w[0];
-                        let (n, partial) = if pow2 {
-                            (bytes >> shift, bytes & (item - 1))
-                        } else {
-                            (bytes / item, bytes % item)
-                        };
-                        if partial != 0 {
-                            return Err(corrupt(format!(
-                                "an entry of {bytes} bytes holds partial items"
-                            )));
-                        }
-                        counts.push(n as u32);
-                    }
-                }
-                (Some(counts), None) if basket.data().is_empty() => {
-                    counts.extend(std::iter::repeat_n(0, basket.entries))
-                }
-                (Some(_), None) => return Err(corrupt("jagged data without entry offsets".into())),
-                (None, _) if basket.data().len() != basket.entries * item => {
-                    return Err(corrupt(format!(
-                        "{} entries of {item} bytes in {} bytes",
-                        basket.entries,
-                        basket.data().len()
-                    )));
-                }
-                (None, _) => {}
-            }
-            col.values.extend_from_be(basket.data());
-        }
-    }
     if let Some(offsets) = &basket.offsets
         && offsets.len() != basket.entries + 1
     {
@@ -601,6 +114,239 @@ fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatE
             basket.entries
         )));
     }
+    let entries_of = || {
+        basket
+            .offsets
+            .as_deref()
+            .ok_or_else(|| corrupt("entries of varying size without entry offsets".into()))
+    };
+    match (col.leaf_type, col.layout) {
+        (LeafType::Str, Layout::Object { framed }) => {
+            append_string_objects(col, basket, entries_of()?, framed)
+        }
+        (LeafType::Str, _) => append_tstrings(col, basket, entries_of()?),
+        (LeafType::Prim(_), Layout::Strided { offset, stride }) => {
+            append_strided(col, basket, offset, stride)
+        }
+        (LeafType::Prim(_), Layout::Object { .. }) => {
+            if basket.offsets.is_none() && basket.data().is_empty() {
+                return append_empty_entries(col, basket);
+            }
+            append_vectors(col, basket, entries_of()?)
+        }
+        (LeafType::Prim(_), Layout::Headed(header)) => {
+            append_headed(col, basket, entries_of()?, header)
+        }
+        (LeafType::Prim(_), Layout::Plain) => append_plain(col, basket),
+    }
+    .map_err(|e| match e {
+        FormatError::Corrupt(why) => corrupt(why),
+        other => other,
+    })?;
     col.entries += basket.entries;
+    Ok(())
+}
+
+/// The size of one item: an element times the fixed array length.
+fn item_size(col: &Column) -> usize {
+    match col.leaf_type {
+        LeafType::Prim(p) => p.size() * col.inner,
+        LeafType::Str => 1,
+    }
+}
+
+/// Numbers back to back: fixed-size entries, or entries of varying size whose
+/// item counts follow from the entry offsets (a counter leaf's arrays).
+fn append_plain(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
+    let item = item_size(col);
+    let data = basket.data();
+    if !data.len().is_multiple_of(item) {
+        return Err(FormatError::Corrupt(format!(
+            "{} bytes of {item}-byte items",
+            data.len()
+        )));
+    }
+    match (&mut col.counts, &basket.offsets) {
+        (Some(counts), Some(offsets)) => {
+            // Item sizes are powers of two but for odd fixed arrays: a shift and a
+            // mask instead of a division per entry.
+            let pow2 = item.is_power_of_two();
+            let shift = item.trailing_zeros();
+            counts.reserve(offsets.len());
+            for w in offsets.windows(2) {
+                let bytes = w[1] - w[0];
+                let (n, partial) = if pow2 {
+                    (bytes >> shift, bytes & (item - 1))
+                } else {
+                    (bytes / item, bytes % item)
+                };
+                if partial != 0 {
+                    return Err(FormatError::Corrupt(format!(
+                        "an entry of {bytes} bytes holds partial items"
+                    )));
+                }
+                counts.push(n as u32);
+            }
+        }
+        (Some(counts), None) if data.is_empty() => {
+            counts.extend(std::iter::repeat_n(0, basket.entries))
+        }
+        (Some(_), None) => {
+            return Err(FormatError::Corrupt(
+                "jagged data without entry offsets".into(),
+            ));
+        }
+        (None, _) if data.len() != basket.entries * item => {
+            return Err(FormatError::Corrupt(format!(
+                "{} entries of {item} bytes in {} bytes",
+                basket.entries,
+                data.len()
+            )));
+        }
+        (None, _) => {}
+    }
+    col.values.extend_from_be(data);
+    Ok(())
+}
+
+/// Entries that each start with a fixed header, then their items.
+fn append_headed(
+    col: &mut Column,
+    basket: &Basket,
+    offsets: &[usize],
+    header: usize,
+) -> Result<(), FormatError> {
+    let item = item_size(col);
+    let data = basket.data();
+    let counts = col.counts.get_or_insert_with(Vec::new);
+    for w in offsets.windows(2) {
+        let start = w[0] + header;
+        if start > w[1] || !(w[1] - start).is_multiple_of(item) {
+            return Err(FormatError::Corrupt(format!(
+                "an entry of {} bytes does not fit its header",
+                w[1] - w[0]
+            )));
+        }
+        counts.push(((w[1] - start) / item) as u32);
+        col.values.extend_from_be(&data[start..w[1]]);
+    }
+    Ok(())
+}
+
+/// A basket of entries that are all empty (nothing stored, no offsets).
+fn append_empty_entries(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
+    if let Some(counts) = &mut col.counts {
+        counts.extend(std::iter::repeat_n(0, basket.entries));
+    }
+    Ok(())
+}
+
+/// Skips the byte count and version a streamed object starts with.
+fn skip_object_header(c: &mut Cursor<'_>) -> Result<(), FormatError> {
+    if c.u32("object byte count")? & BYTE_COUNT_MASK == 0 {
+        return Err(FormatError::Corrupt(
+            "a streamed object without its byte count".into(),
+        ));
+    }
+    c.skip(2, "object version")
+}
+
+/// One leaf of a leaf list: its items at `offset` in each `stride`-byte entry.
+fn append_strided(
+    col: &mut Column,
+    basket: &Basket,
+    offset: usize,
+    stride: usize,
+) -> Result<(), FormatError> {
+    let data = basket.data();
+    if data.len() != basket.entries * stride {
+        return Err(FormatError::Corrupt(format!(
+            "{} entries of {stride} bytes in {} bytes",
+            basket.entries,
+            data.len()
+        )));
+    }
+    let width = item_size(col);
+    let mut picked = Vec::with_capacity(basket.entries * width);
+    for entry in data.chunks_exact(stride) {
+        picked.extend_from_slice(&entry[offset..offset + width]);
+    }
+    col.values.extend_from_be(&picked);
+    Ok(())
+}
+
+/// Each entry a `std::vector` of numbers: the object header, a length, the items.
+fn append_vectors(col: &mut Column, basket: &Basket, offsets: &[usize]) -> Result<(), FormatError> {
+    let item = item_size(col);
+    let data = basket.data();
+    let counts = col.counts.get_or_insert_with(Vec::new);
+    for w in offsets.windows(2) {
+        let c = &mut Cursor::new(&data[w[0]..w[1]], 0);
+        skip_object_header(c)?;
+        let n = c.u32("vector length")? as usize;
+        if n.checked_mul(item) != Some(c.remaining()) {
+            return Err(FormatError::Corrupt(format!(
+                "a vector of {n} items in {} bytes",
+                c.remaining()
+            )));
+        }
+        counts.push(n as u32);
+        col.values
+            .extend_from_be(c.bytes(c.remaining(), "vector items")?);
+    }
+    Ok(())
+}
+
+/// Each entry one TString (`char*` leaves, TString members).
+fn append_tstrings(
+    col: &mut Column,
+    basket: &Basket,
+    offsets: &[usize],
+) -> Result<(), FormatError> {
+    let Values::Str(strings) = &mut col.values else {
+        unreachable!("string column")
+    };
+    for w in offsets.windows(2) {
+        let mut c = Cursor::new(&basket.data()[w[0]..w[1]], 0);
+        strings.push(c.tstring("string entry")?);
+    }
+    Ok(())
+}
+
+/// Each entry a streamed `std::string`, or a `std::vector<std::string>` (jagged).
+fn append_string_objects(
+    col: &mut Column,
+    basket: &Basket,
+    offsets: &[usize],
+    framed: bool,
+) -> Result<(), FormatError> {
+    let Values::Str(strings) = &mut col.values else {
+        unreachable!("string column")
+    };
+    for w in offsets.windows(2) {
+        let c = &mut Cursor::new(&basket.data()[w[0]..w[1]], 0);
+        // A vector is always framed; a lone string only inside a split object.
+        if framed || col.counts.is_some() {
+            skip_object_header(c)?;
+        }
+        match &mut col.counts {
+            None => strings.push(c.tstring("string")?),
+            Some(counts) => {
+                let n = c.u32("vector length")? as usize;
+                // Each string takes at least its 1-byte length.
+                c.fits(n, 1, "vector of strings")?;
+                for _ in 0..n {
+                    strings.push(c.tstring("string in a vector")?);
+                }
+                counts.push(n as u32);
+            }
+        }
+        if c.remaining() != 0 {
+            return Err(FormatError::Corrupt(format!(
+                "{} bytes left after a string entry",
+                c.remaining()
+            )));
+        }
+    }
     Ok(())
 }

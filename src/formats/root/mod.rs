@@ -12,21 +12,28 @@ mod header;
 mod hist;
 mod keys;
 mod object;
+mod streamer;
 mod tree;
+mod types;
+mod values;
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 pub use basket::Basket;
-pub use column::{BranchType, Column, LeafType, Prim, Values, branch_type};
+pub use column::Column;
 pub use compression::decompress;
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header};
 pub use hist::{Axis, Histogram, is_histogram};
 pub use keys::{DirectoryRecord, Key};
+pub use streamer::{ClassInfo, Member, Streamers};
 pub use tree::{Branch, Element, Leaf, Tree};
+pub use types::{BranchType, LeafType, Prim, branch_type};
+pub use values::Values;
 
 use super::FormatError;
 
@@ -45,6 +52,8 @@ pub struct RootFile {
     source: Source,
     size: u64,
     pub header: RootHeader,
+    /// The class layouts, read on first need.
+    streamers: OnceLock<Result<Streamers, FormatError>>,
 }
 
 /// A key with the directory path it lives in ("" for the top directory).
@@ -82,6 +91,7 @@ impl RootFile {
             source: Source::File(file),
             size,
             header,
+            streamers: OnceLock::new(),
         })
     }
 
@@ -93,6 +103,7 @@ impl RootFile {
             source: Source::Memory(bytes),
             size,
             header,
+            streamers: OnceLock::new(),
         })
     }
 
@@ -150,7 +161,35 @@ impl RootFile {
             )));
         }
         let bytes = self.object(key)?;
-        tree::read_tree(&bytes, key.key_len, key.seek_data())
+        let mut tree = tree::read_tree(&bytes, key.key_len, key.seek_data())?;
+        // A layout that cannot be read leaves those members unsupported; the
+        // rest of the tree is still readable.
+        if tree.has_elements()
+            && let Ok(streamers) = self.streamers()
+        {
+            tree.resolve_member_types(streamers);
+        }
+        Ok(tree)
+    }
+
+    /// The file's class layouts (its streamer info record).
+    pub fn streamers(&self) -> Result<&Streamers, FormatError> {
+        self.streamers
+            .get_or_init(|| self.read_streamers())
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn read_streamers(&self) -> Result<Streamers, FormatError> {
+        let at = self.header.seek_info;
+        let head = self.read_at(
+            at,
+            1024.min((self.size - at.min(self.size)) as usize),
+            "streamer info key",
+        )?;
+        let key = Key::read(&mut Cursor::new(&head, at))?;
+        let bytes = self.object(&key)?;
+        streamer::read_streamers(&bytes, key.key_len, key.seek_data())
     }
 
     /// Reads the histogram stored under `key`.

@@ -6,6 +6,7 @@ use super::cursor::Cursor;
 use super::object::{
     AnyObject, Framing, Referent, Refs, read_object_any, read_tnamed, read_tobjarray,
 };
+use super::streamer::Streamers;
 use crate::formats::FormatError;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +53,9 @@ pub struct Element {
     pub kind: i32,
     pub streamer_type: i32,
     pub count_branch: Option<String>,
+    /// The member's C++ type from the streamer info (`vector<short>`, `string`),
+    /// when the file describes the class.
+    pub member_type: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +194,41 @@ pub fn read_tree(bytes: &[u8], key_len: u16, origin: u64) -> Result<Tree, Format
     })
 }
 
+impl Tree {
+    /// Whether any branch holds a class member (TBranchElement).
+    pub fn has_elements(&self) -> bool {
+        fn any(branches: &[Branch]) -> bool {
+            branches
+                .iter()
+                .any(|b| b.element.is_some() || any(&b.branches))
+        }
+        any(&self.branches)
+    }
+
+    /// Looks up each member branch's C++ type in the class layouts.
+    pub fn resolve_member_types(&mut self, streamers: &Streamers) {
+        fn resolve(branches: &mut [Branch], streamers: &Streamers) {
+            for b in branches {
+                if let Some(e) = &mut b.element {
+                    let member = member_name(&b.name);
+                    e.member_type = streamers
+                        .member(&e.class_name, e.id, member)
+                        .map(|m| m.type_name.clone());
+                }
+                resolve(&mut b.branches, streamers);
+            }
+        }
+        resolve(&mut self.branches, streamers);
+    }
+}
+
+/// The class member a split branch holds: its name's last dotted part, without
+/// an array suffix (`evt.P3.Px` -> `Px`, `ArrayI16[10]` -> `ArrayI16`).
+fn member_name(branch: &str) -> &str {
+    let last = branch.rsplit('.').next().unwrap_or(branch);
+    last.split('[').next().unwrap_or(last)
+}
+
 fn branches_of(items: Vec<AnyObject<Part, Leaf>>) -> Result<Vec<Branch>, FormatError> {
     items
         .into_iter()
@@ -241,6 +280,7 @@ fn read_branch(
             kind,
             streamer_type,
             count_branch,
+            member_type: None,
         });
     }
     f.finish(c, class)?;

@@ -1,0 +1,150 @@
+//! A decoded column's values: one typed vector per element type, flattened in
+//! entry order.
+
+use super::types::{LeafType, Prim};
+
+/// A column's values, flattened in entry order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    I16(Vec<i16>),
+    U16(Vec<u16>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Str(Vec<String>),
+}
+
+macro_rules! extend_be {
+    ($vec:expr, $bytes:expr, $t:ty, $n:literal) => {
+        $vec.extend(
+            $bytes
+                .chunks_exact($n)
+                .map(|b| <$t>::from_be_bytes(b.try_into().expect("chunk size"))),
+        )
+    };
+}
+
+impl Values {
+    pub(super) fn empty(t: LeafType) -> Values {
+        match t {
+            LeafType::Str => Values::Str(Vec::new()),
+            LeafType::Prim(p) => match p {
+                Prim::Bool => Values::Bool(Vec::new()),
+                Prim::I8 => Values::I8(Vec::new()),
+                Prim::U8 => Values::U8(Vec::new()),
+                Prim::I16 => Values::I16(Vec::new()),
+                Prim::U16 => Values::U16(Vec::new()),
+                Prim::I32 => Values::I32(Vec::new()),
+                Prim::U32 => Values::U32(Vec::new()),
+                Prim::I64 => Values::I64(Vec::new()),
+                Prim::U64 => Values::U64(Vec::new()),
+                Prim::F32 => Values::F32(Vec::new()),
+                Prim::F64 => Values::F64(Vec::new()),
+            },
+        }
+    }
+
+    /// Appends big-endian elements (`bytes` holds whole elements).
+    pub(super) fn extend_from_be(&mut self, bytes: &[u8]) {
+        macro_rules! reserve {
+            ($v:expr, $size:expr) => {
+                $v.reserve(bytes.len() / $size)
+            };
+        }
+        match self {
+            Values::I16(v) => reserve!(v, 2),
+            Values::U16(v) => reserve!(v, 2),
+            Values::I32(v) => reserve!(v, 4),
+            Values::U32(v) => reserve!(v, 4),
+            Values::F32(v) => reserve!(v, 4),
+            Values::I64(v) => reserve!(v, 8),
+            Values::U64(v) => reserve!(v, 8),
+            Values::F64(v) => reserve!(v, 8),
+            _ => {}
+        }
+        match self {
+            Values::Bool(v) => v.extend(bytes.iter().map(|&b| b != 0)),
+            Values::I8(v) => v.extend(bytes.iter().map(|&b| b as i8)),
+            Values::U8(v) => v.extend_from_slice(bytes),
+            Values::I16(v) => extend_be!(v, bytes, i16, 2),
+            Values::U16(v) => extend_be!(v, bytes, u16, 2),
+            Values::I32(v) => extend_be!(v, bytes, i32, 4),
+            Values::U32(v) => extend_be!(v, bytes, u32, 4),
+            Values::I64(v) => extend_be!(v, bytes, i64, 8),
+            Values::U64(v) => extend_be!(v, bytes, u64, 8),
+            Values::F32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_bits(u32::from_be_bytes(b.try_into().expect("4")))),
+            ),
+            Values::F64(v) => v.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_bits(u64::from_be_bytes(b.try_into().expect("8")))),
+            ),
+            Values::Str(_) => unreachable!("strings are decoded entry by entry"),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Bool(v) => v.len(),
+            Values::I8(v) => v.len(),
+            Values::U8(v) => v.len(),
+            Values::I16(v) => v.len(),
+            Values::U16(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::U32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::U64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::Str(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(super) fn reserve(&mut self, n: usize) {
+        match self {
+            Values::Bool(v) => v.reserve(n),
+            Values::I8(v) => v.reserve(n),
+            Values::U8(v) => v.reserve(n),
+            Values::I16(v) => v.reserve(n),
+            Values::U16(v) => v.reserve(n),
+            Values::I32(v) => v.reserve(n),
+            Values::U32(v) => v.reserve(n),
+            Values::I64(v) => v.reserve(n),
+            Values::U64(v) => v.reserve(n),
+            Values::F32(v) => v.reserve(n),
+            Values::F64(v) => v.reserve(n),
+            Values::Str(v) => v.reserve(n),
+        }
+    }
+
+    /// The values as f64 (for statistics); `None` for strings.
+    pub fn to_f64(&self) -> Option<Vec<f64>> {
+        Some(match self {
+            Values::Bool(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
+            Values::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            Values::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Values::F64(v) => v.clone(),
+            Values::Str(_) => return None,
+        })
+    }
+}
