@@ -364,6 +364,7 @@ fn histograms_match_uproot_bin_by_bin() {
     let cases = [
         repo().join("testdata/root/uproot-histograms.root"),
         repo().join("tests/data/root/uproot-written-hists.root"),
+        repo().join("tests/data/root/root-written-types.root"),
     ];
     let mut seen = 0;
     for path in cases {
@@ -409,20 +410,97 @@ fn histograms_match_uproot_bin_by_bin() {
             if let Some(y) = &h.y {
                 assert_eq!(y.edges, floats(&want["y"]["edges"]), "{what} y edges");
             }
-            assert_eq!(
-                reorder(&h.contents),
+            let Some(profile) = &h.profile else {
+                assert_eq!(
+                    reorder(&h.values()),
+                    floats(&want["values"]),
+                    "{what} values"
+                );
+                assert_eq!(
+                    reorder(&h.variances()),
+                    floats(&want["variances"]),
+                    "{what} variances"
+                );
+                seen += 1;
+                continue;
+            };
+            // A profile's means and errors are computed (by uproot and by quarry,
+            // in their own order of operations): equal to rounding.
+            let close = |got: Vec<f64>, want: Vec<f64>, what: &str| {
+                assert_eq!(got.len(), want.len(), "{what}");
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                        "{what}: {g} vs {w}"
+                    );
+                }
+            };
+            close(
+                reorder(&h.values()),
                 floats(&want["values"]),
-                "{what} values"
+                &format!("{what} means"),
             );
-            assert_eq!(
+            close(
                 reorder(&h.variances()),
                 floats(&want["variances"]),
-                "{what} variances"
+                &format!("{what} squared errors"),
+            );
+            assert_eq!(
+                reorder(&profile.bin_entries),
+                floats(&want["bin_entries"]),
+                "{what} entries per bin"
+            );
+            assert_eq!(
+                profile.errors as i64,
+                want["error_mode"].as_i64().unwrap(),
+                "{what} error option"
             );
             seen += 1;
         }
     }
-    assert_eq!(seen, 6);
+    // 3 TH1F, 3 written by uproot, 2 TProfile + TProfile2D + TH1I written by ROOT.
+    assert_eq!(seen, 10);
+}
+
+/// The ROOT-written profile `prof` holds y = i % 7 at x = i for i in 0..500, in 10
+/// bins of 50: each bin's mean and error on the mean, computed here from those
+/// values; `prof_s` has error option "s", the spread itself.
+#[test]
+fn profiles_follow_their_fills() {
+    use quarry::formats::root::ProfileErrors;
+    let file = RootFile::open(&data_file("root-written-types.root")).unwrap();
+    let keys = file.walk().unwrap();
+    let read = |name: &str| {
+        let key = keys.iter().find(|k| k.path() == name).unwrap();
+        file.histogram(&key.key).unwrap()
+    };
+    let (prof, prof_s) = (read("prof"), read("prof_s"));
+    assert_eq!(prof.profile.as_ref().unwrap().errors, ProfileErrors::Mean);
+    assert_eq!(
+        prof_s.profile.as_ref().unwrap().errors,
+        ProfileErrors::Spread
+    );
+    let (means, errors, spreads) = (prof.values(), prof.errors(), prof_s.errors());
+    for bin in 0..10 {
+        let ys: Vec<f64> = (bin * 50..bin * 50 + 50)
+            .map(|i| f64::from(i % 7))
+            .collect();
+        let n = ys.len() as f64;
+        let mean = ys.iter().sum::<f64>() / n;
+        let spread = (ys.iter().map(|y| y * y).sum::<f64>() / n - mean * mean).sqrt();
+        let cell = bin as usize + 1; // cell 0 is the underflow
+        assert!((means[cell] - mean).abs() < 1e-12, "bin {bin} mean");
+        assert!(
+            (errors[cell] - spread / n.sqrt()).abs() < 1e-12,
+            "bin {bin} error"
+        );
+        assert!((spreads[cell] - spread).abs() < 1e-12, "bin {bin} spread");
+    }
+    assert_eq!(
+        (means[0], means[11], errors[0]),
+        (0.0, 0.0, 0.0),
+        "empty flow bins"
+    );
 }
 
 /// The ROOT-written file's values follow from the entry number (see

@@ -379,3 +379,87 @@ fn eager_statistics_are_computed_in_the_background_and_off_caches_nothing() {
         assert_eq!(cached > 0, expect_cached, "mode {mode}: {cached} rows");
     }
 }
+
+/// The ROOT-written file (tests/data/root): list_branches types for leaf lists,
+/// vectors and strings, and read_histogram on a TProfile (means of y = i % 7 per
+/// bin of 50 entries, computed here) and a TProfile2D.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_and_written_branch_kinds_through_the_tools() {
+    let s = Sandbox::new();
+    let written = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/root/root-written-types.root"),
+    )
+    .unwrap();
+    s.write("kinds/types.root", &written);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+
+    let v = ok(
+        &client,
+        "list_branches",
+        json!({"path": "kinds/types.root", "tree": "types"}),
+    )
+    .await;
+    assert_valid("list_branches.output.json", &v);
+    let types: std::collections::HashMap<&str, &str> = v["data"]["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["type"].as_str().unwrap()))
+        .collect();
+    for (name, want) in [
+        ("point", "{y: float64, x: float32, n: int32}"),
+        ("pair", "{a: int32[2], b: uint16}"),
+        ("vf", "float32[]"),
+        ("vi", "int32[]"),
+        ("vd", "float64[]"),
+        ("s", "string"),
+        ("vs", "string[]"),
+        ("vvf", "unsupported"),
+        ("flag", "bool"),
+        ("label", "string"),
+        ("ev", "int64"),
+    ] {
+        assert_eq!(types[name], want, "{name}");
+    }
+
+    let v = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "prof"}),
+    )
+    .await;
+    assert_valid("read_histogram.output.json", &v);
+    let d = &v["data"];
+    assert_eq!(
+        (d["type"].as_str(), d["error_option"].as_str()),
+        (Some("TProfile"), Some(""))
+    );
+    for bin in 0..10 {
+        let mean = (bin * 50..bin * 50 + 50)
+            .map(|i| f64::from(i % 7))
+            .sum::<f64>()
+            / 50.0;
+        let got = d["bin_counts"][bin as usize].as_f64().unwrap();
+        assert!((got - mean).abs() < 1e-12, "bin {bin}: {got} vs {mean}");
+        assert_eq!(d["bin_entries"][bin as usize], 50.0);
+    }
+    let v = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "prof2d"}),
+    )
+    .await;
+    assert_valid("read_histogram.output.json", &v);
+    // z = i % 11 at x = i (4 bins of 125), y = i % 3: the mean of bin (x 0, y 0).
+    let zs: Vec<f64> = (0..125)
+        .filter(|i| i % 3 == 0)
+        .map(|i| f64::from(i % 11))
+        .collect();
+    let mean = zs.iter().sum::<f64>() / zs.len() as f64;
+    let got = v["data"]["counts"][0][0].as_f64().unwrap();
+    assert!((got - mean).abs() < 1e-12, "{got} vs {mean}");
+    assert_eq!(v["data"]["bin_entries"][0][0], zs.len() as f64);
+    client.cancel().await.unwrap();
+}

@@ -41,7 +41,7 @@ pub const TABLES: [KindTable; 5] = [
     KindTable {
         kind: Kind::Root,
         name: ROOT_HISTOGRAMS,
-        description: "TH1/TH2 histograms: class, bins, entries",
+        description: "TH1/TH2/TProfile histograms: class, bins, entries",
     },
     KindTable {
         kind: Kind::Root,

@@ -1,6 +1,8 @@
-//! Histograms: TH1C/S/I/F/D and TH2C/S/I/F/D (class versions TH1 v5-8, TH2 v3-5,
-//! TAxis v6-10): axes with titles and edges, every bin's content including under-
-//! and overflow, the sum of squared weights when stored, and the entry count.
+//! Histograms: TH1C/S/I/F/D, TH2C/S/I/F/D, TProfile and TProfile2D (class
+//! versions TH1 v5-8, TH2 v3-5, TAxis v6-10): axes with titles and edges, every
+//! bin's content including under- and overflow, the sum of squared weights when
+//! stored, and the entry count. A profile stores per bin the sums of w·y, w·y²
+//! and w; its values are the means and its errors follow its error option.
 
 use super::cursor::Cursor;
 use super::object::{Framing, read_tnamed};
@@ -26,8 +28,45 @@ pub struct Histogram {
     /// Every cell, under- and overflow included: (nx + 2) for 1-D; for 2-D,
     /// (nx + 2) * (ny + 2) with x varying fastest, as ROOT stores them.
     pub contents: Vec<f64>,
-    /// Sums of squared weights per cell, when the histogram stores them.
+    /// Sums of squared weights per cell, when the histogram stores them (for a
+    /// profile, the sums of w·y²).
     pub sumw2: Option<Vec<f64>>,
+    /// What a TProfile or TProfile2D adds; `contents` then holds the sums of w·y.
+    pub profile: Option<Profile>,
+}
+
+/// A profile's per-cell sums of weights and how its errors are defined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Sum of weights per cell (the number of entries when unweighted).
+    pub bin_entries: Vec<f64>,
+    /// Sum of squared weights per cell, when stored (weighted fills).
+    pub bin_sumw2: Option<Vec<f64>>,
+    pub errors: ProfileErrors,
+}
+
+/// ROOT's profile error options, numbered as ROOT stores them (EErrorType).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileErrors {
+    /// "" (default): the error on the mean, spread / sqrt(effective entries).
+    Mean = 0,
+    /// "s": the spread of y in the bin.
+    Spread = 1,
+    /// "i": like Mean, but 1/sqrt(12 n) when all y in the bin are equal.
+    SpreadI = 2,
+    /// "g": 1/sqrt(sum of weights).
+    SpreadG = 3,
+}
+
+impl ProfileErrors {
+    pub fn option(self) -> &'static str {
+        match self {
+            ProfileErrors::Mean => "",
+            ProfileErrors::Spread => "s",
+            ProfileErrors::SpreadI => "i",
+            ProfileErrors::SpreadG => "g",
+        }
+    }
 }
 
 impl Histogram {
@@ -35,19 +74,72 @@ impl Histogram {
         if self.y.is_some() { 2 } else { 1 }
     }
 
+    /// Per-cell values: the contents, or a profile's means.
+    pub fn values(&self) -> Vec<f64> {
+        match &self.profile {
+            None => self.contents.clone(),
+            Some(p) => self
+                .contents
+                .iter()
+                .zip(&p.bin_entries)
+                .map(|(&sum, &w)| if w == 0.0 { 0.0 } else { sum / w })
+                .collect(),
+        }
+    }
+
     /// Per-cell variance: the stored sum of squared weights, else the content
-    /// (Poisson), as ROOT reports it.
+    /// (Poisson), as ROOT reports it; for a profile, the squared error.
     pub fn variances(&self) -> Vec<f64> {
+        if self.profile.is_some() {
+            return self.errors().iter().map(|e| e * e).collect();
+        }
         self.sumw2.clone().unwrap_or_else(|| self.contents.clone())
+    }
+
+    /// Per-cell errors, as ROOT's GetBinError gives them.
+    pub fn errors(&self) -> Vec<f64> {
+        let Some(p) = &self.profile else {
+            return self.variances().iter().map(|v| v.sqrt()).collect();
+        };
+        let zeros = vec![0.0; self.contents.len()];
+        let sum_wy2 = self.sumw2.as_ref().unwrap_or(&zeros);
+        (0..self.contents.len())
+            .map(|i| profile_error(p, i, self.contents[i], sum_wy2[i]))
+            .collect()
+    }
+}
+
+/// One profile cell's error from its sums of w, w·y and w·y².
+fn profile_error(p: &Profile, cell: usize, sum_wy: f64, sum_wy2: f64) -> f64 {
+    let sum_w = p.bin_entries[cell];
+    if sum_w == 0.0 {
+        return 0.0;
+    }
+    if p.errors == ProfileErrors::SpreadG {
+        return 1.0 / sum_w.sqrt();
+    }
+    // Effective entries: (sum w)² / sum w², or sum w when w² is not stored.
+    let neff = match &p.bin_sumw2 {
+        Some(w2) if w2[cell] > 0.0 => sum_w * sum_w / w2[cell],
+        Some(_) => 0.0,
+        None => sum_w,
+    };
+    let mean = sum_wy / sum_w;
+    let spread = (sum_wy2 / sum_w - mean * mean).abs().sqrt();
+    match p.errors {
+        ProfileErrors::Spread => spread,
+        ProfileErrors::SpreadI if spread == 0.0 => 1.0 / (12.0 * neff).sqrt(),
+        _ => spread / neff.sqrt(),
     }
 }
 
 /// Whether a class is one of the histograms this module reads.
 pub fn is_histogram(class: &str) -> bool {
     let b = class.as_bytes();
-    b.len() == 4
+    let plain = b.len() == 4
         && (class.starts_with("TH1") || class.starts_with("TH2"))
-        && b"CSIFD".contains(&b[3])
+        && b"CSIFD".contains(&b[3]);
+    plain || class == "TProfile" || class == "TProfile2D"
 }
 
 fn count(n: i32, what: &str) -> Result<usize, FormatError> {
@@ -163,9 +255,14 @@ pub fn read_histogram(bytes: &[u8], class: &str, origin: u64) -> Result<Histogra
             "{class} is not a histogram quarry reads"
         )));
     }
-    let two_d = class.starts_with("TH2");
+    let profile = class.starts_with("TProfile");
+    let two_d = class.starts_with("TH2") || class == "TProfile2D";
     let c = &mut Cursor::new(bytes, origin);
     let outer = Framing::read(c, class)?;
+    // A profile is a TH1D (TProfile2D a TH2D) with more members after it.
+    let base = profile
+        .then(|| Framing::read(c, if two_d { "TH2D" } else { "TH1D" }))
+        .transpose()?;
     let th1 = if two_d {
         let th2 = Framing::read(c, "TH2")?;
         let th1 = read_th1(c)?;
@@ -174,7 +271,15 @@ pub fn read_histogram(bytes: &[u8], class: &str, origin: u64) -> Result<Histogra
     } else {
         read_th1(c)?
     };
-    let contents = read_contents(c, class.as_bytes()[3])?;
+    let letter = if profile { b'D' } else { class.as_bytes()[3] };
+    let contents = read_contents(c, letter)?;
+    let profile = match base {
+        Some(base) => {
+            base.finish(c, "profile base")?;
+            Some(read_profile(c, outer.version)?)
+        }
+        None => None,
+    };
     outer.finish(c, class)?;
     let expected = if two_d {
         (th1.x.nbins + 2) * (th1.y.nbins + 2)
@@ -197,6 +302,16 @@ pub fn read_histogram(bytes: &[u8], class: &str, origin: u64) -> Result<Histogra
             )));
         }
     };
+    if let Some(p) = &profile {
+        let cells = |v: &[f64]| v.len() == expected;
+        if !cells(&p.bin_entries) || p.bin_sumw2.as_deref().is_some_and(|w| !cells(w)) {
+            return Err(FormatError::Corrupt(format!(
+                "profile '{}' has {} entry sums for {expected} cells",
+                th1.name,
+                p.bin_entries.len()
+            )));
+        }
+    }
     Ok(Histogram {
         name: th1.name,
         title: th1.title,
@@ -206,5 +321,33 @@ pub fn read_histogram(bytes: &[u8], class: &str, origin: u64) -> Result<Histogra
         y: two_d.then_some(th1.y),
         contents,
         sumw2,
+        profile,
+    })
+}
+
+/// The members a profile adds after its TH1D/TH2D base: the sums of weights,
+/// the error option, the range and totals of y, and (v7 on) the sums of squared
+/// weights.
+fn read_profile(c: &mut Cursor<'_>, version: i16) -> Result<Profile, FormatError> {
+    let bin_entries = read_array_d(c, "fBinEntries")?;
+    let errors = match c.i32("fErrorMode")? {
+        0 => ProfileErrors::Mean,
+        1 => ProfileErrors::Spread,
+        2 => ProfileErrors::SpreadI,
+        3 => ProfileErrors::SpreadG,
+        other => {
+            return Err(FormatError::Corrupt(format!("profile error mode {other}")));
+        }
+    };
+    c.skip(4 * 8, "range and sums of y")?;
+    let bin_sumw2 = if version >= 7 {
+        Some(read_array_d(c, "fBinSumw2")?).filter(|w| !w.is_empty())
+    } else {
+        None
+    };
+    Ok(Profile {
+        bin_entries,
+        bin_sumw2,
+        errors,
     })
 }

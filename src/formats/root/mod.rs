@@ -28,7 +28,7 @@ pub use column::Column;
 pub use compression::decompress;
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header};
-pub use hist::{Axis, Histogram, is_histogram};
+pub use hist::{Axis, Histogram, Profile, ProfileErrors, is_histogram};
 pub use keys::{DirectoryRecord, Key};
 pub use streamer::{ClassInfo, Member, Streamers};
 pub use tree::{Branch, Element, Leaf, Tree};

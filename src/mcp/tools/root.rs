@@ -46,7 +46,7 @@ max, mean and std by reading the data (slower).",
         name: "read_histogram",
         title: "Read a histogram",
         toolset: Toolset::Root,
-        description: "Reads a TH1 or TH2 histogram stored in a ROOT file: bin edges, counts, errors, under/overflow, \
+        description: "Reads a TH1, TH2, TProfile or TProfile2D stored in a ROOT file: bin edges, counts, errors, under/overflow, \
 entries and axis titles. 2-D counts are [y][x].",
         input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
@@ -399,37 +399,59 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
-    let errors: Vec<f64> = h.variances().iter().map(|v| v.sqrt()).collect();
+    let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
-    let data = match &h.y {
+    let mut data = match &h.y {
         None => json!({
             "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
             "x_title": h.x.title, "bin_edges": h.x.edges,
-            "bin_counts": &h.contents[1..nx - 1], "bin_errors": &errors[1..nx - 1],
-            "underflow": h.contents[0], "overflow": h.contents[nx - 1],
+            "bin_counts": &values[1..nx - 1], "bin_errors": &errors[1..nx - 1],
+            "underflow": values[0], "overflow": values[nx - 1],
         }),
         Some(y) => {
             let ny = y.nbins + 2;
-            // ROOT stores cell (ix, iy) at ix + nx * iy; rows here are y, columns x.
-            let grid = |cells: &[f64]| -> Vec<Vec<f64>> {
-                (1..ny - 1)
-                    .map(|iy| (1..nx - 1).map(|ix| cells[ix + nx * iy]).collect())
-                    .collect()
-            };
+            // A profile's flow is the weight outside the edges (a sum of means
+            // would mean nothing).
+            let flow = flow_total(
+                h.profile.as_ref().map_or(&h.contents, |p| &p.bin_entries),
+                nx,
+                ny,
+            );
             json!({
                 "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
                 "x_title": h.x.title, "y_title": y.title, "x_edges": h.x.edges, "y_edges": y.edges,
-                "counts": grid(&h.contents), "errors": grid(&errors),
-                "flow": flow_total(&h.contents, nx, ny),
+                "counts": grid(&values, nx, ny), "errors": grid(&errors, nx, ny),
+                "flow": flow,
             })
         }
     };
-    let hint = if h.y.is_some() {
-        "counts are [y][x]: x_edges and y_edges have one more element than each axis' bins; flow is the content outside the edges"
-    } else {
-        "bin_edges has one more element than bin_counts; underflow and overflow are outside the edges"
+    if let Some(p) = &h.profile {
+        data["error_option"] = json!(p.errors.option());
+        data["bin_entries"] = match &h.y {
+            None => json!(&p.bin_entries[1..nx - 1]),
+            Some(y) => json!(grid(&p.bin_entries, nx, y.nbins + 2)),
+        };
+    }
+    let hint = match (h.y.is_some(), h.profile.is_some()) {
+        (true, false) => {
+            "counts are [y][x]: x_edges and y_edges have one more element than each axis' bins; flow is the content outside the edges"
+        }
+        (false, false) => {
+            "bin_edges has one more element than bin_counts; underflow and overflow are outside the edges"
+        }
+        (_, true) => {
+            "a profile: counts are the mean of the profiled value in each bin, errors follow error_option ('' error on the mean, 's' spread), bin_entries the sum of weights in each bin"
+        }
     };
     Ok(ToolOutput::new(data).suggest(hint))
+}
+
+/// The in-range cells of a 2-D histogram as rows of y, columns of x (ROOT stores
+/// cell (ix, iy) at ix + nx * iy, flow cells included).
+fn grid(cells: &[f64], nx: usize, ny: usize) -> Vec<Vec<f64>> {
+    (1..ny - 1)
+        .map(|iy| (1..nx - 1).map(|ix| cells[ix + nx * iy]).collect())
+        .collect()
 }
 
 /// The content of a 2-D histogram outside its edges on either axis.
