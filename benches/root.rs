@@ -1,8 +1,13 @@
 //! ROOT engine benchmark (issue #3 targets), printing one JSON line per figure:
 //! - full read of a flat and a jagged float branch, in MB/s of uncompressed
 //!   basket data (target >= 500 MB/s; >= 3x uproot on the jagged one, which
-//!   scripts/bench-root.sh measures in the same run);
-//! - inspect_file / list_branches server time from the catalog (target 0.2 ms).
+//!   scripts/bench-root.sh measures in the same run), both streamed basket by
+//!   basket (`for_each_chunk`, with the peak memory it adds) and decoded into
+//!   one column in memory;
+//! - inspect_file / list_branches server time from the catalog (target 0.2 ms);
+//! - statistics of every branch of a wide tree (QUARRY_ROOT_BENCH_WIDE, e.g. the
+//!   250-branch file of `gen_root.py 1000000 --extra 239`): computed from the
+//!   file (target 1.3 s) and answered from the catalog once stored (target 1 ms).
 //!
 //! `cargo bench --bench root` reads the files in QUARRY_ROOT_BENCH_FILES
 //! (colon-separated, from ../shared/benchgen/gen_root.py; scripts/bench-root.sh
@@ -14,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quarry::catalog::Catalog;
-use quarry::formats::root::RootFile;
+use quarry::formats::root::{RootFile, Values};
 use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
@@ -34,6 +39,81 @@ fn read_branch(path: &Path, name: &str) -> (usize, f64) {
     )
 }
 
+/// The same read streamed: each basket decoded into a reused chunk and summed,
+/// never the whole column in memory. Returns the values seen and their sum.
+fn stream_branch(path: &Path, name: &str) -> (usize, f64) {
+    let file = RootFile::open(path).unwrap();
+    let keys = file.walk().unwrap();
+    let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
+    let tree = file.tree(&key.key).unwrap();
+    let branch = tree.branches.iter().find(|b| b.name == name).unwrap();
+    let (mut n, mut sum) = (0, 0.0);
+    file.for_each_chunk(branch, |chunk| {
+        if let Values::F32(v) = &chunk.values {
+            n += v.len();
+            sum += v.iter().map(|&x| f64::from(x)).sum::<f64>();
+        }
+        Ok(())
+    })
+    .unwrap();
+    (n, sum)
+}
+
+/// CPU time (user + system) this process has used, all threads.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Resets the kernel's peak-RSS mark of this process (Linux: clear_refs 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's resident set: (now, peak since the last reset), in MB.
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn stream_throughput(path: &Path, branches: &[&str], repeats: usize) {
+    for name in branches {
+        let mut best = f64::INFINITY;
+        let mut values = 0;
+        let (before, _) = rss_mb();
+        reset_peak_rss();
+        for _ in 0..repeats {
+            let t = Instant::now();
+            values = stream_branch(path, name).0;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let (_, peak) = rss_mb();
+        let file = RootFile::open(path).unwrap();
+        let keys = file.walk().unwrap();
+        let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
+        let tree = file.tree(&key.key).unwrap();
+        let branch = tree.branches.iter().find(|b| b.name == *name).unwrap();
+        let mb = branch.tot_bytes as f64 / 1e6;
+        println!(
+            "{}",
+            json!({"tool": "quarry", "mode": "stream", "file": path.file_name().unwrap().to_string_lossy(), "branch": name,
+                   "seconds": best, "uncompressed_mb": mb, "mb_per_s": mb / best, "values": values,
+                   "peak_rss_added_mb": peak - before, "column_mb": values as f64 * 4.0 / 1e6})
+        );
+    }
+}
+
 fn read_throughput(path: &Path, branches: &[&str], repeats: usize) {
     for name in branches {
         let mut best = f64::INFINITY;
@@ -45,13 +125,14 @@ fn read_throughput(path: &Path, branches: &[&str], repeats: usize) {
         }
         println!(
             "{}",
-            json!({"tool": "quarry", "file": path.file_name().unwrap().to_string_lossy(), "branch": name,
+            json!({"tool": "quarry", "mode": "column", "file": path.file_name().unwrap().to_string_lossy(), "branch": name,
                    "seconds": best, "uncompressed_mb": mb, "mb_per_s": mb / best, "values": values})
         );
     }
 }
 
-fn catalog_latency(data: &Path) {
+/// A catalog of the files under `data`, indexed with lazy statistics.
+fn indexed_context(data: &Path) -> (tempfile::TempDir, Context) {
     let tmp = tempfile::tempdir().unwrap();
     let catalog_dir = tmp.path().join("catalog");
     let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
@@ -66,7 +147,25 @@ fn catalog_latency(data: &Path) {
         .unwrap()
         .scan_all(&Quiet)
         .unwrap();
-    let ctx = Context::new(catalog, ServerSettings::default());
+    (tmp, Context::new(catalog, ServerSettings::default()))
+}
+
+/// Server time of one tool call, p50 and p99 over `n` calls, in ms.
+fn latency(ctx: &Context, tool: &str, args: &serde_json::Value, n: usize) -> (f64, f64) {
+    let def = tools::all().find(|d| d.name == tool).unwrap();
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            (def.handler)(ctx, args.as_object().unwrap().clone()).unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(|a, b| a.total_cmp(b));
+    (times[n / 2], times[n * 99 / 100])
+}
+
+fn catalog_latency(data: &Path) {
+    let (_tmp, ctx) = indexed_context(data);
     let calls = [
         (
             "inspect_file",
@@ -82,36 +181,69 @@ fn catalog_latency(data: &Path) {
         ),
     ];
     for (tool, args) in calls {
-        let def = tools::all().find(|d| d.name == tool).unwrap();
-        let mut times: Vec<f64> = (0..300)
-            .map(|_| {
-                let t = Instant::now();
-                (def.handler)(&ctx, args.as_object().unwrap().clone()).unwrap();
-                t.elapsed().as_secs_f64() * 1000.0
-            })
-            .collect();
-        times.sort_by(|a, b| a.total_cmp(b));
+        let (p50, p99) = latency(&ctx, tool, &args, 300);
         println!(
             "{}",
-            json!({"tool": "quarry", "call": tool, "args": args, "p50_ms": times[150], "p99_ms": times[296], "target_ms": 0.2})
+            json!({"tool": "quarry", "call": tool, "args": args, "p50_ms": p50, "p99_ms": p99, "target_ms": 0.2})
         );
     }
+}
+
+/// Statistics of every branch of the first tree of `wide`: computed from the
+/// file (best of `repeats`), then answered from the catalog once stored.
+fn stats_latency(wide: &Path, repeats: usize) {
+    let (mut best, mut cpu_of_best) = (f64::INFINITY, 0.0);
+    let mut rows = 0;
+    for _ in 0..repeats {
+        let (t, cpu) = (Instant::now(), cpu_seconds());
+        rows = quarry::index::root::file_stats_rows(wide).unwrap().len();
+        let wall = t.elapsed().as_secs_f64();
+        if wall < best {
+            (best, cpu_of_best) = (wall, cpu_seconds() - cpu);
+        }
+    }
+    println!(
+        "{}",
+        json!({"tool": "quarry", "stats": "uncached", "file": wide.file_name().unwrap().to_string_lossy(),
+               "branches": rows, "seconds": best, "cpu_seconds": cpu_of_best, "target_seconds": 1.3})
+    );
+    // A root holding just this file (a hard link, so nothing is copied).
+    let root = tempfile::tempdir_in(wide.parent().unwrap()).unwrap();
+    let name = wide.file_name().unwrap();
+    std::fs::hard_link(wide, root.path().join(name)).unwrap();
+    let (_tmp, ctx) = indexed_context(root.path());
+    let args = json!({"path": name.to_string_lossy(), "tree": "events",
+                      "include_stats": true, "limit": 1000});
+    let first = Instant::now();
+    latency(&ctx, "list_branches", &args, 1);
+    let computed = first.elapsed().as_secs_f64();
+    let (p50, p99) = latency(&ctx, "list_branches", &args, 200);
+    println!(
+        "{}",
+        json!({"tool": "quarry", "stats": "cached", "call": "list_branches", "include_stats": true,
+               "first_call_seconds": computed, "p50_ms": p50, "p99_ms": p99, "target_ms": 1.0})
+    );
 }
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    // QUARRY_ROOT_BENCH_BRANCH=name reads only that branch (for profiling).
+    // QUARRY_ROOT_BENCH_BRANCH=name streams only that branch (for profiling).
     if let Ok(only) = std::env::var("QUARRY_ROOT_BENCH_BRANCH") {
         for f in std::env::var("QUARRY_ROOT_BENCH_FILES")
             .unwrap_or_default()
             .split(':')
         {
-            read_throughput(Path::new(f), &[only.as_str()], 20);
+            stream_throughput(Path::new(f), &[only.as_str()], 20);
         }
         return;
     }
     catalog_latency(&testdata);
+    if let Ok(wide) = std::env::var("QUARRY_ROOT_BENCH_WIDE") {
+        stats_latency(Path::new(&wide), 3);
+    } else if !full {
+        stats_latency(&testdata.join("root/uproot-HZZ.root"), 1);
+    }
     let files = std::env::var("QUARRY_ROOT_BENCH_FILES").unwrap_or_default();
     if files.is_empty() {
         if full {
@@ -119,14 +251,13 @@ fn main() {
                 "QUARRY_ROOT_BENCH_FILES is not set: scripts/bench-root.sh generates the data and runs this"
             );
         }
-        read_throughput(
-            &testdata.join("root/uproot-HZZ.root"),
-            &["MET_px", "Jet_Px"],
-            1,
-        );
+        let hzz = testdata.join("root/uproot-HZZ.root");
+        stream_throughput(&hzz, &["MET_px", "Jet_Px"], 1);
+        read_throughput(&hzz, &["MET_px", "Jet_Px"], 1);
         return;
     }
     for f in files.split(':') {
+        stream_throughput(Path::new(f), &["met", "muon_pt"], 3);
         read_throughput(Path::new(f), &["met", "muon_pt"], 3);
     }
 }

@@ -22,4 +22,4 @@ for path in sys.argv[1:]:
         with uproot.open(path) as f:
             mb = f["events"][name].member("fTotBytes") / 1e6
             print(json.dumps({"tool": "uproot", "file": path.rsplit("/", 1)[-1], "branch": name,
-                              "seconds": best, "uncompressed_mb": mb, "mb_per_s": mb / best}))
+                              "mode": "column", "seconds": best, "uncompressed_mb": mb, "mb_per_s": mb / best}))

@@ -11,7 +11,7 @@ use crate::catalog::root::{
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, PathedKey, RootFile, branch_type, compression_name, is_histogram, latest,
+    Branch, PathedKey, RootFile, Values, branch_type, compression_name, is_histogram, latest,
 };
 
 fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
@@ -145,18 +145,36 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
     Ok(rows)
 }
 
+/// The summary of one chunk's values; `None` for strings.
+fn summarize(values: &Values) -> Option<Accumulator> {
+    Some(match values {
+        Values::Bool(v) => Accumulator::of_slice(v, |b| f64::from(u8::from(b))),
+        Values::I8(v) => Accumulator::of_slice(v, f64::from),
+        Values::U8(v) => Accumulator::of_slice(v, f64::from),
+        Values::I16(v) => Accumulator::of_slice(v, f64::from),
+        Values::U16(v) => Accumulator::of_slice(v, f64::from),
+        Values::I32(v) => Accumulator::of_slice(v, f64::from),
+        Values::U32(v) => Accumulator::of_slice(v, f64::from),
+        Values::I64(v) => Accumulator::of_slice(v, |x| x as f64),
+        Values::U64(v) => Accumulator::of_slice(v, |x| x as f64),
+        Values::F32(v) => Accumulator::of_slice(v, f64::from),
+        Values::F64(v) => Accumulator::of_slice(v, |x| x),
+        Values::Str(_) => return None,
+    })
+}
+
 /// A branch's statistics, read basket by basket (memory holds a few baskets).
 fn branch_stats(file: &RootFile, branch: &Branch) -> StatsRow {
     let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
     let (mut numeric, mut jagged) = (true, false);
     let read = file.for_each_chunk(branch, |chunk| {
-        match chunk.values.to_f64() {
-            Some(v) => v.into_iter().for_each(|x| values.push(x)),
+        match summarize(&chunk.values) {
+            Some(part) => values.merge(&part),
             None => numeric = false,
         }
         if let Some(counts) = &chunk.counts {
             jagged = true;
-            counts.iter().for_each(|&n| multiplicity.push(f64::from(n)));
+            multiplicity.merge(&Accumulator::of_slice(counts, f64::from));
         }
         Ok(())
     });
@@ -186,8 +204,12 @@ pub fn tree_stats_rows(
     let tree = file.tree(&key.key)?;
     let mut all = Vec::new();
     depth_first(&tree.branches, "", &mut all);
+    // Branches in parallel, each read basket by basket: decompression and the
+    // summing of each basket's values then keep every core busy (one branch's
+    // baskets in parallel would leave the cores idle while each is summed).
+    use rayon::prelude::*;
     Ok(all
-        .into_iter()
+        .par_iter()
         .enumerate()
         .map(|(i, (_, b))| {
             row(

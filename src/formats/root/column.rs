@@ -42,31 +42,41 @@ impl RootFile {
     fn decode(&self, branch: &Branch, d: Decoding) -> Result<Column, FormatError> {
         let mut col = Column::empty(d);
         col.reserve_for(branch);
-        self.for_each_basket(branch, |basket| append(&mut col, &basket, &branch.name))?;
+        self.for_each_basket(branch, |basket| append(&mut col, basket, &branch.name))?;
         check_entries(branch, col.entries)?;
         Ok(col)
     }
 
     /// Decodes a branch basket by basket, handing each basket's entries to `each`
-    /// as a column of their own: memory holds a few baskets, not the branch.
+    /// as a column of their own: memory holds a few baskets, not the branch (the
+    /// chunk's buffers are reused from one basket to the next).
     pub fn for_each_chunk(
         &self,
         branch: &Branch,
-        mut each: impl FnMut(Column) -> Result<(), FormatError>,
+        mut each: impl FnMut(&Column) -> Result<(), FormatError> + Send,
     ) -> Result<(), FormatError> {
-        let empty = Column::empty(decoding(branch)?);
+        let mut chunk = Column::empty(decoding(branch)?);
         let mut entries = 0;
         self.for_each_basket(branch, |basket| {
-            let mut chunk = empty.clone();
-            append(&mut chunk, &basket, &branch.name)?;
+            chunk.clear();
+            append(&mut chunk, basket, &branch.name)?;
             entries += chunk.entries;
-            each(chunk)
+            each(&chunk)
         })?;
         check_entries(branch, entries)
     }
 }
 
 impl Column {
+    /// Empties the column, keeping its buffers' capacity.
+    fn clear(&mut self) {
+        self.entries = 0;
+        self.values.clear();
+        if let Some(counts) = &mut self.counts {
+            counts.clear();
+        }
+    }
+
     /// Reserves room for the whole branch at once (its uncompressed size bounds the
     /// values), so the column is not copied as it grows.
     fn reserve_for(&mut self, branch: &Branch) {

@@ -23,16 +23,35 @@ fn u24(b: &[u8]) -> usize {
 /// Decompresses a record of `uncompressed_len` bytes stored as `src`. A record
 /// whose stored size equals its uncompressed size is stored raw.
 pub fn decompress(src: &[u8], uncompressed_len: usize) -> Result<Vec<u8>, FormatError> {
+    let mut out = Vec::new();
+    decompress_into(src, uncompressed_len, &mut out)?;
+    Ok(out)
+}
+
+/// `decompress` into a buffer the caller keeps (its old contents are dropped,
+/// its capacity reused: a buffer used again costs no fresh pages).
+pub fn decompress_into(
+    src: &[u8],
+    uncompressed_len: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FormatError> {
     if src.len() == uncompressed_len {
-        return Ok(src.to_vec());
+        out.clear();
+        out.extend_from_slice(src);
+        return Ok(());
     }
-    let mut out: Vec<u8> = Vec::new();
+    // A reused buffer is only zeroed where it grows: every byte up to
+    // `uncompressed_len` is then written by a block.
+    if out.len() < uncompressed_len {
+        out.resize(uncompressed_len, 0);
+    }
+    out.truncate(uncompressed_len);
+    let mut filled = 0;
     let mut rest = src;
-    while out.len() < uncompressed_len {
+    while filled < uncompressed_len {
         if rest.len() < HEADER {
             return Err(corrupt(format!(
-                "compressed record ends after {} of {uncompressed_len} bytes",
-                out.len()
+                "compressed record ends after {filled} of {uncompressed_len} bytes"
             )));
         }
         let (tag, c_len, u_len) = (&rest[..2], u24(&rest[3..6]), u24(&rest[6..9]));
@@ -42,25 +61,30 @@ pub fn decompress(src: &[u8], uncompressed_len: usize) -> Result<Vec<u8>, Format
                 rest.len() - HEADER
             )));
         }
-        if out.len() + u_len > uncompressed_len {
+        if filled + u_len > uncompressed_len {
             return Err(corrupt(format!(
                 "compressed blocks hold more than the record's {uncompressed_len} bytes"
             )));
         }
         let payload = &rest[HEADER..HEADER + c_len];
-        let start = out.len();
-        out.resize(start + u_len, 0);
-        decode_block(tag, payload, &mut out[start..])?;
+        decode_block(tag, payload, &mut out[filled..filled + u_len])?;
+        filled += u_len;
         rest = &rest[HEADER + c_len..];
     }
-    Ok(out)
+    Ok(())
+}
+
+thread_local! {
+    /// One zlib decoder per thread, kept: making one allocates its tables.
+    static INFLATER: std::cell::RefCell<libdeflater::Decompressor> =
+        std::cell::RefCell::new(libdeflater::Decompressor::new());
 }
 
 fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
     let expected = out.len();
     let produced = match tag {
-        b"ZL" => libdeflater::Decompressor::new()
-            .zlib_decompress(payload, out)
+        b"ZL" => INFLATER
+            .with_borrow_mut(|inflater| inflater.zlib_decompress(payload, out))
             .map_err(|e| corrupt(format!("bad zlib block: {e}")))?,
         b"L4" => {
             if payload.len() < 8 {

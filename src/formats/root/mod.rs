@@ -109,6 +109,19 @@ impl RootFile {
 
     /// Reads `len` bytes at `offset`, refusing ranges outside the file.
     pub fn read_at(&self, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, FormatError> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, what, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// `read_at` into a buffer the caller keeps (its capacity is reused).
+    pub fn read_into(
+        &self,
+        offset: u64,
+        len: usize,
+        what: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), FormatError> {
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|end| end > self.size) {
             return Err(FormatError::Corrupt(format!(
@@ -116,14 +129,19 @@ impl RootFile {
                 self.size
             )));
         }
-        match &self.source {
-            Source::File(file) => {
-                let mut buf = vec![0; len];
-                file.read_exact_at(&mut buf, offset)?;
-                Ok(buf)
-            }
-            Source::Memory(bytes) => Ok(bytes[offset as usize..offset as usize + len].to_vec()),
+        // A reused buffer is only zeroed where it grows: the bytes it already
+        // holds are overwritten by the read.
+        if buf.len() < len {
+            buf.resize(len, 0);
         }
+        buf.truncate(len);
+        match &self.source {
+            Source::File(file) => file.read_exact_at(buf, offset)?,
+            Source::Memory(bytes) => {
+                buf.copy_from_slice(&bytes[offset as usize..offset as usize + len])
+            }
+        }
+        Ok(())
     }
 
     /// The top directory's record, which follows its name record at `begin`.

@@ -109,6 +109,23 @@ impl Values {
         }
     }
 
+    pub(super) fn clear(&mut self) {
+        match self {
+            Values::Bool(v) => v.clear(),
+            Values::I8(v) => v.clear(),
+            Values::U8(v) => v.clear(),
+            Values::I16(v) => v.clear(),
+            Values::U16(v) => v.clear(),
+            Values::I32(v) => v.clear(),
+            Values::U32(v) => v.clear(),
+            Values::I64(v) => v.clear(),
+            Values::U64(v) => v.clear(),
+            Values::F32(v) => v.clear(),
+            Values::F64(v) => v.clear(),
+            Values::Str(v) => v.clear(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -128,23 +145,5 @@ impl Values {
             Values::F64(v) => v.reserve(n),
             Values::Str(v) => v.reserve(n),
         }
-    }
-
-    /// The values as f64 (for statistics); `None` for strings.
-    pub fn to_f64(&self) -> Option<Vec<f64>> {
-        Some(match self {
-            Values::Bool(v) => v.iter().map(|&b| f64::from(u8::from(b))).collect(),
-            Values::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::I64(v) => v.iter().map(|&x| x as f64).collect(),
-            Values::U64(v) => v.iter().map(|&x| x as f64).collect(),
-            Values::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Values::F64(v) => v.clone(),
-            Values::Str(_) => return None,
-        })
     }
 }
