@@ -90,6 +90,30 @@ async fn inspect_file_describes_trees_histograms_and_directories() {
     assert_eq!(v["data"]["compression"], "LZ4:4");
     assert_eq!(v["data"]["root_version"], "6.10/05");
     assert_eq!(v["data"]["size_bytes"], 286260);
+    // Each HZZ file's tree is compressed as its name says (the algorithm; uproot
+    // wrote the files with these settings).
+    for (file, algorithm) in [
+        ("uproot-HZZ-lz4.root", "LZ4:"),
+        ("uproot-HZZ-lzma.root", "LZMA:"),
+        ("uproot-HZZ-zstd.root", "ZSTD:"),
+        ("uproot-HZZ-zlib.root", "ZLIB:"),
+        ("uproot-HZZ-uncompressed.root", "none"),
+    ] {
+        let v = ok(
+            &client,
+            "inspect_file",
+            json!({"path": format!("root/{file}")}),
+        )
+        .await;
+        assert_valid("inspect_file.output.json", &v);
+        let tree = &v["data"]["trees"][0];
+        let setting = tree["compression"].as_str().unwrap();
+        assert!(setting.starts_with(algorithm), "{file}: {setting}");
+        assert!(
+            tree["uncompressed_bytes"].as_i64() >= tree["size_bytes"].as_i64()
+                || algorithm == "none"
+        );
+    }
     assert_eq!(v["data"]["trees"][0]["entries"], 2421);
     assert_eq!(v["data"]["trees"][0]["branches"], 51);
 

@@ -1,6 +1,7 @@
 //! Feeds arbitrary bytes to quarry's ROOT reader as a whole file and reads all it
-//! can reach: keys, objects, trees and columns. Errors are expected; a panic, a
-//! hang or an allocation beyond libFuzzer's limit is a bug. Histograms are read too.
+//! can reach: keys, objects, the streamer info, trees, columns (each leaf of a
+//! leaf list too) and histograms (profiles included). Errors are expected; a
+//! panic, a hang or an allocation beyond libFuzzer's limit is a bug.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,6 +9,7 @@ use quarry::formats::root::{RootFile, is_histogram};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(file) = RootFile::from_bytes(data.to_vec()) else { return };
+    let _ = file.streamers();
     let Ok(keys) = file.walk() else { return };
     for k in keys {
         let _ = file.object(&k.key);
@@ -20,6 +22,11 @@ fuzz_target!(|data: &[u8]| {
             let mut stack: Vec<_> = tree.branches.iter().collect();
             while let Some(branch) = stack.pop() {
                 let _ = file.column(branch);
+                if branch.leaves.len() > 1 {
+                    for leaf in 0..branch.leaves.len() {
+                        let _ = file.leaf_column(branch, leaf);
+                    }
+                }
                 stack.extend(&branch.branches);
             }
         }

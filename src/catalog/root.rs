@@ -70,6 +70,9 @@ pub struct TreeRow {
     pub branches: u32,
     pub compressed_bytes: i64,
     pub uncompressed_bytes: i64,
+    /// The compression setting of most of the tree's bytes (`ZLIB:1`), spelt as
+    /// the file's.
+    pub compression: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -79,6 +79,19 @@ fn flatten(branches: &[Branch], file_compress: i32, out: &mut Vec<BranchRow>) {
     }
 }
 
+/// The compression setting that holds most of the branches' compressed bytes
+/// (branches may each have their own); `None` for a tree without branches.
+fn main_compression(branches: &[BranchRow]) -> Option<String> {
+    let mut bytes: BTreeMap<&str, i64> = BTreeMap::new();
+    for b in branches {
+        *bytes.entry(b.compression.as_str()).or_default() += b.compressed_bytes;
+    }
+    bytes
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map(|(setting, _)| setting.to_string())
+}
+
 /// The catalog rows of the ROOT file at `path`.
 pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
     let file = RootFile::open(path)?;
@@ -113,6 +126,8 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
                     branches: branches.len() as u32,
                     compressed_bytes: branches.iter().map(|b| b.compressed_bytes).sum(),
                     uncompressed_bytes: branches.iter().map(|b| b.uncompressed_bytes).sum(),
+                    compression: main_compression(&branches)
+                        .unwrap_or_else(|| file.header.compression_string()),
                 },
             ));
             for (i, b) in branches.iter().enumerate() {

@@ -153,6 +153,7 @@ fn inspect_file(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, T
         "root_version": summary.root_version,
         "trees": trees.iter().map(|t| json!({
             "name": t.name, "path": t.path, "entries": t.entries, "branches": t.branches, "size_bytes": t.compressed_bytes,
+            "uncompressed_bytes": t.uncompressed_bytes, "compression": t.compression,
         })).collect::<Vec<_>>(),
         "histograms": hists.iter().map(|h| json!({
             "name": h.name, "type": h.class_name, "path": h.path,
