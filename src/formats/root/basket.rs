@@ -103,17 +103,19 @@ impl Header {
         let border = self.border();
         out.clear();
         out.reserve(self.entries + 1);
-        let mut prev = 0usize;
+        let (key_len, limit) = (self.key_len as i64, border as i64);
+        let mut prev = 0i64;
         for b in raw.chunks_exact(4) {
-            let r = i32::from_be_bytes(b.try_into().expect("4 bytes"));
-            // In range, after the key header, and in order; one check for all three.
-            let at = (i64::from(r) - self.key_len as i64) as usize;
-            if r < 0 || (r as usize) < self.key_len || at > border || at < prev {
+            let at = i64::from(i32::from_be_bytes(b.try_into().expect("4 bytes"))) - key_len;
+            // In order from the data's start (prev >= 0) and within the data:
+            // two comparisons cover negative, early, late and out-of-order starts.
+            if at < prev || at > limit {
                 return Err(FormatError::Corrupt(format!(
-                    "basket entry offset {r} out of order or range"
+                    "basket entry offset {} out of order or range",
+                    at + key_len
                 )));
             }
-            out.push(at);
+            out.push(at as usize);
             prev = at;
         }
         out.push(border);

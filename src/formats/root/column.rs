@@ -41,7 +41,7 @@ impl RootFile {
 
     fn decode(&self, branch: &Branch, d: Decoding) -> Result<Column, FormatError> {
         let mut col = Column::empty(d);
-        col.reserve_for(branch);
+        col.reserve_for(branch, self.size);
         self.for_each_basket(branch, |basket| append(&mut col, basket, &branch.name))?;
         check_entries(branch, col.entries)?;
         Ok(col)
@@ -78,16 +78,22 @@ impl Column {
     }
 
     /// Reserves room for the whole branch at once (its uncompressed size bounds the
-    /// values), so the column is not copied as it grows.
-    fn reserve_for(&mut self, branch: &Branch) {
+    /// values), so the column is not copied as it grows. The sizes come from the
+    /// file: a damaged one could claim exabytes, so the reservation is capped at
+    /// what the file could plausibly hold (64 times its size); a column beyond
+    /// that still grows as it is read.
+    fn reserve_for(&mut self, branch: &Branch, file_size: u64) {
+        const PLAUSIBLE_RATIO: u64 = 64;
+        let cap = usize::try_from(file_size.saturating_mul(PLAUSIBLE_RATIO)).unwrap_or(usize::MAX);
+        let bytes = usize::try_from(branch.tot_bytes).unwrap_or(0).min(cap);
         let entries = usize::try_from(branch.entries).unwrap_or(0);
-        let bytes = usize::try_from(branch.tot_bytes).unwrap_or(0);
         if let (LeafType::Prim(p), Some(counts)) = (self.leaf_type, &mut self.counts) {
-            counts.reserve(entries);
+            // Every entry of a jagged branch takes at least its 4-byte offset.
+            counts.reserve(entries.min(bytes / 4));
             self.values.reserve(bytes / p.size());
         } else if let LeafType::Prim(p) = self.leaf_type {
             self.values
-                .reserve((entries * self.inner).min(bytes / p.size()));
+                .reserve(entries.saturating_mul(self.inner).min(bytes / p.size()));
         }
     }
 
@@ -178,24 +184,10 @@ fn append_plain(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
     }
     match (&mut col.counts, &basket.offsets) {
         (Some(counts), Some(offsets)) => {
-            // Item sizes are powers of two but for odd fixed arrays: a shift and a
-            // mask instead of a division per entry.
-            let pow2 = item.is_power_of_two();
-            let shift = item.trailing_zeros();
-            counts.reserve(offsets.len());
-            for w in offsets.windows(2) {
-                let bytes = w[1] - w[0];
-                let (n, partial) = if pow2 {
-                    (bytes >> shift, bytes & (item - 1))
-                } else {
-                    (bytes / item, bytes % item)
-                };
-                if partial != 0 {
-                    return Err(FormatError::Corrupt(format!(
-                        "an entry of {bytes} bytes holds partial items"
-                    )));
-                }
-                counts.push(n as u32);
+            if push_item_counts(counts, offsets, item) {
+                return Err(FormatError::Corrupt(
+                    "an entry's bytes hold partial items".into(),
+                ));
             }
         }
         (Some(counts), None) if data.is_empty() => {
@@ -217,6 +209,30 @@ fn append_plain(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
     }
     col.values.extend_from_be(data);
     Ok(())
+}
+
+/// Appends the items per entry the entry offsets give; true when an entry holds
+/// a partial item. Item sizes are powers of two but for odd fixed arrays: those
+/// counts are a shift, and the partial check one OR folded over all entries, so
+/// the loop has no branch and vectorises.
+fn push_item_counts(counts: &mut Vec<u32>, offsets: &[usize], item: usize) -> bool {
+    let sizes = offsets.windows(2).map(|w| w[1] - w[0]);
+    if item.is_power_of_two() {
+        let (shift, mask) = (item.trailing_zeros(), item - 1);
+        let mut partial = 0;
+        counts.extend(sizes.map(|bytes| {
+            partial |= bytes & mask;
+            (bytes >> shift) as u32
+        }));
+        partial != 0
+    } else {
+        let mut partial = false;
+        counts.extend(sizes.map(|bytes| {
+            partial |= bytes % item != 0;
+            (bytes / item) as u32
+        }));
+        partial
+    }
 }
 
 /// Entries that each start with a fixed header, then their items.

@@ -40,12 +40,9 @@ pub fn decompress_into(
         out.extend_from_slice(src);
         return Ok(());
     }
-    // A reused buffer is only zeroed where it grows: every byte up to
-    // `uncompressed_len` is then written by a block.
-    if out.len() < uncompressed_len {
-        out.resize(uncompressed_len, 0);
-    }
-    out.truncate(uncompressed_len);
+    // The buffer grows block by block, each block present in `src` (a damaged
+    // length must not make it allocate more than the blocks hold), and a reused
+    // buffer is only zeroed where it grows: the blocks overwrite the rest.
     let mut filled = 0;
     let mut rest = src;
     while filled < uncompressed_len {
@@ -67,10 +64,14 @@ pub fn decompress_into(
             )));
         }
         let payload = &rest[HEADER..HEADER + c_len];
+        if out.len() < filled + u_len {
+            out.resize(filled + u_len, 0);
+        }
         decode_block(tag, payload, &mut out[filled..filled + u_len])?;
         filled += u_len;
         rest = &rest[HEADER + c_len..];
     }
+    out.truncate(uncompressed_len);
     Ok(())
 }
 
@@ -210,5 +211,22 @@ mod tests {
         assert!(decompress(&full[..12], 100).is_err());
         // A block claiming more than the record holds.
         assert!(decompress(&block(b"ZL", b"abc", 200), 100).is_err());
+        // A record claiming a terabyte: refused once its blocks run out, without
+        // first allocating what it claims (found by the fuzzer).
+        let small = block(b"L4", &payload, plain.len());
+        assert!(decompress(&small, 1 << 40).is_err());
+    }
+
+    #[test]
+    fn a_reused_buffer_holds_only_the_new_record() {
+        let plain = text();
+        let lz = lz4_flex::block::compress(&plain);
+        let mut payload = xxhash_rust::xxh64::xxh64(&lz, 0).to_be_bytes().to_vec();
+        payload.extend_from_slice(&lz);
+        let mut out = vec![0xAB; plain.len() * 3];
+        decompress_into(&block(b"L4", &payload, plain.len()), plain.len(), &mut out).unwrap();
+        assert_eq!(out, plain);
+        decompress_into(b"raw bytes", 9, &mut out).unwrap();
+        assert_eq!(out, b"raw bytes");
     }
 }
