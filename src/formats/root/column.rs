@@ -4,6 +4,8 @@
 //! `std::vector` of numbers, and strings (`char*`, TString, `std::string`,
 //! `std::vector<std::string>`).
 
+use std::sync::Mutex;
+
 use super::RootFile;
 use super::basket::Basket;
 use super::cursor::Cursor;
@@ -42,32 +44,71 @@ impl RootFile {
     fn decode(&self, branch: &Branch, d: Decoding) -> Result<Column, FormatError> {
         let mut col = Column::empty(d);
         col.reserve_for(branch, self.size);
-        self.for_each_basket(branch, |basket| append(&mut col, basket, &branch.name))?;
+        self.for_each_decoded(branch, d, |chunk| {
+            col.extend_from(chunk);
+            Ok(())
+        })?;
         check_entries(branch, col.entries)?;
         Ok(col)
     }
 
     /// Decodes a branch basket by basket, handing each basket's entries to `each`
-    /// as a column of their own: memory holds a few baskets, not the branch (the
-    /// chunk's buffers are reused from one basket to the next).
+    /// as a column of their own: memory holds a few baskets, not the branch.
     pub fn for_each_chunk(
         &self,
         branch: &Branch,
         mut each: impl FnMut(&Column) -> Result<(), FormatError> + Send,
     ) -> Result<(), FormatError> {
-        let mut chunk = Column::empty(decoding(branch)?);
         let mut entries = 0;
-        self.for_each_basket(branch, |basket| {
-            chunk.clear();
-            append(&mut chunk, basket, &branch.name)?;
+        self.for_each_decoded(branch, decoding(branch)?, |chunk| {
             entries += chunk.entries;
-            each(&chunk)
+            each(chunk)
         })?;
         check_entries(branch, entries)
+    }
+
+    /// Baskets decoded in parallel into chunks, handed to `each` in entry order;
+    /// chunks come back to a pool once handed on, so their buffers are reused.
+    fn for_each_decoded(
+        &self,
+        branch: &Branch,
+        d: Decoding,
+        mut each: impl FnMut(&Column) -> Result<(), FormatError> + Send,
+    ) -> Result<(), FormatError> {
+        let spare: Mutex<Vec<Column>> = Mutex::new(Vec::new());
+        self.for_each_basket(
+            branch,
+            |basket| {
+                let mut chunk = spare
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.pop())
+                    .unwrap_or_else(|| Column::empty(d));
+                chunk.clear();
+                append(&mut chunk, basket, &branch.name)?;
+                Ok(chunk)
+            },
+            |chunk| {
+                each(&chunk)?;
+                if let Ok(mut s) = spare.lock() {
+                    s.push(chunk);
+                }
+                Ok(())
+            },
+        )
     }
 }
 
 impl Column {
+    /// Appends another chunk of the same branch.
+    fn extend_from(&mut self, chunk: &Column) {
+        self.entries += chunk.entries;
+        self.values.extend_from(&chunk.values);
+        if let (Some(counts), Some(more)) = (&mut self.counts, &chunk.counts) {
+            counts.extend_from_slice(more);
+        }
+    }
+
     /// Empties the column, keeping its buffers' capacity.
     fn clear(&mut self) {
         self.entries = 0;
@@ -121,37 +162,33 @@ fn check_entries(branch: &Branch, entries: usize) -> Result<(), FormatError> {
 
 fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
     let corrupt = |why: String| FormatError::Corrupt(format!("branch '{branch}': {why}"));
-    if let Some(offsets) = &basket.offsets
-        && offsets.len() != basket.entries + 1
-    {
-        return Err(corrupt(format!(
-            "{} entry offsets for {} entries",
-            offsets.len() - 1,
-            basket.entries
-        )));
-    }
+    // Entry starts, for the layouts that walk entry by entry.
     let entries_of = || {
-        basket
-            .offsets
-            .as_deref()
-            .ok_or_else(|| corrupt("entries of varying size without entry offsets".into()))
+        if !basket.has_offsets() {
+            return Err(corrupt(
+                "entries of varying size without entry offsets".into(),
+            ));
+        }
+        let mut offsets = Vec::new();
+        basket.entry_offsets(&mut offsets)?;
+        Ok(offsets)
     };
     match (col.leaf_type, col.layout) {
         (LeafType::Str, Layout::Object { framed }) => {
-            append_string_objects(col, basket, entries_of()?, framed)
+            append_string_objects(col, basket, &entries_of()?, framed)
         }
-        (LeafType::Str, _) => append_tstrings(col, basket, entries_of()?),
+        (LeafType::Str, _) => append_tstrings(col, basket, &entries_of()?),
         (LeafType::Prim(_), Layout::Strided { offset, stride }) => {
             append_strided(col, basket, offset, stride)
         }
         (LeafType::Prim(_), Layout::Object { .. }) => {
-            if basket.offsets.is_none() && basket.data().is_empty() {
+            if !basket.has_offsets() && basket.data().is_empty() {
                 return append_empty_entries(col, basket);
             }
-            append_vectors(col, basket, entries_of()?)
+            append_vectors(col, basket, &entries_of()?)
         }
         (LeafType::Prim(_), Layout::Headed(header)) => {
-            append_headed(col, basket, entries_of()?, header)
+            append_headed(col, basket, &entries_of()?, header)
         }
         (LeafType::Prim(_), Layout::Plain) => append_plain(col, basket),
     }
@@ -182,18 +219,12 @@ fn append_plain(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
             data.len()
         )));
     }
-    match (&mut col.counts, &basket.offsets) {
-        (Some(counts), Some(offsets)) => {
-            if push_item_counts(counts, offsets, item) {
-                return Err(FormatError::Corrupt(
-                    "an entry's bytes hold partial items".into(),
-                ));
-            }
-        }
-        (Some(counts), None) if data.is_empty() => {
+    match (&mut col.counts, basket.has_offsets()) {
+        (Some(counts), true) => basket.push_item_counts(counts, item)?,
+        (Some(counts), false) if data.is_empty() => {
             counts.extend(std::iter::repeat_n(0, basket.entries))
         }
-        (Some(_), None) => {
+        (Some(_), false) => {
             return Err(FormatError::Corrupt(
                 "jagged data without entry offsets".into(),
             ));
@@ -209,30 +240,6 @@ fn append_plain(col: &mut Column, basket: &Basket) -> Result<(), FormatError> {
     }
     col.values.extend_from_be(data);
     Ok(())
-}
-
-/// Appends the items per entry the entry offsets give; true when an entry holds
-/// a partial item. Item sizes are powers of two but for odd fixed arrays: those
-/// counts are a shift, and the partial check one OR folded over all entries, so
-/// the loop has no branch and vectorises.
-fn push_item_counts(counts: &mut Vec<u32>, offsets: &[usize], item: usize) -> bool {
-    let sizes = offsets.windows(2).map(|w| w[1] - w[0]);
-    if item.is_power_of_two() {
-        let (shift, mask) = (item.trailing_zeros(), item - 1);
-        let mut partial = 0;
-        counts.extend(sizes.map(|bytes| {
-            partial |= bytes & mask;
-            (bytes >> shift) as u32
-        }));
-        partial != 0
-    } else {
-        let mut partial = false;
-        counts.extend(sizes.map(|bytes| {
-            partial |= bytes % item != 0;
-            (bytes / item) as u32
-        }));
-        partial
-    }
 }
 
 /// Entries that each start with a fixed header, then their items.

@@ -145,6 +145,14 @@ mod tests {
         b
     }
 
+    /// An L4 record of `plain`: ROOT's XXH64 checksum, then lz4_flex's block.
+    fn lz4_record(plain: &[u8]) -> Vec<u8> {
+        let lz = lz4_flex::block::compress(plain);
+        let mut payload = xxhash_rust::xxh64::xxh64(&lz, 0).to_be_bytes().to_vec();
+        payload.extend_from_slice(&lz);
+        block(b"L4", &payload, plain.len())
+    }
+
     fn text() -> Vec<u8> {
         b"muon_pt muon_eta muon_phi ".repeat(40)
     }
@@ -163,13 +171,7 @@ mod tests {
             plain
         );
 
-        let lz = lz4_flex::block::compress(&plain);
-        let mut payload = xxhash_rust::xxh64::xxh64(&lz, 0).to_be_bytes().to_vec();
-        payload.extend_from_slice(&lz);
-        assert_eq!(
-            decompress(&block(b"L4", &payload, plain.len()), plain.len()).unwrap(),
-            plain
-        );
+        assert_eq!(decompress(&lz4_record(&plain), plain.len()).unwrap(), plain);
 
         let zs = zstd::bulk::compress(&plain, 3).unwrap();
         // Two blocks in one record: ROOT splits records above 16 MiB this way.
@@ -183,10 +185,7 @@ mod tests {
     #[test]
     fn damage_is_reported_not_panicked_on() {
         let plain = text();
-        let lz = lz4_flex::block::compress(&plain);
-        let mut payload = xxhash_rust::xxh64::xxh64(&lz, 0).to_be_bytes().to_vec();
-        payload.extend_from_slice(&lz);
-        let mut rec = block(b"L4", &payload, plain.len());
+        let mut rec = lz4_record(&plain);
         let last = rec.len() - 1;
         rec[last] ^= 0xff;
         assert!(
@@ -213,18 +212,14 @@ mod tests {
         assert!(decompress(&block(b"ZL", b"abc", 200), 100).is_err());
         // A record claiming a terabyte: refused once its blocks run out, without
         // first allocating what it claims (found by the fuzzer).
-        let small = block(b"L4", &payload, plain.len());
-        assert!(decompress(&small, 1 << 40).is_err());
+        assert!(decompress(&lz4_record(&plain), 1 << 40).is_err());
     }
 
     #[test]
     fn a_reused_buffer_holds_only_the_new_record() {
         let plain = text();
-        let lz = lz4_flex::block::compress(&plain);
-        let mut payload = xxhash_rust::xxh64::xxh64(&lz, 0).to_be_bytes().to_vec();
-        payload.extend_from_slice(&lz);
         let mut out = vec![0xAB; plain.len() * 3];
-        decompress_into(&block(b"L4", &payload, plain.len()), plain.len(), &mut out).unwrap();
+        decompress_into(&lz4_record(&plain), plain.len(), &mut out).unwrap();
         assert_eq!(out, plain);
         decompress_into(b"raw bytes", 9, &mut out).unwrap();
         assert_eq!(out, b"raw bytes");

@@ -109,6 +109,25 @@ impl Values {
         }
     }
 
+    /// Appends values of the same type (a later chunk of the same column).
+    pub(super) fn extend_from(&mut self, more: &Values) {
+        match (self, more) {
+            (Values::Bool(v), Values::Bool(m)) => v.extend_from_slice(m),
+            (Values::I8(v), Values::I8(m)) => v.extend_from_slice(m),
+            (Values::U8(v), Values::U8(m)) => v.extend_from_slice(m),
+            (Values::I16(v), Values::I16(m)) => v.extend_from_slice(m),
+            (Values::U16(v), Values::U16(m)) => v.extend_from_slice(m),
+            (Values::I32(v), Values::I32(m)) => v.extend_from_slice(m),
+            (Values::U32(v), Values::U32(m)) => v.extend_from_slice(m),
+            (Values::I64(v), Values::I64(m)) => v.extend_from_slice(m),
+            (Values::U64(v), Values::U64(m)) => v.extend_from_slice(m),
+            (Values::F32(v), Values::F32(m)) => v.extend_from_slice(m),
+            (Values::F64(v), Values::F64(m)) => v.extend_from_slice(m),
+            (Values::Str(v), Values::Str(m)) => v.extend_from_slice(m),
+            _ => unreachable!("chunks of one column share its type"),
+        }
+    }
+
     pub(super) fn clear(&mut self) {
         match self {
             Values::Bool(v) => v.clear(),
