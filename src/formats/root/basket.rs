@@ -68,47 +68,81 @@ impl Basket {
     /// The number of `item`-byte items in each entry, appended to `counts`,
     /// straight from the offset table: one pass that checks order and bounds
     /// and whole items with bit masks folded over all entries (no branch per
-    /// entry, so it vectorises). Without a table, `counts` is left unchanged.
+    /// entry, so it vectorises; compiled for AVX2 too, as `extend_from_be` is).
+    /// Without a table, `counts` is left unchanged.
     pub fn push_item_counts(&self, counts: &mut Vec<u32>, item: usize) -> Result<(), FormatError> {
         let Some(table) = &self.table else {
             return Ok(());
         };
-        let starts = |b: &[u8]| {
-            i64::from(i32::from_be_bytes(b.try_into().expect("4 bytes"))) - self.key_len as i64
-        };
         let raw = &self.buf[table.clone()];
+        let start = |b: &[u8; 4]| i64::from(i32::from_be_bytes(*b)) - self.key_len as i64;
+        let (Some(first), Some(last)) = (raw.first_chunk::<4>(), raw.last_chunk::<4>()) else {
+            return Ok(());
+        };
+        let (first, last) = (start(first), start(last));
         let border = self.range.len() as i64;
-        let (first, last) = match (raw.first_chunk::<4>(), raw.last_chunk::<4>()) {
-            (Some(f), Some(l)) => (starts(f), starts(l)),
-            _ => return Ok(()),
-        };
-        let pow2 = item.is_power_of_two();
-        let (shift, mask) = (item.trailing_zeros(), item as i64 - 1);
-        // Negative sizes set the sign bit, partial items the low bits.
-        let mut bad = i64::from(first < 0) | i64::from(last > border);
-        let mut count = |size: i64| {
-            if pow2 {
-                bad |= size & (i64::MIN | mask);
-                (size >> shift) as u32
-            } else {
-                bad |= (size & i64::MIN) | (size % item as i64);
-                (size / item as i64) as u32
-            }
-        };
         counts.reserve(self.entries);
-        counts.extend(
-            raw.chunks_exact(4)
-                .zip(raw[4..].chunks_exact(4))
-                .map(|(a, b)| count(starts(b) - starts(a))),
-        );
-        counts.push(count(border - last));
-        if bad != 0 {
+        #[cfg(target_arch = "x86_64")]
+        let (whole, spanned) = if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            unsafe { entry_sizes_avx2(raw, item, counts) }
+        } else {
+            entry_sizes(raw, item, counts)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (whole, spanned) = entry_sizes(raw, item, counts);
+        let last_size = border - last;
+        let last_whole = last_size >= 0 && last_size % item as i64 == 0;
+        counts.push((last_size.max(0) / item as i64) as u32);
+        // The entries must tile the data exactly, from its first byte to its
+        // last, so that the counts add up to the values: the first starts at 0,
+        // and the sizes add up to the distance from first to last start (a size
+        // that wrapped around would add 2^32 to that sum).
+        if !(first == 0 && whole && spanned == last - first && last_whole) {
             return Err(FormatError::Corrupt(
                 "basket entry offsets out of order or range, or entries of partial items".into(),
             ));
         }
         Ok(())
     }
+}
+
+/// Items per entry for all but the last entry (the differences of neighbouring
+/// starts in a big-endian i32 table), pushed to `counts`. Returns whether every
+/// size is a non-negative whole number of items, and the sum of the sizes. Sizes
+/// are i32, as the starts are; power-of-two item sizes use a shift and a mask.
+#[inline(always)]
+fn entry_sizes(raw: &[u8], item: usize, counts: &mut Vec<u32>) -> (bool, i64) {
+    let starts = raw
+        .chunks_exact(4)
+        .map(|b| i32::from_be_bytes(b.try_into().expect("4")));
+    let sizes = starts
+        .clone()
+        .zip(starts.skip(1))
+        .map(|(a, b)| b.wrapping_sub(a));
+    let (mut bad, mut sum) = (0i32, 0i64);
+    if item.is_power_of_two() {
+        let (shift, mask) = (item.trailing_zeros(), item as i32 - 1);
+        counts.extend(sizes.map(|size| {
+            bad |= size & (i32::MIN | mask);
+            sum += i64::from(size);
+            (size >> shift) as u32
+        }));
+    } else {
+        let item = item as i32;
+        counts.extend(sizes.map(|size| {
+            bad |= (size & i32::MIN) | (size % item);
+            sum += i64::from(size);
+            (size / item) as u32
+        }));
+    }
+    (bad == 0, sum)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn entry_sizes_avx2(raw: &[u8], item: usize, counts: &mut Vec<u32>) -> (bool, i64) {
+    entry_sizes(raw, item, counts)
 }
 
 fn out_of_order() -> FormatError {
@@ -414,6 +448,13 @@ mod tests {
                 "{starts:?}"
             );
             assert!(b.entry_offsets(&mut Vec::new()).is_err(), "{starts:?}");
+        }
+        // Counts must add up to the data: entries that skip its first bytes, or
+        // starts that wrap i32 around with every size still looking sane (three
+        // sizes of 1,431,655,768 bytes add up to 2^32 + 8), are refused.
+        for starts in [&[4, 8][..], &[0, 1_431_655_768, -1_431_655_760, 8]] {
+            let counted = basket(starts).push_item_counts(&mut Vec::new(), 1);
+            assert!(counted.is_err(), "{starts:?}");
         }
     }
 }
