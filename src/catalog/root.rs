@@ -156,6 +156,23 @@ impl Accumulator {
     /// value-at-a-time update divides on every value and costs several times
     /// more.
     pub fn of_slice<T: Copy>(xs: &[T], to_f64: impl Fn(T) -> f64 + Copy) -> Accumulator {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { Self::of_slice_avx2(xs, to_f64) };
+        }
+        Self::of_slice_portable(xs, to_f64)
+    }
+
+    /// `of_slice` compiled for AVX2 (wider lanes), chosen at run time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn of_slice_avx2<T: Copy>(xs: &[T], to_f64: impl Fn(T) -> f64 + Copy) -> Accumulator {
+        Self::of_slice_portable(xs, to_f64)
+    }
+
+    #[inline(always)]
+    fn of_slice_portable<T: Copy>(xs: &[T], to_f64: impl Fn(T) -> f64 + Copy) -> Accumulator {
         const LANES: usize = 8;
         let (mut n, mut sum) = ([0u64; LANES], [0.0f64; LANES]);
         let (mut lo, mut hi) = ([f64::INFINITY; LANES], [f64::NEG_INFINITY; LANES]);
