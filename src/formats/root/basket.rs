@@ -113,30 +113,38 @@ impl Basket {
 /// are i32, as the starts are; power-of-two item sizes use a shift and a mask.
 #[inline(always)]
 fn entry_sizes(raw: &[u8], item: usize, counts: &mut Vec<u32>) -> (bool, i64) {
-    let starts = raw
+    let n = (raw.len() / 4).saturating_sub(1);
+    let at = counts.len();
+    counts.resize(at + n, 0);
+    // A plain loop over zipped slices (no iterator adapter left to a call of
+    // its own, which would be compiled without AVX2).
+    let pairs = raw
         .chunks_exact(4)
-        .map(|b| i32::from_be_bytes(b.try_into().expect("4")));
-    let sizes = starts
-        .clone()
-        .zip(starts.skip(1))
-        .map(|(a, b)| b.wrapping_sub(a));
+        .zip(raw[4.min(raw.len())..].chunks_exact(4));
     let (mut bad, mut sum) = (0i32, 0i64);
     if item.is_power_of_two() {
         let (shift, mask) = (item.trailing_zeros(), item as i32 - 1);
-        counts.extend(sizes.map(|size| {
+        for ((a, b), out) in pairs.zip(&mut counts[at..]) {
+            let size = be_i32(b).wrapping_sub(be_i32(a));
             bad |= size & (i32::MIN | mask);
             sum += i64::from(size);
-            (size >> shift) as u32
-        }));
+            *out = (size >> shift) as u32;
+        }
     } else {
         let item = item as i32;
-        counts.extend(sizes.map(|size| {
+        for ((a, b), out) in pairs.zip(&mut counts[at..]) {
+            let size = be_i32(b).wrapping_sub(be_i32(a));
             bad |= (size & i32::MIN) | (size % item);
             sum += i64::from(size);
-            (size / item) as u32
-        }));
+            *out = (size / item) as u32;
+        }
     }
     (bad == 0, sum)
+}
+
+#[inline(always)]
+fn be_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes(b.try_into().expect("4 bytes"))
 }
 
 #[cfg(target_arch = "x86_64")]
