@@ -485,5 +485,40 @@ async fn profiles_and_written_branch_kinds_through_the_tools() {
     let got = v["data"]["counts"][0][0].as_f64().unwrap();
     assert!((got - mean).abs() < 1e-12, "{got} vs {mean}");
     assert_eq!(v["data"]["bin_entries"][0][0], zs.len() as f64);
+
+    // `hi` was written twice: cycle 1 filled with i % 6 for 500 entries, cycle 2
+    // with one more fill at 4.5 (the last bin). The name alone reads the highest.
+    let last_bin = |v: &Value| v["data"]["bin_counts"][4].as_f64().unwrap();
+    let by_name = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "hi"}),
+    )
+    .await;
+    let first = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "hi;1"}),
+    )
+    .await;
+    let second = ok(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "hi;2"}),
+    )
+    .await;
+    let fours = (0..500).filter(|i| i % 6 == 4).count() as f64;
+    assert_eq!(last_bin(&first), fours);
+    assert_eq!(last_bin(&second), fours + 1.0);
+    assert_eq!(by_name["data"], second["data"]);
+    let (v, is_error) = call(
+        &client,
+        "read_histogram",
+        json!({"path": "kinds/types.root", "name": "hi;3"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(v["error"], "histogram_not_found");
+    assert_eq!(v["details"]["available_cycles"], json!([2, 1]));
     client.cancel().await.unwrap();
 }

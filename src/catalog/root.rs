@@ -1,7 +1,7 @@
 //! The ROOT kind's catalog tables: what `inspect_file` and `list_branches` answer
 //! from without opening the file. Rows are keyed by (file id, sub-key):
-//! - `root_file`: sub-key empty; the file's version, compression, directories and
-//!   objects that are neither trees nor histograms;
+//! - `root_file`: sub-key empty; the file's version, compression, directories,
+//!   objects that are neither trees nor histograms, and every key (all cycles);
 //! - `root_trees`: sub-key = position in the file (u32 big-endian); path, entries,
 //!   branch count, bytes;
 //! - `root_branches`: sub-key = tree path, NUL, branch order (u32 big-endian), so a
@@ -26,7 +26,7 @@ pub const TABLES: [KindTable; 5] = [
     KindTable {
         kind: Kind::Root,
         name: ROOT_FILE,
-        description: "ROOT version, compression, directories, other objects",
+        description: "ROOT version, compression, directories, other objects, keys",
     },
     KindTable {
         kind: Kind::Root,
@@ -57,6 +57,8 @@ pub struct RootFileRow {
     pub directories: Vec<String>,
     /// (name, class, path) of keys that are neither trees nor histograms.
     pub other_objects: Vec<(String, String, String)>,
+    /// Every key of the file, all cycles: (path, class, cycle), in file order.
+    pub keys: Vec<(String, String, i16)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

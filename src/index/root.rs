@@ -101,11 +101,17 @@ pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
         compression: file.header.compression_string(),
         directories: Vec::new(),
         other_objects: Vec::new(),
+        keys: Vec::new(),
     };
+    let all_keys = file.walk()?;
+    summary.keys = all_keys
+        .iter()
+        .map(|k| (k.path(), k.key.class_name.clone(), k.key.cycle))
+        .collect();
     // Trees and histograms are keyed by their position in the file, so they come
     // back in file order (as ROOT lists them).
     let mut order = 0u32;
-    for k in latest_cycles(file.walk()?) {
+    for k in latest_cycles(all_keys) {
         order += 1;
         let key_path = k.path();
         if k.key.is_directory() {

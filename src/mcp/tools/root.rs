@@ -373,12 +373,11 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
     let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
     let file = known_root_file(ctx, &args.path)?;
     let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
-    let wanted = args
-        .name
-        .split(';')
-        .next()
-        .unwrap_or(&args.name)
-        .trim_matches('/');
+    let (wanted, cycle) = match args.name.split_once(';') {
+        Some((name, cycle)) => (name, Some(cycle)),
+        None => (args.name.as_str(), None),
+    };
+    let wanted = wanted.trim_matches('/');
     let Some(row) = hists
         .iter()
         .find(|h| h.path == wanted)
@@ -392,11 +391,18 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
         )
         .details(json!({ "available_histograms": available })));
     };
+    let cycle = cycle
+        .map(|c| wanted_cycle(ctx, &file, row, c))
+        .transpose()?;
     let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let key = latest(&keys, &row.path, Some(&row.class_name)).ok_or_else(|| {
-        ToolError::internal("the histogram is in the catalog but not in the file")
-    })?;
+    let key = match cycle {
+        None => latest(&keys, &row.path, Some(&row.class_name)),
+        Some(cycle) => keys
+            .iter()
+            .find(|k| k.path() == row.path && k.key.cycle == cycle),
+    }
+    .ok_or_else(|| ToolError::internal("the histogram is in the catalog but not in the file"))?;
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
@@ -445,6 +451,37 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
         }
     };
     Ok(ToolOutput::new(data).suggest(hint))
+}
+
+/// The cycle asked for with `name;cycle`, checked against the catalog's keys
+/// (ROOT keeps earlier cycles of an object written again).
+fn wanted_cycle(
+    ctx: &Context,
+    file: &Known,
+    row: &HistogramRow,
+    asked: &str,
+) -> Result<i16, ToolError> {
+    let summary: Option<RootFileRow> = rows(ctx, ROOT_FILE, file.record.id, b"")?.pop();
+    let cycles: Vec<i16> = summary
+        .map(|s| s.keys)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(path, class, _)| *path == row.path && *class == row.class_name)
+        .map(|(_, _, cycle)| cycle)
+        .collect();
+    asked
+        .trim()
+        .parse::<i16>()
+        .ok()
+        .filter(|c| cycles.contains(c))
+        .ok_or_else(|| {
+            ToolError::new(
+                "histogram_not_found",
+                format!("'{}' has no cycle {asked}", row.path),
+                "Ask for one of the cycles the file holds, or give the name alone for the highest",
+            )
+            .details(json!({ "available_cycles": cycles }))
+        })
 }
 
 /// The in-range cells of a 2-D histogram as rows of y, columns of x (ROOT stores
