@@ -253,6 +253,10 @@ impl Indexer {
             track_pending,
             &mut stored,
         );
+        // What the batches gave the text index becomes searchable before the
+        // sync returns, so a scan or watcher update that index_status reports
+        // done is done for search too.
+        self.catalog.flush_text();
         // After a failed transaction, what was never stored is no longer pending.
         if track_pending {
             for o in &to_index[stored..] {

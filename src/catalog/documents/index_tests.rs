@@ -15,6 +15,13 @@ fn open(dir: &Path) -> Catalog {
     Catalog::open(&dir.join("catalog"), &roots).unwrap()
 }
 
+/// Applies a batch and makes it searchable, as the end of an index sync does.
+fn apply(c: &Catalog, changes: &[Change]) -> anyhow::Result<()> {
+    c.apply(changes)?;
+    c.flush_text();
+    Ok(())
+}
+
 fn upsert(rel: &str, text: &str, fingerprint: u64) -> Change {
     Change::Upsert {
         root: 0,
@@ -104,7 +111,7 @@ fn every_query_form_matches_a_line_scan() {
         .enumerate()
         .map(|(i, (rel, text))| upsert(rel, text, i as u64))
         .collect();
-    c.apply(&changes).unwrap();
+    apply(&c, &changes).unwrap();
     for query in [
         "pedestal",
         "PEDESTAL drift",
@@ -164,7 +171,7 @@ fn random_documents_and_queries_match_a_line_scan() {
         .enumerate()
         .map(|(i, (rel, text))| upsert(rel, text, i as u64))
         .collect();
-    c.apply(&changes).unwrap();
+    apply(&c, &changes).unwrap();
     let docs: Vec<(&str, String)> = named.iter().map(|(r, t)| (r.as_str(), t.clone())).collect();
     let term = |next: &mut dyn FnMut(usize) -> usize| -> String {
         let w = vocabulary[next(vocabulary.len())];
@@ -203,12 +210,15 @@ fn random_documents_and_queries_match_a_line_scan() {
 fn scopes_results_limits_and_fuzzy() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    c.apply(&[
-        upsert("guides/a.md", "calibration\ncalibration again\n", 1),
-        upsert("guides/trigger/b.md", "calibration\n", 2),
-        upsert("guidesx.md", "calibration\n", 3),
-        upsert("notes.md", "calbiration typo\ncalibrtion\n", 4),
-    ])
+    apply(
+        &c,
+        &[
+            upsert("guides/a.md", "calibration\ncalibration again\n", 1),
+            upsert("guides/trigger/b.md", "calibration\n", 2),
+            upsert("guidesx.md", "calibration\n", 3),
+            upsert("notes.md", "calbiration typo\ncalibrtion\n", 4),
+        ],
+    )
     .unwrap();
     let folder = search(&c, "calibration", &Scope::Folder("r/guides".into()), false);
     assert_eq!(
@@ -274,9 +284,9 @@ fn scopes_results_limits_and_fuzzy() {
 fn changed_and_removed_documents_leave_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    c.apply(&[upsert("a.md", "old words\n", 1)]).unwrap();
+    apply(&c, &[upsert("a.md", "old words\n", 1)]).unwrap();
     assert_eq!(search(&c, "old", &Scope::All, false).total_matches, 1);
-    c.apply(&[upsert("a.md", "new words\n", 2)]).unwrap();
+    apply(&c, &[upsert("a.md", "new words\n", 2)]).unwrap();
     assert_eq!(search(&c, "old", &Scope::All, false).total_matches, 0);
     assert_eq!(search(&c, "new", &Scope::All, false).total_matches, 1);
     // Failing to index keeps the file but not its text.
@@ -285,13 +295,16 @@ fn changed_and_removed_documents_leave_the_index() {
         file.status = FileStatus::Failed("broken".into());
         rows.clear();
     }
-    c.apply(&[failed]).unwrap();
+    apply(&c, &[failed]).unwrap();
     assert_eq!(search(&c, "new", &Scope::All, false).total_matches, 0);
-    c.apply(&[upsert("a.md", "back again\n", 4)]).unwrap();
-    c.apply(&[Change::Remove {
-        root: 0,
-        rel: "a.md".into(),
-    }])
+    apply(&c, &[upsert("a.md", "back again\n", 4)]).unwrap();
+    apply(
+        &c,
+        &[Change::Remove {
+            root: 0,
+            rel: "a.md".into(),
+        }],
+    )
     .unwrap();
     assert_eq!(search(&c, "back", &Scope::All, false).total_matches, 0);
     assert!(c.text_index().unwrap().is_empty());
@@ -302,10 +315,13 @@ fn a_lost_or_outdated_text_index_is_rebuilt_from_the_catalog() {
     let dir = tempfile::tempdir().unwrap();
     {
         let c = open(dir.path());
-        c.apply(&[
-            upsert("a.md", "kept text\n", 1),
-            upsert("b.md", "other\n", 2),
-        ])
+        apply(
+            &c,
+            &[
+                upsert("a.md", "kept text\n", 1),
+                upsert("b.md", "other\n", 2),
+            ],
+        )
         .unwrap();
         // As if the process died after the redb commit, before tantivy's: the
         // index lacks a document the catalog has.
@@ -332,4 +348,52 @@ fn a_lost_or_outdated_text_index_is_rebuilt_from_the_catalog() {
         search(&c, "kept|other", &Scope::All, false).total_matches,
         2
     );
+}
+
+#[test]
+fn stored_text_reads_back_by_lines_and_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    // Page 1 spans several blocks; page 2 is empty; page 3 is short.
+    let long: String = (1..=3000)
+        .map(|i| format!("line {i} of page one\n"))
+        .collect();
+    let change = Change::Upsert {
+        root: 0,
+        rel: "book.pdf".into(),
+        file: FileInfo {
+            kind: Kind::Document,
+            size: 1,
+            mtime_ns: 0,
+            fingerprint: 1,
+            status: FileStatus::Ok,
+            indexed_at_ms: 0,
+        },
+        rows: document_rows(NewDocument {
+            format: "pdf".into(),
+            pages: vec![long.clone(), String::new(), "last page\n".into()],
+            ..NewDocument::default()
+        }),
+    };
+    apply(&c, &[change]).unwrap();
+    let id = c.record(0, "book.pdf").unwrap().unwrap().id;
+    let meta = c.document_meta(id).unwrap().unwrap();
+    assert!(meta.block_first_lines.len() > 1);
+    assert_eq!(meta.lines, 3001);
+    let mut text = c.document_text_reader(id, &meta);
+    let all: Vec<&str> = long.lines().chain(["last page"]).collect();
+    for (from, to) in [(1, 3), (0, 2), (1200, 2400), (2999, 3005), (3001, 3001)] {
+        let expected: Vec<&str> = all[(from.max(1) - 1) as usize..(to.min(3001)) as usize].to_vec();
+        assert_eq!(text.lines(from, to).unwrap(), expected, "{from}..={to}");
+    }
+    assert!(text.lines(3002, 3010).unwrap().is_empty());
+    assert_eq!(text.page(1, usize::MAX).unwrap(), (long.clone(), true));
+    assert_eq!(text.page(2, usize::MAX).unwrap(), (String::new(), true));
+    let (cut, whole) = text.page(1, 40_000).unwrap();
+    assert!(!whole);
+    assert_eq!(cut, long[..40_000]);
+    assert_eq!(text.page(9, 10).unwrap(), (String::new(), true));
+    // The search's page numbers follow the same spans.
+    let hit = search(&c, "last", &Scope::All, false);
+    assert_eq!(hits(&hit), vec![("r/book.pdf".to_string(), 3001)]);
 }

@@ -22,6 +22,8 @@ mod text_index;
 mod tokenizer;
 mod vocabulary;
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 pub use search::{DocumentHit, Scope, SearchError, SearchOptions, SearchOutcome};
@@ -219,49 +221,18 @@ impl Catalog {
             .unwrap_or_default())
     }
 
-    /// Lines `from..=to` (1-based, clamped to the document) of a document.
-    pub fn document_lines(
-        &self,
+    /// A reader of a document's stored text, by lines or by pages.
+    pub fn document_text_reader<'c>(
+        &'c self,
         file_id: u64,
-        meta: &DocMetaRow,
-        from: u32,
-        to: u32,
-    ) -> anyhow::Result<Vec<String>> {
-        let (from, to) = (from.max(1), to.min(meta.lines));
-        if from > to {
-            return Ok(Vec::new());
+        meta: &'c DocMetaRow,
+    ) -> DocumentText<'c> {
+        DocumentText {
+            catalog: self,
+            file_id,
+            meta,
+            blocks: HashMap::new(),
         }
-        let block_of = |line: u32| meta.block_first_lines.partition_point(|&f| f <= line) - 1;
-        let (first, last) = (block_of(from), block_of(to));
-        let mut out = Vec::with_capacity((to - from + 1) as usize);
-        for block in first..=last {
-            let text = self.text_block(file_id, block as u32)?;
-            let start = meta.block_first_lines[block];
-            for (i, line) in text.lines().enumerate() {
-                let n = start + i as u32;
-                if (from..=to).contains(&n) {
-                    out.push(line.to_string());
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// The text of one page (1-based).
-    pub fn document_page(
-        &self,
-        file_id: u64,
-        meta: &DocMetaRow,
-        page: u32,
-    ) -> anyhow::Result<String> {
-        let Some(span) = meta.pages.get(page as usize - 1) else {
-            return Ok(String::new());
-        };
-        let mut text = String::with_capacity(span.chars as usize);
-        for block in span.first_block..span.first_block + span.blocks {
-            text.push_str(&self.text_block(file_id, block)?);
-        }
-        Ok(text)
     }
 
     /// A document's whole text, pages joined (for re-indexing it).
@@ -316,6 +287,75 @@ impl Catalog {
     }
 }
 
+/// Reads one document's stored text, decompressing each block at most once.
+pub struct DocumentText<'c> {
+    catalog: &'c Catalog,
+    file_id: u64,
+    meta: &'c DocMetaRow,
+    blocks: HashMap<u32, String>,
+}
+
+impl DocumentText<'_> {
+    fn block(&mut self, block: u32) -> anyhow::Result<&str> {
+        if !self.blocks.contains_key(&block) {
+            let text = self.catalog.text_block(self.file_id, block)?;
+            self.blocks.insert(block, text);
+        }
+        Ok(&self.blocks[&block])
+    }
+
+    /// Lines `from..=to` (1-based, clamped to the document).
+    pub fn lines(&mut self, from: u32, to: u32) -> anyhow::Result<Vec<String>> {
+        let (from, to) = (from.max(1), to.min(self.meta.lines));
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let starts = &self.meta.block_first_lines;
+        let block_of = |line: u32| starts.partition_point(|&f| f <= line) - 1;
+        let mut out = Vec::with_capacity((to - from + 1) as usize);
+        for block in block_of(from)..=block_of(to) {
+            let first = self.meta.block_first_lines[block];
+            let text = self.block(block as u32)?;
+            for (i, line) in text.lines().enumerate() {
+                if (from..=to).contains(&(first + i as u32)) {
+                    out.push(line.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The text of page `page` (1-based), cut after `max_chars` characters; and
+    /// whether it is whole. Blocks past the cut are not read.
+    pub fn page(&mut self, page: u32, max_chars: usize) -> anyhow::Result<(String, bool)> {
+        let Some(span) = self
+            .meta
+            .pages
+            .get((page as usize).wrapping_sub(1))
+            .copied()
+        else {
+            return Ok((String::new(), true));
+        };
+        let mut text = String::new();
+        let mut chars = 0;
+        for block in span.first_block..span.first_block + span.blocks {
+            let part = self.block(block)?;
+            let n = part.chars().count();
+            if chars + n > max_chars {
+                let cut = part
+                    .char_indices()
+                    .nth(max_chars - chars)
+                    .map_or(part.len(), |(i, _)| i);
+                text.push_str(&part[..cut]);
+                return Ok((text, false));
+            }
+            text.push_str(part);
+            chars += n;
+        }
+        Ok((text, true))
+    }
+}
+
 /// The text index's side of the catalog: searching, and keeping it in step.
 impl Catalog {
     pub fn text_index(&self) -> Option<&TextIndex> {
@@ -337,7 +377,7 @@ impl Catalog {
         text.search(expr, scope, options)
     }
 
-    /// Brings the text index up to date with a batch just committed. A failure is
+    /// Passes a batch just committed on to the text index. A failure is
     /// logged and marks the index stale, so the next batch reconciles it whole:
     /// the batch itself is committed and must not be reported as failed.
     pub(super) fn update_text(&self, changes: &TextChanges<'_>) {
@@ -356,6 +396,19 @@ impl Catalog {
                 );
                 self.text_stale.store(true, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Makes every change applied so far searchable (the end of an index sync
+    /// calls it; `apply` alone commits the text index only now and then).
+    pub fn flush_text(&self) {
+        use std::sync::atomic::Ordering;
+        let Some(text) = &self.text else { return };
+        if let Err(e) = text.flush() {
+            tracing::error!(
+                "committing the text index failed ({e:#}); it is rebuilt from the catalog at the next change"
+            );
+            self.text_stale.store(true, Ordering::Relaxed);
         }
     }
 

@@ -35,6 +35,10 @@ const TEXT_INDEX_VERSION: u32 = 1;
 const VERSION_FILE: &str = "quarry-text-index-version";
 /// Memory tantivy may buffer per indexing thread before writing a segment.
 const WRITER_BYTES_PER_THREAD: usize = 32 << 20;
+/// During a long sync, batches are committed to the index at most this often (a
+/// tantivy commit writes and syncs segment files: once per catalog batch would
+/// dominate a scan of small batches). The sync's end commits what is left.
+const COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub(super) struct Fields {
     pub file_id: Field,
@@ -62,9 +66,16 @@ fn schema() -> (Schema, Fields) {
 pub struct TextIndex {
     dir: PathBuf,
     pub(super) fields: Fields,
-    writer: Mutex<IndexWriter>,
+    writer: Mutex<Writer>,
     reader: IndexReader,
     pub(super) vocabulary: Vocabulary,
+}
+
+/// The tantivy writer and what it holds that searches do not see yet.
+struct Writer {
+    tantivy: IndexWriter,
+    uncommitted: bool,
+    last_commit: std::time::Instant,
 }
 
 /// A document to (re)index: the catalog's rows of it, as extracted.
@@ -167,7 +178,11 @@ impl TextIndex {
         Ok(TextIndex {
             dir: dir.to_path_buf(),
             fields,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Writer {
+                tantivy: writer,
+                uncommitted: false,
+                last_commit: std::time::Instant::now(),
+            }),
             reader,
             vocabulary: Vocabulary::default(),
         })
@@ -182,20 +197,37 @@ impl TextIndex {
         self.reader.searcher()
     }
 
-    /// Applies a batch's changes and commits them: searches see them on return.
+    /// Applies a batch's changes. They are committed (and searchable) when the
+    /// last commit is `COMMIT_INTERVAL` old, else at the next `flush`.
     pub fn apply(&self, changes: &TextChanges<'_>) -> anyhow::Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
         let mut writer = self.writer.lock().expect("text index writer");
         for &id in &changes.removed {
-            writer.delete_term(Term::from_field_u64(self.fields.file_id, id));
+            writer
+                .tantivy
+                .delete_term(Term::from_field_u64(self.fields.file_id, id));
         }
         for doc in &changes.added {
             let text = text_of_rows(doc.rows)?;
-            writer.add_document(self.document(doc.file_id, doc.fingerprint, &doc.path, &text))?;
+            let document = self.document(doc.file_id, doc.fingerprint, &doc.path, &text);
+            writer.tantivy.add_document(document)?;
         }
-        self.commit(&mut writer)
+        writer.uncommitted = true;
+        if writer.last_commit.elapsed() >= COMMIT_INTERVAL {
+            self.commit(&mut writer)?;
+        }
+        Ok(())
+    }
+
+    /// Commits what `apply` left uncommitted.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        let mut writer = self.writer.lock().expect("text index writer");
+        if writer.uncommitted {
+            self.commit(&mut writer)?;
+        }
+        Ok(())
     }
 
     /// Adds documents whose text is read from the catalog (reconciliation).
@@ -206,13 +238,16 @@ impl TextIndex {
     ) -> anyhow::Result<usize> {
         let mut writer = self.writer.lock().expect("text index writer");
         for &id in removed {
-            writer.delete_term(Term::from_field_u64(self.fields.file_id, id));
+            writer
+                .tantivy
+                .delete_term(Term::from_field_u64(self.fields.file_id, id));
         }
         let mut count = 0;
         for item in added {
             let (id, fingerprint, path, text) = item?;
-            writer.delete_term(Term::from_field_u64(self.fields.file_id, id));
-            writer.add_document(self.document(id, fingerprint, &path, &text))?;
+            let w = &mut writer.tantivy;
+            w.delete_term(Term::from_field_u64(self.fields.file_id, id));
+            w.add_document(self.document(id, fingerprint, &path, &text))?;
             count += 1;
         }
         self.commit(&mut writer)?;
@@ -222,14 +257,16 @@ impl TextIndex {
     /// Empties the index (the catalog was emptied).
     pub fn clear(&self) -> anyhow::Result<()> {
         let mut writer = self.writer.lock().expect("text index writer");
-        writer.delete_all_documents()?;
+        writer.tantivy.delete_all_documents()?;
         self.commit(&mut writer)?;
         self.vocabulary.clear();
         Ok(())
     }
 
-    fn commit(&self, writer: &mut IndexWriter) -> anyhow::Result<()> {
-        writer.commit()?;
+    fn commit(&self, writer: &mut Writer) -> anyhow::Result<()> {
+        writer.tantivy.commit()?;
+        writer.uncommitted = false;
+        writer.last_commit = std::time::Instant::now();
         self.reader.reload()?;
         Ok(())
     }
