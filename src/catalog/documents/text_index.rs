@@ -65,15 +65,19 @@ fn schema() -> (Schema, Fields) {
 
 pub struct TextIndex {
     dir: PathBuf,
+    index: Index,
     pub(super) fields: Fields,
     writer: Mutex<Writer>,
     reader: IndexReader,
     pub(super) vocabulary: Vocabulary,
 }
 
-/// The tantivy writer and what it holds that searches do not see yet.
+/// The tantivy writer and what it holds that searches do not see yet. The
+/// writer exists only while the index changes: its indexing and merge threads
+/// and its 10,000-document queue (several MB) would otherwise sit in an idle
+/// daemon's memory. `flush` lets its merges finish and releases it.
 struct Writer {
-    tantivy: IndexWriter,
+    tantivy: Option<IndexWriter>,
     uncommitted: bool,
     last_commit: std::time::Instant,
 }
@@ -161,13 +165,6 @@ impl TextIndex {
         index
             .tokenizers()
             .register(TOKENIZER_NAME, TextAnalyzer::from(WordsAndLines));
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-        let options = tantivy::indexer::IndexWriterOptions::builder()
-            .num_worker_threads(threads)
-            .memory_budget_per_thread(WRITER_BYTES_PER_THREAD)
-            .num_merge_threads(1)
-            .build();
-        let writer = index.writer_with_options(options)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -177,9 +174,10 @@ impl TextIndex {
         }
         Ok(TextIndex {
             dir: dir.to_path_buf(),
+            index,
             fields,
             writer: Mutex::new(Writer {
-                tantivy: writer,
+                tantivy: None,
                 uncommitted: false,
                 last_commit: std::time::Instant::now(),
             }),
@@ -190,6 +188,20 @@ impl TextIndex {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The writer, created when the index first changes after a flush.
+    fn open_writer<'w>(&self, w: &'w mut Writer) -> anyhow::Result<&'w mut IndexWriter> {
+        if w.tantivy.is_none() {
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+            let options = tantivy::indexer::IndexWriterOptions::builder()
+                .num_worker_threads(threads)
+                .memory_budget_per_thread(WRITER_BYTES_PER_THREAD)
+                .num_merge_threads(1)
+                .build();
+            w.tantivy = Some(self.index.writer_with_options(options)?);
+        }
+        Ok(w.tantivy.as_mut().expect("just created"))
     }
 
     /// The index as of its last commit.
@@ -204,15 +216,13 @@ impl TextIndex {
             return Ok(());
         }
         let mut writer = self.writer.lock().expect("text index writer");
+        let w = self.open_writer(&mut writer)?;
         for &id in &changes.removed {
-            writer
-                .tantivy
-                .delete_term(Term::from_field_u64(self.fields.file_id, id));
+            w.delete_term(Term::from_field_u64(self.fields.file_id, id));
         }
         for doc in &changes.added {
             let text = text_of_rows(doc.rows)?;
-            let document = self.document(doc.file_id, doc.fingerprint, &doc.path, &text);
-            writer.tantivy.add_document(document)?;
+            w.add_document(self.document(doc.file_id, doc.fingerprint, &doc.path, &text))?;
         }
         writer.uncommitted = true;
         if writer.last_commit.elapsed() >= COMMIT_INTERVAL {
@@ -221,11 +231,16 @@ impl TextIndex {
         Ok(())
     }
 
-    /// Commits what `apply` left uncommitted.
+    /// Commits what `apply` left uncommitted, lets the merges that started
+    /// finish, and releases the writer.
     pub fn flush(&self) -> anyhow::Result<()> {
         let mut writer = self.writer.lock().expect("text index writer");
         if writer.uncommitted {
             self.commit(&mut writer)?;
+        }
+        if let Some(w) = writer.tantivy.take() {
+            w.wait_merging_threads()?;
+            self.reader.reload()?;
         }
         Ok(())
     }
@@ -236,35 +251,41 @@ impl TextIndex {
         removed: &[u64],
         added: impl Iterator<Item = anyhow::Result<(u64, u64, String, String)>>,
     ) -> anyhow::Result<usize> {
-        let mut writer = self.writer.lock().expect("text index writer");
-        for &id in removed {
-            writer
-                .tantivy
-                .delete_term(Term::from_field_u64(self.fields.file_id, id));
-        }
         let mut count = 0;
-        for item in added {
-            let (id, fingerprint, path, text) = item?;
-            let w = &mut writer.tantivy;
-            w.delete_term(Term::from_field_u64(self.fields.file_id, id));
-            w.add_document(self.document(id, fingerprint, &path, &text))?;
-            count += 1;
+        {
+            let mut writer = self.writer.lock().expect("text index writer");
+            let w = self.open_writer(&mut writer)?;
+            for &id in removed {
+                w.delete_term(Term::from_field_u64(self.fields.file_id, id));
+            }
+            for item in added {
+                let (id, fingerprint, path, text) = item?;
+                w.delete_term(Term::from_field_u64(self.fields.file_id, id));
+                w.add_document(self.document(id, fingerprint, &path, &text))?;
+                count += 1;
+            }
+            writer.uncommitted = true;
         }
-        self.commit(&mut writer)?;
+        self.flush()?;
         Ok(count)
     }
 
     /// Empties the index (the catalog was emptied).
     pub fn clear(&self) -> anyhow::Result<()> {
-        let mut writer = self.writer.lock().expect("text index writer");
-        writer.tantivy.delete_all_documents()?;
-        self.commit(&mut writer)?;
+        {
+            let mut writer = self.writer.lock().expect("text index writer");
+            self.open_writer(&mut writer)?.delete_all_documents()?;
+            writer.uncommitted = true;
+        }
+        self.flush()?;
         self.vocabulary.clear();
         Ok(())
     }
 
     fn commit(&self, writer: &mut Writer) -> anyhow::Result<()> {
-        writer.tantivy.commit()?;
+        if let Some(w) = writer.tantivy.as_mut() {
+            w.commit()?;
+        }
         writer.uncommitted = false;
         writer.last_commit = std::time::Instant::now();
         self.reader.reload()?;
