@@ -147,6 +147,9 @@ impl Catalog {
         catalog.sync_roots().map_err(OpenError::Failed)?;
         catalog.load_mirror().map_err(OpenError::Failed)?;
         catalog.reconcile_text().map_err(OpenError::Failed)?;
+        if let Some(text) = &catalog.text {
+            text.warm();
+        }
         Ok(catalog)
     }
 

@@ -22,7 +22,8 @@
 //!
 //! No text is read: the tools read only the lines they show, from the catalog.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Instant;
 
 use tantivy::collector::DocSetCollector;
@@ -31,7 +32,7 @@ use tantivy::postings::Postings;
 use tantivy::postings::SegmentPostings;
 use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocId, DocSet, SegmentReader, Term};
+use tantivy::{DocId, DocSet, SegmentReader, TERMINATED, Term};
 
 use super::query::Expr;
 use super::text_index::TextIndex;
@@ -319,8 +320,8 @@ fn outcome(mut found: Vec<DocumentLines>, max_results: usize) -> SearchOutcome {
 /// The postings of one segment that a query needs, walked forward document by
 /// document.
 struct SegmentLines {
-    /// Leaf -> word slot -> postings of each term the slot stands for.
-    leaves: Vec<Vec<Vec<SegmentPostings>>>,
+    /// Leaf -> word slot -> the postings of the terms the slot stands for.
+    leaves: Vec<Vec<SlotUnion>>,
     line_breaks: Option<SegmentPostings>,
     paths: StrColumn,
     ids: Column<u64>,
@@ -350,7 +351,7 @@ impl SegmentLines {
                 for term in terms {
                     list.extend(postings(term)?);
                 }
-                slots.push(list);
+                slots.push(SlotUnion::new(list));
             }
             all.push(slots);
         }
@@ -398,12 +399,7 @@ impl SegmentLines {
         let mut slot_positions: Vec<Vec<u32>> = Vec::with_capacity(self.leaves[i].len());
         for slot in &mut self.leaves[i] {
             let mut positions = Vec::new();
-            for p in slot.iter_mut() {
-                if at_doc(p, doc) {
-                    p.positions(&mut self.scratch);
-                    positions.extend_from_slice(&self.scratch);
-                }
-            }
+            slot.positions(doc, &mut positions, &mut self.scratch);
             if positions.is_empty() {
                 return Vec::new();
             }
@@ -423,6 +419,48 @@ impl SegmentLines {
             .collect();
         lines.dedup();
         lines
+    }
+}
+
+/// The postings of every term a word slot stands for, merged by document, so
+/// that the terms present in a document are found without visiting the others
+/// (a short word can stand for thousands of terms).
+struct SlotUnion {
+    postings: Vec<SegmentPostings>,
+    /// (current document, list) of each list not exhausted, smallest first.
+    heap: BinaryHeap<Reverse<(DocId, usize)>>,
+}
+
+impl SlotUnion {
+    fn new(postings: Vec<SegmentPostings>) -> SlotUnion {
+        let heap = postings
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.doc() != TERMINATED)
+            .map(|(i, p)| Reverse((p.doc(), i)))
+            .collect();
+        SlotUnion { postings, heap }
+    }
+
+    /// Appends the positions of the slot's terms in `doc` to `out`. Documents
+    /// must come in increasing order.
+    fn positions(&mut self, doc: DocId, out: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+        while let Some(&Reverse((at, i))) = self.heap.peek() {
+            if at > doc {
+                break;
+            }
+            self.heap.pop();
+            let p = &mut self.postings[i];
+            let mut at = if at < doc { p.seek(doc) } else { at };
+            if at == doc {
+                p.positions(scratch);
+                out.extend_from_slice(scratch);
+                at = p.advance();
+            }
+            if at != TERMINATED {
+                self.heap.push(Reverse((at, i)));
+            }
+        }
     }
 }
 

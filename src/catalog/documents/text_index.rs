@@ -241,8 +241,17 @@ impl TextIndex {
         if let Some(w) = writer.tantivy.take() {
             w.wait_merging_threads()?;
             self.reader.reload()?;
+            self.warm();
         }
         Ok(())
+    }
+
+    /// Reads the new segments' words into the vocabulary now, so that the next
+    /// search does not pay for it (about 0.1 s for 100 MB of new text).
+    pub fn warm(&self) {
+        if let Err(e) = self.vocabulary.catch_up(&self.searcher(), self.fields.text) {
+            tracing::warn!("reading the text index's words failed: {e}");
+        }
     }
 
     /// Adds documents whose text is read from the catalog (reconciliation).
