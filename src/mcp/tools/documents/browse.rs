@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{bounded, name_of, parent_of, resolve, tool_path};
+use super::{bounded, first_at_or_after, name_of, parent_of, resolve, tool_path};
 use crate::catalog::{FileEntry, Snapshot};
 use crate::formats::Kind;
 use crate::mcp::response::{ToolError, ToolOutput, iso8601_ns};
@@ -176,20 +176,6 @@ impl Listing {
         }
         listing
     }
-}
-
-/// The first snapshot position whose path is not before `key`.
-fn first_at_or_after(snap: &Snapshot, key: &str) -> usize {
-    let (mut lo, mut hi) = (0, snap.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if snap.rel(mid) < key {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 fn document_json(ctx: &Context, root: usize, rel: &str, entry: &FileEntry) -> Value {

@@ -15,8 +15,8 @@ mod search;
 use serde_json::json;
 
 use super::{Context, ToolDef, Toolset};
-use crate::catalog::FileRecord;
 use crate::catalog::documents::DocMetaRow;
+use crate::catalog::{FileRecord, Snapshot};
 use crate::formats::{Kind, kind_from_name};
 use crate::mcp::response::ToolError;
 use crate::roots::PathError;
@@ -257,5 +257,44 @@ fn bounded(
             format!("{name} = {v} is outside {min}..={max}"),
         )
         .retry_with(json!({ name: v.clamp(min as i64, max as i64) }))),
+    }
+}
+
+/// The first snapshot position whose path is not before `key`.
+fn first_at_or_after(snap: &Snapshot, key: &str) -> usize {
+    let (mut lo, mut hi) = (0, snap.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if snap.rel(mid) < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// What a root-relative path names in the catalog's file list.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    File,
+    /// A folder with indexed files below it.
+    Folder,
+    Missing,
+}
+
+/// Finds out what `rel` is by two binary searches of the root's file list.
+fn entry_at(ctx: &Context, root: usize, rel: &str) -> Entry {
+    let snap = ctx.catalog.files().snapshot(root);
+    let at = first_at_or_after(&snap, rel);
+    if at < snap.len() && snap.rel(at) == rel {
+        return Entry::File;
+    }
+    let prefix = format!("{rel}/");
+    let at = first_at_or_after(&snap, &prefix);
+    if at < snap.len() && snap.rel(at).starts_with(&prefix) {
+        Entry::Folder
+    } else {
+        Entry::Missing
     }
 }

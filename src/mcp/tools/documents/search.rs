@@ -8,7 +8,9 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{bounded, known_document, page_of_line, resolve, tool_path_of_catalog_path};
+use super::{
+    Entry, bounded, entry_at, known_document, page_of_line, resolve, tool_path_of_catalog_path,
+};
 use crate::catalog::documents::{DocumentHit, Scope, SearchError, SearchOptions, query};
 use crate::formats::Kind;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -99,16 +101,17 @@ fn resolve_scope(ctx: &Context, scope: &ScopeArg) -> Result<Scope, ToolError> {
             if rel.is_empty() {
                 return Ok(Scope::Folder(name.clone()));
             }
-            let files = ctx.catalog.files().under(root, &rel);
-            match files.first() {
-                Some((first, _)) if *first == rel => Err(ToolError::new(
+            match entry_at(ctx, root, &rel) {
+                Entry::Folder => Ok(Scope::Folder(format!("{name}/{rel}"))),
+                Entry::File => Err(ToolError::new(
                     "NOT_A_DIRECTORY",
                     format!("'{path}' is a document, not a collection"),
-                    format!("Search one document with search_documents(scope={{type:'document', path:'{path}'}})"),
+                    format!(
+                        "Search one document with search_documents(scope={{type:'document', path:'{path}'}})"
+                    ),
                 )
                 .details(json!({ "path": path }))),
-                Some(_) => Ok(Scope::Folder(format!("{name}/{rel}"))),
-                None => Err(scope_not_found(path)),
+                Entry::Missing => Err(scope_not_found(path)),
             }
         }
         "document" => {
