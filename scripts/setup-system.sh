@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages quarry's build needs, when they are missing.
+# Installs the Debian packages quarry's build and tests need, when they are missing:
+# pkg-config for the build; poppler-utils (pdftotext, pdfinfo) as the independent PDF
+# reader the document tests compare quarry's extraction with.
 # Idempotent; does nothing on a machine that has them. Needs root (or sudo) only
 # when something is missing.
 set -euo pipefail
-packages=(pkg-config)
+packages=(pkg-config poppler-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,6 +15,7 @@
 //! [limits]
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
+//! max_document_read_chars = 100000   # read_document's character cap
 //!
 //! [index]
 //! threads = 2        # default: the machine's cores
@@ -75,6 +76,7 @@ struct ToolsetsConfig {
 struct LimitsConfig {
     call_timeout_secs: Option<u64>,
     max_listed_failures: Option<usize>,
+    max_document_read_chars: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -251,6 +253,11 @@ impl Settings {
                 .limits
                 .max_listed_failures
                 .unwrap_or(defaults.max_listed_failures),
+            max_document_read_chars: file
+                .limits
+                .max_document_read_chars
+                .unwrap_or(defaults.max_document_read_chars)
+                .max(1),
         };
 
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -6,7 +6,8 @@
 //! `formats`; `mcp` reads `catalog` and borrows only the index's ROOT statistics
 //! computation):
 //! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
-//! (redb tables + in-memory mirror) -> `mcp` (tools, server, transports).
+//! (redb tables + in-memory mirror + the documents' tantivy index) -> `mcp`
+//! (tools, server, transports).
 //! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and
 //! `commands` assemble a running program.
 

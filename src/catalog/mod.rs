@@ -7,10 +7,14 @@
 //! - `files`: (root, relative path) -> `FileRecord`;
 //! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes.
 //!
+//! Beside the database, `text-index/` holds the documents' full-text index
+//! (`documents::TextIndex`), which follows the committed tables.
+//!
 //! Every change goes through `apply`, one write transaction per batch, so a process
 //! killed at any instant leaves the last committed batch and nothing half-written.
 
 mod activity;
+pub mod documents;
 mod file_list;
 mod records;
 pub mod root;
@@ -35,7 +39,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -85,6 +89,12 @@ pub struct Catalog {
     roots: Roots,
     files: FileList,
     activity: Activity,
+    /// The documents' full-text index; `None` in a catalog opened only to report
+    /// on it (`open_existing`).
+    text: Option<documents::TextIndex>,
+    /// Set when updating the text index failed: the next batch reconciles it
+    /// with the tables instead of applying only its own changes.
+    text_stale: std::sync::atomic::AtomicBool,
 }
 
 pub fn db_path(dir: &Path) -> PathBuf {
@@ -124,15 +134,22 @@ impl Catalog {
             }
             Err(e) => return Err(e),
         };
+        let text = documents::TextIndex::open(&dir.join(documents::TEXT_INDEX_DIR))?;
         let catalog = Catalog {
             db,
             roots: roots.clone(),
             files: FileList::new(roots.list().len()),
             activity: Activity::default(),
+            text: Some(text),
+            text_stale: Default::default(),
         };
         catalog.ensure_schema().map_err(OpenError::Failed)?;
         catalog.sync_roots().map_err(OpenError::Failed)?;
         catalog.load_mirror().map_err(OpenError::Failed)?;
+        catalog.reconcile_text().map_err(OpenError::Failed)?;
+        if let Some(text) = &catalog.text {
+            text.warm();
+        }
         Ok(catalog)
     }
 
@@ -161,6 +178,8 @@ impl Catalog {
             files: FileList::new(roots.list().len()),
             roots,
             activity: Activity::default(),
+            text: None,
+            text_stale: Default::default(),
         };
         catalog.load_mirror().map_err(OpenError::Failed)?;
         Ok(catalog)
@@ -210,6 +229,9 @@ impl Catalog {
             }
         }
         txn.commit()?;
+        if let Some(text) = &self.text {
+            text.clear()?;
+        }
         Ok(())
     }
 
@@ -294,6 +316,7 @@ impl Catalog {
         }
         let txn = self.db.begin_write()?;
         let mut applied: Vec<(usize, &str, Option<FileEntry>)> = Vec::with_capacity(changes.len());
+        let mut text_changes = documents::TextChanges::default();
         {
             let mut files = txn.open_table(FILES)?;
             let mut meta = txn.open_table(META)?;
@@ -322,6 +345,8 @@ impl Catalog {
                                 next_id - 1
                             }
                         };
+                        let root_name = &self.roots.list()[*root].name;
+                        text_changes.note_upsert(root_name, rel, id, old.as_ref(), file, rows);
                         for row in rows {
                             let mut table = txn.open_table(kind_table(row.table))?;
                             table.insert((id, row.key.as_slice()), row.value.as_slice())?;
@@ -338,6 +363,7 @@ impl Catalog {
                         let old = files.remove(key)?.map(|v| decode::<FileRecord>(v.value()));
                         if let Some(old) = old.transpose()? {
                             delete_kind_rows(&txn, old.info.kind, old.id)?;
+                            text_changes.note_removal(&old);
                         }
                         applied.push((*root, rel, None));
                     }
@@ -352,6 +378,7 @@ impl Catalog {
                 None => self.files.remove(root, rel),
             }
         }
+        self.update_text(&text_changes);
         Ok(())
     }
 

@@ -56,8 +56,31 @@ pub struct KindTable {
 }
 
 /// The kind tables of this catalog version. Kinds add theirs as their extractors
-/// grow (HDF5 objects, document pages, code symbols to come).
-pub const KIND_TABLES: &[KindTable] = &super::root::TABLES;
+/// grow (HDF5 objects and code symbols to come).
+pub const KIND_TABLES: &[KindTable] = &ALL_KIND_TABLES;
+
+const ALL_KIND_TABLES: [KindTable; super::root::TABLES.len() + super::documents::TABLES.len()] =
+    concat_tables(super::root::TABLES, super::documents::TABLES);
+
+/// Two kinds' table lists as one array (a `const fn`: `KIND_TABLES` is a constant).
+const fn concat_tables<const A: usize, const B: usize, const N: usize>(
+    a: [KindTable; A],
+    b: [KindTable; B],
+) -> [KindTable; N] {
+    assert!(A + B == N);
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < B {
+        out[A + i] = b[i];
+        i += 1;
+    }
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    out
+}
 
 pub fn kind_tables(kind: Kind) -> impl Iterator<Item = &'static KindTable> {
     KIND_TABLES.iter().filter(move |t| t.kind == kind)

@@ -1,13 +1,14 @@
 //! Format readers. This layer knows nothing of the catalog or of MCP: it answers
 //! "what kind of file is this" and "is it a well-formed file of that kind".
 //!
-//! `root` is quarry's own ROOT reader (keys, trees, columns, histograms). The other
-//! kinds validate their signature and header for now, so that a corrupt or
-//! mislabelled file is recorded with a precise error; their readers come with
-//! their tool families.
+//! `root` is quarry's own ROOT reader (keys, trees, columns, histograms);
+//! `document` extracts the text, table of contents and metadata of PDF, Markdown
+//! and text files. The other kinds validate their signature and header for now,
+//! so that a corrupt or mislabelled file is recorded with a precise error; their
+//! readers come with their tool families.
 
 mod code;
-mod document;
+pub mod document;
 mod hdf5;
 pub mod root;
 

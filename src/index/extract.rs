@@ -14,6 +14,7 @@ use crate::panics::panic_message;
 pub fn extract(kind: Kind, path: &Path) -> Result<Vec<KindRow>, String> {
     match kind {
         Kind::Root => guarded(kind, || super::root::root_rows(path)),
+        Kind::Document => guarded(kind, || super::documents::rows(path)),
         _ => guarded(kind, || formats::validate(kind, path).map(|()| Vec::new())),
     }
 }

@@ -4,6 +4,7 @@
 //! observe what is on disk, diff against the catalog's mirror, extract what is new
 //! or changed, drop what is gone.
 
+pub mod documents;
 mod extract;
 pub mod root;
 mod walk;
@@ -252,6 +253,10 @@ impl Indexer {
             track_pending,
             &mut stored,
         );
+        // What the batches gave the text index becomes searchable before the
+        // sync returns, so a scan or watcher update that index_status reports
+        // done is done for search too.
+        self.catalog.flush_text();
         // After a failed transaction, what was never stored is no longer pending.
         if track_pending {
             for o in &to_index[stored..] {
@@ -282,7 +287,7 @@ impl Indexer {
         stored: &mut usize,
     ) -> anyhow::Result<()> {
         let base = self.catalog.roots().list()[root].canonical.clone();
-        for chunk in files.chunks(self.options.batch.max(1)) {
+        for chunk in batches(files, self.options.batch.max(1), MAX_BATCH_BYTES) {
             let changes: Vec<Change> = self.pool.install(|| {
                 chunk
                     .par_iter()
@@ -323,6 +328,34 @@ impl Indexer {
     }
 }
 
+/// Most bytes of files extracted into one batch: a batch's rows stay in memory
+/// until it is committed, and a document's rows hold its whole text.
+const MAX_BATCH_BYTES: u64 = 256 << 20;
+
+/// `files` cut into batches of at most `max_files` files and (unless a single
+/// file is larger) `max_bytes` bytes.
+fn batches(
+    files: &[Observed],
+    max_files: usize,
+    max_bytes: u64,
+) -> impl Iterator<Item = &[Observed]> {
+    let mut rest = files;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0u64;
+        let mut n = 0;
+        while n < rest.len() && n < max_files && (n == 0 || bytes + rest[n].size <= max_bytes) {
+            bytes += rest[n].size;
+            n += 1;
+        }
+        let (batch, tail) = rest.split_at(n);
+        rest = tail;
+        Some(batch)
+    })
+}
+
 fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
     let (status, rows) = match extract(o.kind, &base.join(&o.rel)) {
         Ok(rows) => (FileStatus::Ok, rows),
@@ -340,5 +373,40 @@ fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
             indexed_at_ms: now_ms(),
         },
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(size: u64) -> Observed {
+        Observed {
+            rel: String::new(),
+            kind: Kind::Document,
+            size,
+            mtime_ns: 0,
+            fingerprint: 0,
+        }
+    }
+
+    #[test]
+    fn batches_are_bounded_by_count_and_bytes() {
+        let sizes = |files: &[Observed], max_files, max_bytes| -> Vec<Vec<u64>> {
+            batches(files, max_files, max_bytes)
+                .map(|b| b.iter().map(|o| o.size).collect())
+                .collect()
+        };
+        let files: Vec<Observed> = [5, 5, 5, 20, 1, 1].into_iter().map(file).collect();
+        assert_eq!(
+            sizes(&files, 2, 100),
+            vec![vec![5, 5], vec![5, 20], vec![1, 1]]
+        );
+        // A file larger than the byte limit is a batch of its own.
+        assert_eq!(
+            sizes(&files, 10, 12),
+            vec![vec![5, 5], vec![5], vec![20], vec![1, 1]]
+        );
+        assert!(sizes(&[], 3, 10).is_empty());
     }
 }

@@ -2,6 +2,8 @@
 //! binary, and an rmcp client talking to it over stdio or the Unix socket.
 #![allow(dead_code)]
 
+pub mod docs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -94,6 +96,19 @@ impl Sandbox {
     /// Starts `quarry mcp` as a child process and connects an MCP client to it.
     pub async fn mcp(&self) -> Client {
         self.mcp_with_pid().await.0
+    }
+
+    /// Starts `quarry mcp` with extra command-line arguments (e.g. `--config`).
+    pub async fn mcp_with_args(&self, extra: &[&str]) -> Client {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+        cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
+            .arg(&self.catalog)
+            .args(extra);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ().serve(transport).await.unwrap()
     }
 
     /// Like `mcp`, also giving the child's process id.

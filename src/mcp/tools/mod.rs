@@ -1,6 +1,7 @@
 //! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
 //! annotations and handler. A file per tool family.
 
+mod documents;
 mod files;
 mod root;
 
@@ -53,6 +54,8 @@ pub struct Limits {
     pub call_timeout: std::time::Duration,
     /// How many failed files `index_status` lists per root at most.
     pub max_listed_failures: usize,
+    /// Most characters `read_document` returns in one call.
+    pub max_document_read_chars: usize,
 }
 
 impl Default for Limits {
@@ -60,6 +63,7 @@ impl Default for Limits {
         Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
+            max_document_read_chars: 100_000,
         }
     }
 }
@@ -159,7 +163,10 @@ pub struct ToolDef {
 
 /// Every tool quarry has, whatever the config enables.
 pub fn all() -> impl Iterator<Item = &'static ToolDef> {
-    files::TOOLS.iter().chain(root::TOOLS)
+    files::TOOLS
+        .iter()
+        .chain(root::TOOLS)
+        .chain(documents::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they

@@ -1,0 +1,378 @@
+//! `search_documents` and `search_multiple`: the text index finds the matching
+//! lines (catalog::documents::search), and only the lines shown, with their
+//! context, are read from the stored text.
+
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{
+    Entry, bounded, entry_at, known_document, page_of_line, resolve, tool_path_of_catalog_path,
+};
+use crate::catalog::documents::{DocumentHit, Scope, SearchError, SearchOptions, query};
+use crate::formats::Kind;
+use crate::mcp::response::{ToolError, ToolOutput};
+use crate::mcp::tools::{Context, parse_args};
+
+/// Longest line text a match shows, in characters; longer lines are cut with "…".
+const MAX_LINE_CHARS: usize = 1000;
+const CONTEXT_DEFAULT: usize = 5;
+const CONTEXT_MAX: usize = 50;
+const RESULTS_DEFAULT: usize = 20;
+const RESULTS_MAX: usize = 500;
+const MAX_QUERIES: usize = 10;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScopeArg {
+    #[serde(rename = "type")]
+    kind: String,
+    path: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    scope: ScopeArg,
+    context_lines: Option<i64>,
+    max_results: Option<i64>,
+    fuzzy: Option<bool>,
+}
+
+pub fn search_documents(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let tool = "search_documents";
+    let args: SearchArgs = parse_args(tool, args)?;
+    let context = bounded(
+        tool,
+        "context_lines",
+        args.context_lines,
+        CONTEXT_DEFAULT,
+        0,
+        CONTEXT_MAX,
+    )?;
+    let max_results = bounded(
+        tool,
+        "max_results",
+        args.max_results,
+        RESULTS_DEFAULT,
+        1,
+        RESULTS_MAX,
+    )?;
+    let scope = resolve_scope(ctx, &args.scope)?;
+    let options = SearchOptions {
+        max_results,
+        fuzzy: args.fuzzy.unwrap_or(false),
+        deadline: Some(deadline(ctx)),
+    };
+    let result = run_query(ctx, &args.query, &scope, &options, context)?;
+    let mut out = ToolOutput::new(json!({
+        "matches": result.matches,
+        "total_matches": result.total_matches,
+        "truncated": result.truncated,
+        "query": args.query,
+    }))
+    .meta("documents_matched", result.documents_matched);
+    out.suggestions = search_suggestions(ctx, &args.query, &result);
+    Ok(out)
+}
+
+/// Searches end a little before the server's call timeout, so they can answer
+/// SEARCH_TIMEOUT themselves.
+fn deadline(ctx: &Context) -> Instant {
+    let limit = ctx.settings.limits.call_timeout;
+    Instant::now()
+        + limit
+            .saturating_sub(limit / 10)
+            .max(Duration::from_millis(100))
+}
+
+/// The catalog scope of a `scope` argument, checked against the catalog.
+fn resolve_scope(ctx: &Context, scope: &ScopeArg) -> Result<Scope, ToolError> {
+    let path = scope.path.as_deref().unwrap_or("").trim();
+    match scope.kind.as_str() {
+        "global" => Ok(Scope::All),
+        "collection" if path.is_empty() && ctx.catalog.roots().list().len() > 1 => Ok(Scope::All),
+        "collection" => {
+            let (root, rel) = resolve(ctx, path, scope_not_found)?;
+            let name = &ctx.catalog.roots().list()[root].name;
+            if rel.is_empty() {
+                return Ok(Scope::Folder(name.clone()));
+            }
+            match entry_at(ctx, root, &rel) {
+                Entry::Folder => Ok(Scope::Folder(format!("{name}/{rel}"))),
+                Entry::File => Err(ToolError::new(
+                    "NOT_A_DIRECTORY",
+                    format!("'{path}' is a document, not a collection"),
+                    format!(
+                        "Search one document with search_documents(scope={{type:'document', path:'{path}'}})"
+                    ),
+                )
+                .details(json!({ "path": path }))),
+                Entry::Missing => Err(scope_not_found(path)),
+            }
+        }
+        "document" => {
+            if path.is_empty() {
+                return Err(ToolError::invalid_arguments(
+                    "search_documents",
+                    "scope type 'document' needs scope.path",
+                ));
+            }
+            let doc = known_document(ctx, path).map_err(|e| match e.code.as_str() {
+                "DOCUMENT_NOT_FOUND" => scope_not_found(path),
+                _ => e,
+            })?;
+            if let Err(why) = &doc.meta {
+                return Err(filter_failed(path, why));
+            }
+            let name = &ctx.catalog.roots().list()[doc.root].name;
+            Ok(Scope::Document(format!("{name}/{}", doc.rel)))
+        }
+        other => Err(ToolError::invalid_arguments(
+            "search_documents",
+            format!("scope type '{other}' is not one of global, collection, document"),
+        )
+        .retry_with(json!({ "scope": { "type": "global" } }))),
+    }
+}
+
+fn scope_not_found(path: &str) -> ToolError {
+    ToolError::new(
+        "SCOPE_NOT_FOUND",
+        format!("Scope not found: {path}"),
+        "Check the path: list_collections() shows the collections, find_document() finds documents by name",
+    )
+    .details(json!({ "path": path }))
+}
+
+pub(super) fn filter_failed(path: &str, why: &str) -> ToolError {
+    ToolError::new(
+        "FILTER_FAILED",
+        format!("The text of '{path}' could not be extracted: {why}"),
+        "quarry records the error (index_status() lists it) and re-reads the file when it changes; get_document_info() shows what else is known",
+    )
+    .details(json!({ "path": path, "error": why }))
+}
+
+struct QueryResult {
+    matches: Vec<Value>,
+    total_matches: usize,
+    truncated: bool,
+    documents_matched: usize,
+}
+
+fn run_query(
+    ctx: &Context,
+    text: &str,
+    scope: &Scope,
+    options: &SearchOptions,
+    context: usize,
+) -> Result<QueryResult, ToolError> {
+    let expr = query::parse(text).map_err(|e| invalid_query(text, &e.0))?;
+    let outcome = ctx
+        .catalog
+        .search_documents(&expr, scope, options)
+        .map_err(|e| match e {
+            SearchError::Timeout => ToolError::new(
+                "SEARCH_TIMEOUT",
+                format!("the search for '{text}' took longer than allowed"),
+                "Reduce the scope (search_documents with a collection or document scope) or use rarer terms",
+            ),
+            SearchError::Failed(e) => ToolError::internal(format!("{e:#}")),
+        })?;
+    let matches = show(ctx, &outcome.hits, context).map_err(ToolError::internal)?;
+    Ok(QueryResult {
+        truncated: outcome.total_matches > matches.len(),
+        matches,
+        total_matches: outcome.total_matches,
+        documents_matched: outcome.documents_matched,
+    })
+}
+
+fn invalid_query(query: &str, why: &str) -> ToolError {
+    ToolError::new(
+        "INVALID_QUERY",
+        format!("Malformed search query '{query}': {why}"),
+        "Retry search_documents with space for AND, | for OR, -term for NOT, \"...\" for a phrase and balanced parentheses, e.g. (pedestal|gain) drift -led",
+    )
+    .details(json!({ "query": query, "reason": why }))
+}
+
+/// The matches as the spec shows them: each line with its context, read from
+/// the stored text (each document's blocks decompressed once).
+fn show(ctx: &Context, hits: &[DocumentHit], context: usize) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::with_capacity(hits.len());
+    // Hits come grouped by document (in path order).
+    for group in hits.chunk_by(|a, b| a.file_id == b.file_id) {
+        let id = group[0].file_id;
+        // A document changed since the search has no rows left: skip its hits.
+        let Some(meta) = ctx.catalog.document_meta(id)? else {
+            continue;
+        };
+        let mut reader = ctx.catalog.document_text_reader(id, &meta);
+        for hit in group {
+            let c = context as u32;
+            let from = hit.line.saturating_sub(c).max(1);
+            let lines = reader.lines(from, hit.line + c)?;
+            let before = (hit.line - from) as usize;
+            let Some(text) = lines.get(before) else {
+                continue;
+            };
+            let mut m = json!({
+                "document": tool_path_of_catalog_path(ctx, &hit.path),
+                "line": hit.line,
+                "text": clip(text),
+                "context_before": lines[..before].iter().map(|l| clip(l)).collect::<Vec<_>>(),
+                "context_after": lines[before + 1..].iter().map(|l| clip(l)).collect::<Vec<_>>(),
+            });
+            if meta.format == "pdf"
+                && let Some(page) = page_of_line(&meta, hit.line)
+            {
+                m["page"] = json!(page);
+            }
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// A line as shown: without a carriage return, at most `MAX_LINE_CHARS`.
+fn clip(line: &str) -> String {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+fn search_suggestions(ctx: &Context, query: &str, result: &QueryResult) -> Vec<String> {
+    let mut s = Vec::new();
+    if let Some(first) = result.matches.first() {
+        let doc = first["document"].as_str().unwrap_or_default();
+        match first.get("page") {
+            Some(page) => s.push(format!(
+                "Read the page with read_document(path='{doc}', pages=[{page}])"
+            )),
+            None => s.push(format!(
+                "See the structure of '{doc}' with get_document_info(path='{doc}')"
+            )),
+        }
+    }
+    if result.truncated {
+        s.push(format!(
+            "Showing {} of {} matching lines: raise max_results (up to {RESULTS_MAX}) or narrow the scope or the query",
+            result.matches.len(),
+            result.total_matches
+        ));
+    }
+    if result.total_matches == 0 {
+        s.push(format!(
+            "No line matches '{query}': try fuzzy=true, fewer terms, or '|' between alternatives; find_document() searches file names"
+        ));
+    }
+    let pending: u64 = (0..ctx.catalog.roots().list().len())
+        .map(|r| ctx.catalog.activity().pending(r, Kind::Document))
+        .sum();
+    if pending > 0 {
+        s.push(format!(
+            "{pending} documents are waiting to be indexed: results may be incomplete, see index_status()"
+        ));
+    }
+    s
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MultipleArgs {
+    queries: Vec<String>,
+    scope: ScopeArg,
+    context_lines: Option<i64>,
+    max_results_per_query: Option<i64>,
+}
+
+pub fn search_multiple(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let tool = "search_multiple";
+    let started = Instant::now();
+    let args: MultipleArgs = parse_args(tool, args)?;
+    if args.queries.is_empty() || args.queries.len() > MAX_QUERIES {
+        return Err(ToolError::invalid_arguments(
+            tool,
+            format!(
+                "queries holds {} queries; give 1 to {MAX_QUERIES}",
+                args.queries.len()
+            ),
+        ));
+    }
+    let context = bounded(
+        tool,
+        "context_lines",
+        args.context_lines,
+        CONTEXT_DEFAULT,
+        0,
+        CONTEXT_MAX,
+    )?;
+    let max_results = bounded(
+        tool,
+        "max_results_per_query",
+        args.max_results_per_query,
+        RESULTS_DEFAULT,
+        1,
+        RESULTS_MAX,
+    )?;
+    // A scope that does not exist fails every query alike: it is the call's error.
+    let scope = resolve_scope(ctx, &args.scope)?;
+    let options = SearchOptions {
+        max_results,
+        fuzzy: false,
+        deadline: Some(deadline(ctx)),
+    };
+    let mut distinct = args.queries.clone();
+    distinct.sort();
+    distinct.dedup();
+    let answers: Vec<(String, Result<QueryResult, ToolError>)> = distinct
+        .into_par_iter()
+        .map(|q| {
+            let r = run_query(ctx, &q, &scope, &options, context);
+            (q, r)
+        })
+        .collect();
+    let mut results = Map::new();
+    let (mut completed, mut failed) = (0, 0);
+    for (q, answer) in answers {
+        let value = match answer {
+            Ok(r) => {
+                completed += 1;
+                json!({
+                    "query": q,
+                    "matches": r.matches,
+                    "total_matches": r.total_matches,
+                    "truncated": r.truncated,
+                })
+            }
+            Err(e) => {
+                failed += 1;
+                json!({
+                    "query": q,
+                    "matches": [],
+                    "total_matches": 0,
+                    "truncated": false,
+                    "error": { "code": e.code, "message": e.message, "suggestion": e.suggestion },
+                })
+            }
+        };
+        results.insert(q, value);
+    }
+    let mut out = ToolOutput::new(json!({
+        "results": results,
+        "search_duration_ms": started.elapsed().as_millis() as u64,
+        "queries_completed": completed,
+        "queries_failed": failed,
+    }));
+    if failed > 0 {
+        out = out.suggest("Some queries failed: see each one's error; fix its syntax and run it with search_documents()");
+    }
+    Ok(out.suggest("Look at a matching document with read_document(path=..., pages=[...]) or get_document_info(path=...)"))
+}
