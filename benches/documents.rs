@@ -15,12 +15,12 @@
 //! timings are printed, never asserted.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
 
 use quarry::catalog::Catalog;
 use quarry::catalog::documents::{Scope, SearchOptions, query};
@@ -361,71 +361,11 @@ fn main() {
     watcher_latency(&corpus, &catalog_dir);
 }
 
-fn rpc(
-    stream: &mut UnixStream,
-    reader: &mut BufReader<UnixStream>,
-    id: u64,
-    method: &str,
-    params: Value,
-) -> Value {
-    let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    writeln!(stream, "{msg}").unwrap();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "daemon closed the socket"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == json!(id) {
-            return v["result"].clone();
-        }
-    }
-}
-
 fn watcher_latency(corpus: &Path, catalog_dir: &Path) {
-    let socket = catalog_dir.join("quarry.sock");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(["serve", "--root"])
-        .arg(format!("docs={}", corpus.display()))
-        .arg("--catalog")
-        .arg(catalog_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !socket.exists() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut stream = UnixStream::connect(&socket).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});
-    rpc(&mut stream, &mut reader, 1, "initialize", hello);
-    writeln!(
-        stream,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let mut id = 1;
-    let mut call = |name: &str, args: Value| {
-        id += 1;
-        rpc(
-            &mut stream,
-            &mut reader,
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": args}),
-        )["structuredContent"]
-            .clone()
-    };
-    while call("index_status", json!({}))["data"]["complete"] != json!(true) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (daemon, mut session) =
+        common::serve("docs", corpus, catalog_dir, Duration::from_secs(120));
+    session.wait_indexed();
+    let mut call = |name: &str, args: Value| session.call(name, args);
     let settle = 0.3;
     let mut latencies = Vec::new();
     for i in 0..10 {
@@ -450,12 +390,10 @@ fn watcher_latency(corpus: &Path, catalog_dir: &Path) {
         percentile(&latencies, 0.5) * 1000.0,
         latencies.last().unwrap() * 1000.0
     );
-    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.id())).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.child.id())).unwrap();
     let rss = status
         .lines()
         .find(|l| l.starts_with("VmRSS:"))
         .unwrap_or("VmRSS: ?");
     println!("daemon {rss} after the searches");
-    let _ = daemon.kill();
-    let _ = daemon.wait();
 }

@@ -7,12 +7,11 @@
 //! `cargo bench --bench foundation` runs it on 100,000 files. Without `--bench`
 //! (as `cargo test --all-targets` runs it) it checks itself on 2,000 files.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
 
 use quarry::catalog::Catalog;
 use quarry::index::{IndexOptions, Indexer, Quiet};
@@ -70,29 +69,6 @@ fn generate(root: &Path, n: usize) {
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn rpc(
-    stream: &mut UnixStream,
-    reader: &mut BufReader<UnixStream>,
-    id: u64,
-    method: &str,
-    params: Value,
-) -> Value {
-    let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    writeln!(stream, "{msg}").unwrap();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "daemon closed the socket"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == json!(id) {
-            return v["result"].clone();
-        }
-    }
 }
 
 fn rss_kb(pid: u32) -> u64 {
@@ -183,54 +159,11 @@ fn main() {
     drop((ctx, indexer, catalog));
 
     // 3. The daemon on that catalog: idle RSS and watcher latency.
-    let socket = catalog_dir.join("quarry.sock");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(["serve", "--root"])
-        .arg(format!("data={}", data.display()))
-        .arg("--catalog")
-        .arg(&catalog_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !socket.exists() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut stream = UnixStream::connect(&socket).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    rpc(
-        &mut stream,
-        &mut reader,
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
-    );
-    writeln!(
-        stream,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let mut id = 2;
-    let mut call = |name: &str, args: Value| {
-        id += 1;
-        rpc(
-            &mut stream,
-            &mut reader,
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": args}),
-        )["structuredContent"]
-            .clone()
-    };
-    while call("index_status", json!({}))["data"]["complete"] != json!(true) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (daemon, mut session) = common::serve("data", &data, &catalog_dir, Duration::from_secs(60));
+    session.wait_indexed();
+    let mut call = |name: &str, args: Value| session.call(name, args);
     std::thread::sleep(Duration::from_secs(2));
-    let rss = rss_kb(daemon.id());
+    let rss = rss_kb(daemon.child.id());
     println!(
         "daemon RSS idle with {n} files catalogued: {:.1} MB  [target <= 60 MB]",
         rss as f64 / 1024.0
@@ -259,6 +192,4 @@ fn main() {
         percentile(&latencies, 0.5) * 1000.0,
         latencies.last().unwrap() * 1000.0
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
 }
