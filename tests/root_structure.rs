@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use quarry::formats::root::RootFile;
+use quarry::formats::root::{PathedKey, RootFile};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -37,6 +37,28 @@ fn data_file(name: &str) -> PathBuf {
     } else {
         repo().join("tests/data/root").join(name)
     }
+}
+
+/// The fixture `<file name>.<kind>.json` of a test file.
+fn fixture_of(path: &Path, kind: &str) -> Value {
+    let name = path.file_name().unwrap().to_string_lossy();
+    let text = std::fs::read_to_string(
+        repo()
+            .join("tests/fixtures/root")
+            .join(format!("{name}.{kind}.json")),
+    )
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The key a fixture entry names by `path` and `cycle`.
+fn key_of<'k>(keys: &'k [PathedKey], want: &Value) -> &'k PathedKey {
+    keys.iter()
+        .find(|k| {
+            k.path() == want["path"].as_str().unwrap()
+                && i64::from(k.key.cycle) == want["cycle"].as_i64().unwrap()
+        })
+        .unwrap_or_else(|| panic!("no key {} ;{}", want["path"], want["cycle"]))
 }
 
 /// uproot calls a TDirectoryFile key "TDirectory".
@@ -179,24 +201,11 @@ fn branch_json(b: &quarry::formats::root::Branch) -> Value {
 fn every_tree_matches_uproot_branch_by_branch() {
     let mut trees_seen = 0;
     for (path, _) in fixtures() {
-        let fixture: Value = serde_json::from_str(
-            &std::fs::read_to_string(repo().join("tests/fixtures/root").join(format!(
-                "{}.trees.json",
-                path.file_name().unwrap().to_string_lossy()
-            )))
-            .unwrap(),
-        )
-        .unwrap();
+        let fixture = fixture_of(&path, "trees");
         let file = RootFile::open(&path).unwrap();
         let keys = file.walk().unwrap();
         for want in fixture["trees"].as_array().unwrap() {
-            let key = keys
-                .iter()
-                .find(|k| {
-                    k.path() == want["path"].as_str().unwrap()
-                        && i64::from(k.key.cycle) == want["cycle"].as_i64().unwrap()
-                })
-                .unwrap();
+            let key = key_of(&keys, want);
             let tree = file
                 .tree(&key.key)
                 .unwrap_or_else(|e| panic!("{} {}: {e}", path.display(), key.path()));
@@ -273,15 +282,7 @@ fn every_basic_column_decodes_to_uproots_values() {
     let mut columns_checked = 0;
     for (path, _) in fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let fixture: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                repo()
-                    .join("tests/fixtures/root")
-                    .join(format!("{name}.columns.json")),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let fixture = fixture_of(&path, "columns");
         let file = RootFile::open(&path).unwrap();
         let keys = file.walk().unwrap();
         for want_tree in fixture["trees"].as_array().unwrap() {
@@ -369,25 +370,11 @@ fn histograms_match_uproot_bin_by_bin() {
     let mut seen = 0;
     for path in cases {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let fixture: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                repo()
-                    .join("tests/fixtures/root")
-                    .join(format!("{name}.hists.json")),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let fixture = fixture_of(&path, "hists");
         let file = RootFile::open(&path).unwrap();
         let keys = file.walk().unwrap();
         for want in fixture["histograms"].as_array().unwrap() {
-            let key = keys
-                .iter()
-                .find(|k| {
-                    k.path() == want["path"].as_str().unwrap()
-                        && i64::from(k.key.cycle) == want["cycle"].as_i64().unwrap()
-                })
-                .unwrap();
+            let key = key_of(&keys, want);
             let h = file
                 .histogram(&key.key)
                 .unwrap_or_else(|e| panic!("{name} {}: {e}", key.path()));
