@@ -42,25 +42,30 @@ struct SearchArgs {
     fuzzy: Option<bool>,
 }
 
-pub fn search_documents(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-    let tool = "search_documents";
-    let args: SearchArgs = parse_args(tool, args)?;
+/// The context lines and the result cap of a search call, each defaulted and
+/// checked against its range (`max` names the cap's argument in the tool).
+fn result_bounds(
+    tool: &str,
+    context_lines: Option<i64>,
+    (max_name, max): (&str, Option<i64>),
+) -> Result<(usize, usize), ToolError> {
     let context = bounded(
         tool,
         "context_lines",
-        args.context_lines,
+        context_lines,
         CONTEXT_DEFAULT,
         0,
         CONTEXT_MAX,
     )?;
-    let max_results = bounded(
-        tool,
-        "max_results",
-        args.max_results,
-        RESULTS_DEFAULT,
-        1,
-        RESULTS_MAX,
-    )?;
+    let max_results = bounded(tool, max_name, max, RESULTS_DEFAULT, 1, RESULTS_MAX)?;
+    Ok((context, max_results))
+}
+
+pub fn search_documents(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    let tool = "search_documents";
+    let args: SearchArgs = parse_args(tool, args)?;
+    let (context, max_results) =
+        result_bounds(tool, args.context_lines, ("max_results", args.max_results))?;
     let scope = resolve_scope(ctx, &args.scope)?;
     let options = SearchOptions {
         max_results,
@@ -306,21 +311,10 @@ pub fn search_multiple(ctx: &Context, args: Map<String, Value>) -> Result<ToolOu
             ),
         ));
     }
-    let context = bounded(
+    let (context, max_results) = result_bounds(
         tool,
-        "context_lines",
         args.context_lines,
-        CONTEXT_DEFAULT,
-        0,
-        CONTEXT_MAX,
-    )?;
-    let max_results = bounded(
-        tool,
-        "max_results_per_query",
-        args.max_results_per_query,
-        RESULTS_DEFAULT,
-        1,
-        RESULTS_MAX,
+        ("max_results_per_query", args.max_results_per_query),
     )?;
     // A scope that does not exist fails every query alike: it is the call's error.
     let scope = resolve_scope(ctx, &args.scope)?;
