@@ -419,6 +419,17 @@ async fn profiles_and_written_branch_kinds_through_the_tools() {
     let client = s.mcp().await;
     wait_indexed(&client).await;
 
+    // inspect_file lists the profiles with the other histograms, valid per its schema.
+    let v = ok(&client, "inspect_file", json!({"path": "kinds/types.root"})).await;
+    assert_valid("inspect_file.output.json", &v);
+    let classes: Vec<&str> = v["data"]["histograms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["TProfile", "TProfile", "TProfile2D", "TH1I"]);
+
     let v = ok(
         &client,
         "list_branches",
