@@ -6,6 +6,7 @@ use std::path::Path;
 use super::query::{Expr, parse};
 use super::*;
 use crate::catalog::{Change, FileInfo, FileStatus};
+use crate::formats::document::Format;
 use crate::roots::Roots;
 
 fn open(dir: &Path) -> Catalog {
@@ -34,11 +35,7 @@ fn upsert(rel: &str, text: &str, fingerprint: u64) -> Change {
             status: FileStatus::Ok,
             indexed_at_ms: 0,
         },
-        rows: document_rows(NewDocument {
-            format: "text".into(),
-            pages: vec![text.to_string()],
-            ..NewDocument::default()
-        }),
+        rows: document_rows(bare(Format::Text, vec![text.to_string()])),
     }
 }
 
@@ -369,11 +366,10 @@ fn stored_text_reads_back_by_lines_and_pages() {
             status: FileStatus::Ok,
             indexed_at_ms: 0,
         },
-        rows: document_rows(NewDocument {
-            format: "pdf".into(),
-            pages: vec![long.clone(), String::new(), "last page\n".into()],
-            ..NewDocument::default()
-        }),
+        rows: document_rows(bare(
+            Format::Pdf,
+            vec![long.clone(), String::new(), "last page\n".into()],
+        )),
     };
     apply(&c, &[change]).unwrap();
     let id = c.record(0, "book.pdf").unwrap().unwrap().id;

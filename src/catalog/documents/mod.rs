@@ -33,6 +33,7 @@ pub use tokenizer::words;
 use super::Catalog;
 use super::records::{KindRow, KindTable, encode};
 use crate::formats::Kind;
+use crate::formats::document::{Document, Heading, Metadata};
 
 pub const DOC_META: &str = "doc_meta";
 pub const DOC_TEXT: &str = "doc_text";
@@ -71,11 +72,9 @@ pub struct DocMetaRow {
     /// Lines in the whole text (pages joined).
     pub lines: u32,
     pub chars: u64,
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub subject: Option<String>,
-    pub created: Option<String>,
-    pub keywords: Vec<String>,
+    /// Title, author, subject, created, keywords (encoded as those fields in
+    /// turn, as before they were grouped).
+    pub metadata: Metadata,
     /// Problems met while extracting (a PDF page that could not be read).
     pub warnings: Vec<String>,
 }
@@ -91,32 +90,11 @@ pub struct PageSpan {
     pub blocks: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TocRow {
-    pub title: String,
-    pub level: u32,
-    pub page: u32,
-    /// The header's line (Markdown).
-    pub line: Option<u32>,
-}
-
-/// A document as the index hands it to the catalog.
-#[derive(Debug, Clone, Default)]
-pub struct NewDocument {
-    pub format: String,
-    /// Each page's text; a page with text ends with a newline.
-    pub pages: Vec<String>,
-    pub toc: Vec<TocRow>,
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub subject: Option<String>,
-    pub created: Option<String>,
-    pub keywords: Vec<String>,
-    pub warnings: Vec<String>,
-}
+/// A table-of-contents entry, stored as the extractor gives it.
+pub type TocRow = Heading;
 
 /// The catalog rows of a document: its metadata, its text in blocks, its TOC.
-pub fn document_rows(doc: NewDocument) -> Vec<KindRow> {
+pub fn document_rows(doc: Document) -> Vec<KindRow> {
     let mut rows = Vec::new();
     let mut pages = Vec::with_capacity(doc.pages.len());
     let mut block_first_lines = Vec::new();
@@ -146,16 +124,12 @@ pub fn document_rows(doc: NewDocument) -> Vec<KindRow> {
         next_line = line;
     }
     let meta = DocMetaRow {
-        format: doc.format,
+        format: doc.format.as_str().to_string(),
         pages,
         block_first_lines,
         lines: next_line - 1,
         chars,
-        title: doc.title,
-        author: doc.author,
-        subject: doc.subject,
-        created: doc.created,
-        keywords: doc.keywords,
+        metadata: doc.metadata,
         warnings: doc.warnings,
     };
     rows.push(KindRow {
@@ -453,17 +427,26 @@ impl Catalog {
     }
 }
 
+/// A document of these pages and nothing else (for tests).
+#[cfg(test)]
+fn bare(format: crate::formats::document::Format, pages: Vec<String>) -> Document {
+    Document {
+        format,
+        pages,
+        toc: Vec::new(),
+        metadata: Metadata::default(),
+        warnings: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::catalog::decode;
+    use crate::formats::document::Format;
 
-    fn doc(pages: &[&str]) -> NewDocument {
-        NewDocument {
-            format: "pdf".into(),
-            pages: pages.iter().map(|p| p.to_string()).collect(),
-            ..NewDocument::default()
-        }
+    fn doc(pages: &[&str]) -> Document {
+        bare(Format::Pdf, pages.iter().map(|p| p.to_string()).collect())
     }
 
     fn meta_of(rows: &[KindRow]) -> DocMetaRow {

@@ -10,6 +10,8 @@ mod text;
 use std::fs::File;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use super::{FormatError, check_text_prefix, read_prefix};
 
 pub const PDF_MAGIC: &[u8] = b"%PDF-";
@@ -67,8 +69,8 @@ pub struct Document {
     pub warnings: Vec<String>,
 }
 
-/// One table-of-contents entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One table-of-contents entry (kept as it is in the catalog).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heading {
     pub title: String,
     /// 1 for top-level entries.
@@ -79,7 +81,8 @@ pub struct Heading {
     pub line: Option<u32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A document's own description of itself (kept as it is in the catalog).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metadata {
     pub title: Option<String>,
     pub author: Option<String>,

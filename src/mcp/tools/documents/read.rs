@@ -182,6 +182,7 @@ pub fn get_document_info(ctx: &Context, args: Map<String, Value>) -> Result<Tool
 }
 
 fn metadata(meta: &DocMetaRow) -> Value {
+    let meta = &meta.metadata;
     let mut m = Map::new();
     for (key, value) in [
         ("title", &meta.title),
