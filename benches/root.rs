@@ -19,20 +19,27 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quarry::catalog::Catalog;
-use quarry::formats::root::RootFile;
+use quarry::formats::root::{Branch, RootFile};
 use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::json;
 
-/// Opens the file, reads its tree and decodes one whole branch: what a full read
-/// costs from scratch (the page cache is warm for both tools).
-fn read_branch(path: &Path, name: &str) -> (usize, f64) {
+/// The file and the top-level branch `name` of its first tree.
+fn open_branch(path: &Path, name: &str) -> (RootFile, Branch) {
     let file = RootFile::open(path).unwrap();
     let keys = file.walk().unwrap();
     let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
     let tree = file.tree(&key.key).unwrap();
-    let branch = tree.branches.iter().find(|b| b.name == name).unwrap();
+    let branch = tree.branches.into_iter().find(|b| b.name == name).unwrap();
+    (file, branch)
+}
+
+/// Opens the file, reads its tree and decodes one whole branch: what a full read
+/// costs from scratch (the page cache is warm for both tools).
+fn read_branch(path: &Path, name: &str) -> (usize, f64) {
+    let (file, branch) = open_branch(path, name);
+    let branch = &branch;
     (
         file.column(branch).unwrap().values.len(),
         branch.tot_bytes as f64 / 1e6,
@@ -42,11 +49,8 @@ fn read_branch(path: &Path, name: &str) -> (usize, f64) {
 /// The same read streamed: each basket decoded into a reused chunk and handed
 /// on, never the whole column in memory. Returns the values seen.
 fn stream_branch(path: &Path, name: &str) -> usize {
-    let file = RootFile::open(path).unwrap();
-    let keys = file.walk().unwrap();
-    let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
-    let tree = file.tree(&key.key).unwrap();
-    let branch = tree.branches.iter().find(|b| b.name == name).unwrap();
+    let (file, branch) = open_branch(path, name);
+    let branch = &branch;
     let mut n = 0;
     file.for_each_chunk(branch, |chunk| {
         // The decoded values are handed on; what a consumer does with them is
@@ -98,12 +102,7 @@ fn stream_throughput(path: &Path, branches: &[&str], repeats: usize) {
             best = best.min(t.elapsed().as_secs_f64());
         }
         let (_, peak) = rss_mb();
-        let file = RootFile::open(path).unwrap();
-        let keys = file.walk().unwrap();
-        let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
-        let tree = file.tree(&key.key).unwrap();
-        let branch = tree.branches.iter().find(|b| b.name == *name).unwrap();
-        let mb = branch.tot_bytes as f64 / 1e6;
+        let mb = open_branch(path, name).1.tot_bytes as f64 / 1e6;
         println!(
             "{}",
             json!({"tool": "quarry", "mode": "stream", "file": path.file_name().unwrap().to_string_lossy(), "branch": name,

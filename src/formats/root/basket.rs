@@ -17,7 +17,7 @@ const TAIL: usize = 19;
 
 /// One basket's entries, uncompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Basket {
+pub(super) struct Basket {
     pub entries: usize,
     /// The buffer holding the entries' bytes at `range` (a basket stored raw is
     /// used where it was read, without a copy), and the entry offset table.

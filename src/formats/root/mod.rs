@@ -23,7 +23,6 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
-pub use basket::Basket;
 pub use column::Column;
 pub use compression::decompress;
 pub use cursor::Cursor;
