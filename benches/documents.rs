@@ -297,7 +297,12 @@ fn main() {
         assert!(!expected.is_empty(), "{label}: the corpus holds matches");
         let args = json!({"query": q, "scope": {"type": "global"}});
         let (p50, p99) = time_ms(runs, || {
-            let out = (search.handler)(&ctx, args.as_object().unwrap().clone()).unwrap();
+            let out = (search.handler)(
+                &ctx,
+                &quarry::job::Job::default(),
+                args.as_object().unwrap().clone(),
+            )
+            .unwrap();
             assert_eq!(out.data["total_matches"], expected.len());
         });
         let rg = rg_patterns(label);
@@ -335,7 +340,12 @@ fn main() {
     let (moved, text) = &docs[docs.len() / 2];
     std::fs::rename(corpus.join(moved), base.join("moved_away")).unwrap();
     let read_args = json!({"path": moved});
-    let out = (read.handler)(&ctx, read_args.as_object().unwrap().clone()).unwrap();
+    let out = (read.handler)(
+        &ctx,
+        &quarry::job::Job::default(),
+        read_args.as_object().unwrap().clone(),
+    )
+    .unwrap();
     std::fs::rename(base.join("moved_away"), corpus.join(moved)).unwrap();
     let chars = text.chars().count();
     let expected: String = text.chars().take(100_000).collect();
@@ -351,7 +361,7 @@ fn main() {
         let (p50, p99) = time_ms(runs, || {
             let args = sample[i % sample.len()].as_object().unwrap().clone();
             i += 1;
-            (def.handler)(&ctx, args).unwrap();
+            (def.handler)(&ctx, &quarry::job::Job::default(), args).unwrap();
         });
         println!("{name:<18} p50 {p50:.3} ms, p99 {p99:.3} ms (from the catalog; no extraction)");
     }

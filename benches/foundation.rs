@@ -131,7 +131,12 @@ fn main() {
         let mut matched = 0;
         for _ in 0..200 {
             let t = Instant::now();
-            let out = (list.handler)(&ctx, args.as_object().unwrap().clone()).unwrap();
+            let out = (list.handler)(
+                &ctx,
+                &quarry::job::Job::default(),
+                args.as_object().unwrap().clone(),
+            )
+            .unwrap();
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             matched = out.data["total_matched"].as_u64().unwrap();
         }

@@ -27,7 +27,7 @@ use serde_json::json;
 
 /// The file and the top-level branch `name` of its first tree.
 fn open_branch(path: &Path, name: &str) -> (RootFile, Branch) {
-    let file = RootFile::open(path).unwrap();
+    let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
     let keys = file.walk().unwrap();
     let key = keys.iter().find(|k| k.key.class_name == "TTree").unwrap();
     let tree = file.tree(&key.key).unwrap();
@@ -154,7 +154,12 @@ fn latency(ctx: &Context, tool: &str, args: &serde_json::Value, n: usize) -> (f6
     let mut times: Vec<f64> = (0..n)
         .map(|_| {
             let t = Instant::now();
-            (def.handler)(ctx, args.as_object().unwrap().clone()).unwrap();
+            (def.handler)(
+                ctx,
+                &quarry::job::Job::default(),
+                args.as_object().unwrap().clone(),
+            )
+            .unwrap();
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();
@@ -194,7 +199,9 @@ fn stats_latency(wide: &Path, repeats: usize) {
     let mut rows = 0;
     for _ in 0..repeats {
         let (t, cpu) = (Instant::now(), cpu_seconds());
-        rows = quarry::index::root::file_stats_rows(wide).unwrap().len();
+        rows = quarry::index::root::file_stats_rows(std::fs::File::open(wide).unwrap())
+            .unwrap()
+            .len();
         let wall = t.elapsed().as_secs_f64();
         if wall < best {
             (best, cpu_of_best) = (wall, cpu_seconds() - cpu);

@@ -79,7 +79,7 @@ fn every_key_and_object_matches_uproot() {
         "one fixture per test file (12 + the ROOT-written one)"
     );
     for (path, fixture) in all {
-        let file = RootFile::open(&path).unwrap();
+        let file = RootFile::open(std::fs::File::open(&path).unwrap()).unwrap();
         let keys = file
             .walk()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -138,7 +138,7 @@ fn every_key_and_object_matches_uproot() {
 
 /// Reads everything the reader can reach; errors are fine, panics and hangs are not.
 fn read_all(path: &Path) {
-    let Ok(file) = RootFile::open(path) else {
+    let Ok(file) = RootFile::open(std::fs::File::open(&path).unwrap()) else {
         return;
     };
     let Ok(keys) = file.walk() else { return };
@@ -202,7 +202,7 @@ fn every_tree_matches_uproot_branch_by_branch() {
     let mut trees_seen = 0;
     for (path, _) in fixtures() {
         let fixture = fixture_of(&path, "trees");
-        let file = RootFile::open(&path).unwrap();
+        let file = RootFile::open(std::fs::File::open(&path).unwrap()).unwrap();
         let keys = file.walk().unwrap();
         for want in fixture["trees"].as_array().unwrap() {
             let key = key_of(&keys, want);
@@ -283,7 +283,7 @@ fn every_basic_column_decodes_to_uproots_values() {
     for (path, _) in fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let fixture = fixture_of(&path, "columns");
-        let file = RootFile::open(&path).unwrap();
+        let file = RootFile::open(std::fs::File::open(&path).unwrap()).unwrap();
         let keys = file.walk().unwrap();
         for want_tree in fixture["trees"].as_array().unwrap() {
             let key = keys
@@ -371,7 +371,7 @@ fn histograms_match_uproot_bin_by_bin() {
     for path in cases {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let fixture = fixture_of(&path, "hists");
-        let file = RootFile::open(&path).unwrap();
+        let file = RootFile::open(std::fs::File::open(&path).unwrap()).unwrap();
         let keys = file.walk().unwrap();
         for want in fixture["histograms"].as_array().unwrap() {
             let key = key_of(&keys, want);
@@ -459,7 +459,8 @@ fn histograms_match_uproot_bin_by_bin() {
 #[test]
 fn profiles_follow_their_fills() {
     use quarry::formats::root::ProfileErrors;
-    let file = RootFile::open(&data_file("root-written-types.root")).unwrap();
+    let file =
+        RootFile::open(std::fs::File::open(data_file("root-written-types.root")).unwrap()).unwrap();
     let keys = file.walk().unwrap();
     let read = |name: &str| {
         let key = keys.iter().find(|k| k.path() == name).unwrap();
@@ -500,7 +501,8 @@ fn profiles_follow_their_fills() {
 #[test]
 fn root_written_types_follow_their_formulas() {
     use quarry::formats::root::{Values, branch_type};
-    let file = RootFile::open(&data_file("root-written-types.root")).unwrap();
+    let file =
+        RootFile::open(std::fs::File::open(data_file("root-written-types.root")).unwrap()).unwrap();
     let keys = file.walk().unwrap();
     let key = keys.iter().find(|k| k.path() == "types").unwrap();
     let tree = file.tree(&key.key).unwrap();

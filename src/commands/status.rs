@@ -67,7 +67,8 @@ fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
         .context("index_status tool")?;
     let mut args = Map::new();
     args.insert("max_errors".into(), json!(1000));
-    let out = (def.handler)(&ctx, args).map_err(|e| anyhow::anyhow!(e.message))?;
+    let out = (def.handler)(&ctx, &crate::job::Job::default(), args)
+        .map_err(|e| anyhow::anyhow!(e.message))?;
     Ok(out.into_json("index_status", 0.0))
 }
 

@@ -1,9 +1,9 @@
 //! Source-code checks: a source file must be text.
 
-use std::path::Path;
+use std::fs::File;
 
 use super::{FormatError, check_text_prefix};
 
-pub fn check(path: &Path) -> Result<(), FormatError> {
-    check_text_prefix(path, "source")
+pub fn check(file: &mut File) -> Result<(), FormatError> {
+    check_text_prefix(file, "source")
 }

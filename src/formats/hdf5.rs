@@ -3,20 +3,18 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
-use std::path::Path;
 
 use super::{FormatError, read_prefix};
 
 pub const SIGNATURE: &[u8] = b"\x89HDF\r\n\x1a\n";
 
-pub fn check_signature(path: &Path) -> Result<(), FormatError> {
-    let mut file = File::open(path)?;
+pub fn check_signature(file: &mut File) -> Result<(), FormatError> {
     let size = file.metadata()?.len();
     let mut offset = 0u64;
     let mut buf = [0u8; 8];
     while offset + 8 <= size {
         file.seek(SeekFrom::Start(offset))?;
-        if read_prefix(&mut file, &mut buf)? == 8 && buf == SIGNATURE {
+        if read_prefix(file, &mut buf)? == 8 && buf == SIGNATURE {
             return Ok(());
         }
         offset = if offset == 0 { 512 } else { offset * 2 };
@@ -34,8 +32,8 @@ mod tests {
     #[test]
     fn finds_signature_in_real_files_and_after_a_user_block() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/hdf5");
-        check_signature(&dir.join("detector_conditions.h5")).unwrap();
-        check_signature(&dir.join("pylhe-testfile-hpcgen.hdf5")).unwrap();
+        check_signature(&mut File::open(dir.join("detector_conditions.h5")).unwrap()).unwrap();
+        check_signature(&mut File::open(dir.join("pylhe-testfile-hpcgen.hdf5")).unwrap()).unwrap();
 
         let tmp = tempfile::tempdir().unwrap();
         let with_user_block = tmp.path().join("ub.h5");
@@ -43,10 +41,10 @@ mod tests {
         bytes.extend_from_slice(SIGNATURE);
         bytes.extend_from_slice(&[0u8; 100]);
         std::fs::write(&with_user_block, &bytes).unwrap();
-        check_signature(&with_user_block).unwrap();
+        check_signature(&mut File::open(&with_user_block).unwrap()).unwrap();
 
         let fake = tmp.path().join("fake.h5");
         std::fs::write(&fake, b"just text pretending to be hdf5").unwrap();
-        assert!(check_signature(&fake).is_err());
+        assert!(check_signature(&mut File::open(&fake).unwrap()).is_err());
     }
 }

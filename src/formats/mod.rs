@@ -15,7 +15,6 @@ pub mod root;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -94,13 +93,15 @@ pub fn sniff(head: &[u8]) -> Option<Kind> {
 
 /// Decides a file's kind: by extension when it has a known one, otherwise by its
 /// first bytes. `Ok(None)` means quarry does not index this file.
-pub fn detect(path: &Path) -> io::Result<Option<Kind>> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+///
+/// `open` is called only when the name does not decide, so most files are not
+/// opened at all; the caller opens beneath the root.
+pub fn detect(name: &str, open: impl FnOnce() -> io::Result<File>) -> io::Result<Option<Kind>> {
     if let Some(kind) = kind_from_name(name) {
         return Ok(Some(kind));
     }
     let mut head = [0u8; SNIFF_LEN];
-    let n = read_prefix(&mut File::open(path)?, &mut head)?;
+    let n = read_prefix(&mut open()?, &mut head)?;
     Ok(sniff(&head[..n]))
 }
 
@@ -113,21 +114,30 @@ pub enum FormatError {
     Unsupported(String),
     #[error("I/O error: {0}")]
     Io(String),
+    /// The system was short of something (descriptors, memory) or the call was
+    /// interrupted: not the file's fault, worth trying again.
+    #[error("I/O error (transient): {0}")]
+    Transient(String),
 }
 
 impl From<io::Error> for FormatError {
     fn from(e: io::Error) -> Self {
-        FormatError::Io(e.to_string())
+        if crate::transient::is_transient(&e) {
+            FormatError::Transient(e.to_string())
+        } else {
+            FormatError::Io(e.to_string())
+        }
     }
 }
 
 /// Checks that the file is a well-formed file of `kind` (signature and header).
-pub fn validate(kind: Kind, path: &Path) -> Result<(), FormatError> {
+/// `name` is the file's name (documents tell PDF from text by it).
+pub fn validate(kind: Kind, name: &str, mut file: File) -> Result<(), FormatError> {
     match kind {
-        Kind::Root => root::RootFile::open(path)?.walk().map(|_| ()),
-        Kind::Hdf5 => hdf5::check_signature(path),
-        Kind::Document => document::check(path),
-        Kind::Code => code::check(path),
+        Kind::Root => root::RootFile::open(file)?.walk().map(|_| ()),
+        Kind::Hdf5 => hdf5::check_signature(&mut file),
+        Kind::Document => document::check(name, &mut file),
+        Kind::Code => code::check(&mut file),
     }
 }
 
@@ -146,9 +156,9 @@ pub(crate) fn read_prefix(file: &mut impl Read, buf: &mut [u8]) -> io::Result<us
 }
 
 /// Rejects binary content in a file that should be text: a NUL byte in its first block.
-pub(crate) fn check_text_prefix(path: &Path, what: &str) -> Result<(), FormatError> {
+pub(crate) fn check_text_prefix(file: &mut File, what: &str) -> Result<(), FormatError> {
     let mut head = vec![0u8; 8192];
-    let n = read_prefix(&mut File::open(path)?, &mut head)?;
+    let n = read_prefix(file, &mut head)?;
     if memchr::memchr(0, &head[..n]).is_some() {
         return Err(FormatError::Corrupt(format!(
             "binary content (NUL byte) in a {what} file"

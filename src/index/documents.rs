@@ -2,14 +2,14 @@
 //! contents and metadata, as rows of `catalog::documents`, extracted at index
 //! time so that no tool reads or re-extracts the file.
 
-use std::path::Path;
+use std::fs::File;
 
 use crate::catalog::KindRow;
 use crate::catalog::documents::document_rows;
 use crate::formats::FormatError;
 use crate::formats::document;
 
-/// The catalog rows of the document at `path`.
-pub fn rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
-    Ok(document_rows(document::read(path)?))
+/// The catalog rows of the document `name`, opened as `file`.
+pub fn rows(name: &str, file: File) -> Result<Vec<KindRow>, FormatError> {
+    Ok(document_rows(document::read(name, file)?))
 }

@@ -4,34 +4,76 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
+use std::time::Duration;
 
 use crate::catalog::KindRow;
 use crate::formats::{self, FormatError, Kind};
 use crate::panics::panic_message;
+use crate::roots::{OpenError, open_beneath};
 
-/// Extracts what the catalog keeps of a file of `kind`; `Err` holds the message
-/// recorded against the file.
-pub fn extract(kind: Kind, path: &Path) -> Result<Vec<KindRow>, String> {
-    match kind {
-        Kind::Root => guarded(kind, || super::root::root_rows(path)),
-        Kind::Document => guarded(kind, || super::documents::rows(path)),
-        _ => guarded(kind, || formats::validate(kind, path).map(|()| Vec::new())),
+/// What extracting one file gave.
+#[derive(Debug, PartialEq)]
+pub enum Extracted {
+    Rows(Vec<KindRow>),
+    /// The file's own fault: recorded against it until it changes.
+    Failed(String),
+    /// The system's passing shortage (descriptors, memory), still there after the
+    /// retries: nothing is recorded, the file is tried again later.
+    Deferred(String),
+}
+
+/// Waits between attempts when an error is transient.
+const BACKOFF: [Duration; 4] = [
+    Duration::from_millis(20),
+    Duration::from_millis(100),
+    Duration::from_millis(400),
+    Duration::from_millis(1000),
+];
+
+/// Extracts what the catalog keeps of the file `rel` of kind `kind` under the
+/// root folder `root` (opened beneath it), retrying transient I/O errors.
+pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
+    let mut attempt = 0;
+    loop {
+        match extract_once(kind, root, rel) {
+            Err(FormatError::Transient(why)) if attempt < BACKOFF.len() => {
+                std::thread::sleep(BACKOFF[attempt]);
+                attempt += 1;
+                tracing::debug!("retrying {rel} after a transient error: {why}");
+            }
+            Err(FormatError::Transient(why)) => return Extracted::Deferred(why),
+            Err(e) => return Extracted::Failed(e.to_string()),
+            Ok(rows) => return Extracted::Rows(rows),
+        }
     }
 }
 
-/// Runs a reader, turning its errors and panics into the file's error message.
+fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, FormatError> {
+    let file = open_beneath(root, rel).map_err(|e| match e {
+        OpenError::Io(e) => FormatError::from(e),
+        other => FormatError::Io(other.to_string()),
+    })?;
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    match kind {
+        Kind::Root => guarded(kind, || super::root::root_rows(file)),
+        Kind::Document => guarded(kind, || super::documents::rows(name, file)),
+        _ => guarded(kind, || {
+            formats::validate(kind, name, file).map(|()| Vec::new())
+        }),
+    }
+}
+
+/// Runs a reader, turning its panics into the file's error.
 fn guarded(
     kind: Kind,
     read: impl FnOnce() -> Result<Vec<KindRow>, FormatError>,
-) -> Result<Vec<KindRow>, String> {
-    match catch_unwind(AssertUnwindSafe(read)) {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(panic) => Err(format!(
+) -> Result<Vec<KindRow>, FormatError> {
+    catch_unwind(AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+        Err(FormatError::Corrupt(format!(
             "the {kind} reader failed on this file: {}",
             panic_message(panic.as_ref())
-        )),
-    }
+        )))
+    })
 }
 
 #[cfg(test)]
@@ -42,13 +84,13 @@ mod tests {
     fn a_reader_that_panics_becomes_the_files_error() {
         let err = guarded(Kind::Root, || panic!("basket 3 points past the end")).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "the root reader failed on this file: basket 3 points past the end"
         );
         let err = guarded(Kind::Hdf5, || std::panic::panic_any(42u32)).unwrap_err();
-        assert!(err.ends_with("unknown panic"), "{err}");
+        assert!(err.to_string().ends_with("unknown panic"), "{err}");
         let err = guarded(Kind::Code, || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
-        assert_eq!(err, "bad");
+        assert_eq!(err.to_string(), "bad");
         assert_eq!(guarded(Kind::Document, || Ok(Vec::new())), Ok(Vec::new()));
     }
 }

@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-pub use extract::extract;
+pub use extract::{Extracted, extract};
 pub use walk::{Exclusions, Observed};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
-use crate::formats::Kind;
+use crate::formats::{self, Kind};
 
 /// When branch statistics are computed and cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -63,6 +63,8 @@ pub struct SyncSummary {
     pub failed: usize,
     pub unchanged: usize,
     pub removed: usize,
+    /// Files left for later after transient errors outlasted the retries.
+    pub deferred: usize,
 }
 
 impl SyncSummary {
@@ -71,6 +73,7 @@ impl SyncSummary {
         self.failed += other.failed;
         self.unchanged += other.unchanged;
         self.removed += other.removed;
+        self.deferred += other.deferred;
     }
 }
 
@@ -84,6 +87,9 @@ pub struct Indexer {
     sync_lock: Mutex<()>,
     /// ROOT files waiting for the statistics pass (eager mode, once started).
     stats_queue: Mutex<Option<std::sync::mpsc::Sender<(usize, String, u64)>>>,
+    /// Files whose extraction met only transient errors, to try again
+    /// (`retry_deferred`).
+    deferred: Mutex<BTreeSet<(usize, String)>>,
 }
 
 pub fn now_ms() -> i64 {
@@ -105,6 +111,7 @@ impl Indexer {
             pool,
             sync_lock: Mutex::new(()),
             stats_queue: Mutex::new(None),
+            deferred: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -136,8 +143,11 @@ impl Indexer {
                     if catalog.has_stats(root, &rel) {
                         continue;
                     }
-                    let path = catalog.roots().list()[root].canonical.join(&rel);
-                    match root::file_stats_rows(&path) {
+                    let base = &catalog.roots().list()[root].canonical;
+                    let stats = crate::roots::open_beneath(base, &rel)
+                        .map_err(|e| formats::FormatError::Io(e.to_string()))
+                        .and_then(root::file_stats_rows);
+                    match stats {
                         Ok(rows) => {
                             if let Err(e) = catalog.add_rows(root, &rel, fingerprint, &rows) {
                                 tracing::warn!("storing statistics of {rel}: {e:#}");
@@ -186,6 +196,21 @@ impl Indexer {
         let mut total = SyncSummary::default();
         for (root, rel) in targets {
             // The watcher already counts these paths as pending.
+            total.add(self.sync(root, &rel, &Quiet, false)?);
+        }
+        Ok(total)
+    }
+
+    /// Whether files wait for another try after transient errors.
+    pub fn has_deferred(&self) -> bool {
+        !self.deferred.lock().expect("deferred files").is_empty()
+    }
+
+    /// Tries again the files that met only transient errors.
+    pub fn retry_deferred(&self) -> anyhow::Result<SyncSummary> {
+        let files = std::mem::take(&mut *self.deferred.lock().expect("deferred files"));
+        let mut total = SyncSummary::default();
+        for (root, rel) in files {
             total.add(self.sync(root, &rel, &Quiet, false)?);
         }
         Ok(total)
@@ -288,21 +313,33 @@ impl Indexer {
     ) -> anyhow::Result<()> {
         let base = self.catalog.roots().list()[root].canonical.clone();
         for chunk in batches(files, self.options.batch.max(1), MAX_BATCH_BYTES) {
-            let changes: Vec<Change> = self.pool.install(|| {
+            let outcomes: Vec<Option<Change>> = self.pool.install(|| {
                 chunk
                     .par_iter()
                     .map(|o| extract_change(root, &base, o))
                     .collect()
             });
+            for (o, c) in chunk.iter().zip(&outcomes) {
+                match c {
+                    None => {
+                        summary.deferred += 1;
+                        self.deferred
+                            .lock()
+                            .expect("deferred files")
+                            .insert((root, o.rel.clone()));
+                    }
+                    Some(Change::Upsert { file, .. }) if file.status.is_failed() => {
+                        summary.failed += 1
+                    }
+                    Some(_) => summary.indexed += 1,
+                }
+            }
+            let changes: Vec<Change> = outcomes.into_iter().flatten().collect();
             self.catalog.apply(&changes)?;
             self.queue_stats(root, &changes);
-            for (o, c) in chunk.iter().zip(&changes) {
-                if track_pending {
+            if track_pending {
+                for o in chunk {
                     self.catalog.activity().finish_pending(root, o.kind, 1);
-                }
-                match c {
-                    Change::Upsert { file, .. } if file.status.is_failed() => summary.failed += 1,
-                    _ => summary.indexed += 1,
                 }
             }
             *stored += chunk.len();
@@ -356,12 +393,18 @@ fn batches(
     })
 }
 
-fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
-    let (status, rows) = match extract(o.kind, &base.join(&o.rel)) {
-        Ok(rows) => (FileStatus::Ok, rows),
-        Err(msg) => (FileStatus::Failed(msg), Vec::new()),
+/// The catalog change for one observed file; `None` when a transient error
+/// outlasted the retries (nothing is recorded, the file is tried again later).
+fn extract_change(root: usize, base: &Path, o: &Observed) -> Option<Change> {
+    let (status, rows) = match extract(o.kind, base, &o.rel) {
+        Extracted::Rows(rows) => (FileStatus::Ok, rows),
+        Extracted::Failed(msg) => (FileStatus::Failed(msg), Vec::new()),
+        Extracted::Deferred(why) => {
+            tracing::warn!("{} deferred after a transient error: {why}", o.rel);
+            return None;
+        }
     };
-    Change::Upsert {
+    Some(Change::Upsert {
         root,
         rel: o.rel.clone(),
         file: FileInfo {
@@ -373,7 +416,7 @@ fn extract_change(root: usize, base: &Path, o: &Observed) -> Change {
             indexed_at_ms: now_ms(),
         },
         rows,
-    }
+    })
 }
 
 #[cfg(test)]

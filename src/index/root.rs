@@ -2,7 +2,7 @@
 //! built from quarry's ROOT reader at index time.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::fs::File;
 
 use crate::catalog::root::{
     Accumulator, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS,
@@ -92,9 +92,9 @@ fn main_compression(branches: &[BranchRow]) -> Option<String> {
         .map(|(setting, _)| setting.to_string())
 }
 
-/// The catalog rows of the ROOT file at `path`.
-pub fn root_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
-    let file = RootFile::open(path)?;
+/// The catalog rows of an open ROOT file.
+pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
+    let file = RootFile::open(file)?;
     let mut rows = Vec::new();
     let mut summary = RootFileRow {
         root_version: file.header.version_string(),
@@ -242,9 +242,9 @@ pub fn tree_stats_rows(
         .collect())
 }
 
-/// Statistics rows for every tree of the ROOT file at `path`.
-pub fn file_stats_rows(path: &Path) -> Result<Vec<KindRow>, FormatError> {
-    let file = RootFile::open(path)?;
+/// Statistics rows for every tree of an open ROOT file.
+pub fn file_stats_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
+    let file = RootFile::open(file)?;
     let keys = latest_cycles(file.walk()?);
     let mut rows = Vec::new();
     for k in keys.iter().filter(|k| k.key.class_name == "TTree") {

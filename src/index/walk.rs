@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::formats::{self, Kind};
-use crate::roots::{Root, rel_string};
+use crate::roots::{OpenError, Root, open_beneath, rel_string};
 
 /// A file as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,14 @@ pub fn observe(root: &Root, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Ob
     if !meta.is_file() {
         return None;
     }
-    let kind = formats::detect(abs).ok()??;
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let kind = formats::detect(name, || {
+        open_beneath(&root.canonical, rel).map_err(|e| match e {
+            OpenError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })
+    })
+    .ok()??;
     Some(Observed {
         rel: rel.to_string(),
         kind,

@@ -118,6 +118,11 @@ impl ToolError {
                 e.to_string(),
                 "Check the path; list_files() shows the files quarry knows",
             ),
+            PathError::Unreadable { .. } => ToolError::new(
+                "permission_denied",
+                e.to_string(),
+                "Retry in a moment; if it persists, index_status() shows whether the file failed to index",
+            ),
             PathError::UnknownResource { available, .. } => ToolError::new(
                 "resource_not_found",
                 e.to_string(),

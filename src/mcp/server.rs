@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
+use crate::job::Job;
 use crate::panics::panic_message;
 
 const INSTRUCTIONS: &str = "quarry answers questions about the user's data roots (CERN ROOT files, HDF5 files, \
@@ -47,14 +48,25 @@ impl QuarryServer {
             .map(|(d, _)| *d)
     }
 
-    /// Runs a tool and shapes its answer; failures become tool errors.
-    pub async fn run_tool(&self, def: &'static ToolDef, args: JsonObject) -> CallToolResult {
+    /// Runs a tool and shapes its answer; failures become tool errors. The work
+    /// stops (at its next check of `job`) when the call times out, when `job` is
+    /// cancelled, or when this future is dropped because the client went away.
+    pub async fn run_tool(
+        &self,
+        def: &'static ToolDef,
+        args: JsonObject,
+        job: Job,
+    ) -> CallToolResult {
         let ctx = self.ctx.clone();
         let limit = ctx.settings.limits.call_timeout;
-        let work = tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
-            let result = (def.handler)(&ctx, args);
-            (result, started.elapsed().as_secs_f64() * 1000.0)
+        let _stop_on_drop = CancelOnDrop(job.clone());
+        let work = tokio::task::spawn_blocking({
+            let job = job.clone();
+            move || {
+                let started = Instant::now();
+                let result = (def.handler)(&ctx, &job, args);
+                (result, started.elapsed().as_secs_f64() * 1000.0)
+            }
         });
         let outcome = match tokio::time::timeout(limit, work).await {
             Ok(Ok((Ok(output), ms))) => {
@@ -77,6 +89,16 @@ impl QuarryServer {
         // structuredContent against the tool's output schema (which describes
         // success), some even when isError is set.
         CallToolResult::error(vec![ContentBlock::text(outcome.into_json().to_string())])
+    }
+}
+
+/// Cancels a job when dropped: a call whose future is dropped (its client hung
+/// up, or it timed out) stops its blocking work too.
+struct CancelOnDrop(Job);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 
@@ -134,7 +156,7 @@ impl ServerHandler for QuarryServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(def) = self.find(&request.name) else {
             let available: Vec<&str> = self.tools.iter().map(|(d, _)| d.name).collect();
@@ -143,10 +165,21 @@ impl ServerHandler for QuarryServer {
                 Some(json!({ "available_tools": available })),
             ));
         };
-        Ok(self
-            .run_tool(def, request.arguments.unwrap_or_default())
-            .await
-            .into())
+        let job = Job::new(Some(self.ctx.settings.limits.call_timeout));
+        // notifications/cancelled for this request cancels rmcp's token.
+        let cancelled = context.ct.clone();
+        let watch = tokio::spawn({
+            let job = job.clone();
+            async move {
+                cancelled.cancelled().await;
+                job.cancel();
+            }
+        });
+        let result = self
+            .run_tool(def, request.arguments.unwrap_or_default(), job)
+            .await;
+        watch.abort();
+        Ok(result.into())
     }
 }
 
@@ -155,7 +188,7 @@ mod tests {
     use super::*;
     use crate::mcp::response::ToolOutput;
 
-    fn noop(_: &Context, _: JsonObject) -> Result<ToolOutput, ToolError> {
+    fn noop(_: &Context, _: &Job, _: JsonObject) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::default())
     }
 

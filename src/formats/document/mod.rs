@@ -8,7 +8,6 @@ mod pdf;
 mod text;
 
 use std::fs::File;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -93,13 +92,10 @@ pub struct Metadata {
 }
 
 /// Checks that the file is a well-formed document (signature and header).
-pub fn check(path: &Path) -> Result<(), FormatError> {
-    let is_pdf = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("pdf"));
+pub fn check(name: &str, file: &mut File) -> Result<(), FormatError> {
+    let is_pdf = Format::of_name(name) == Format::Pdf;
     let mut head = [0u8; 1024];
-    let n = read_prefix(&mut File::open(path)?, &mut head)?;
+    let n = read_prefix(file, &mut head)?;
     let has_pdf_magic = memchr::memmem::find(&head[..n], PDF_MAGIC).is_some();
     if is_pdf || has_pdf_magic {
         if has_pdf_magic {
@@ -109,12 +105,13 @@ pub fn check(path: &Path) -> Result<(), FormatError> {
             "not a PDF: no '%PDF-' header in the first 1024 bytes".into(),
         ));
     }
-    check_text_prefix(path, "text document")
+    check_text_prefix(file, "text document")
 }
 
 /// Reads a document whole: text per page, table of contents, metadata.
-pub fn read(path: &Path) -> Result<Document, FormatError> {
-    let size = std::fs::metadata(path)?.len();
+/// `name` (the file's name) tells the format; the caller opened the file.
+pub fn read(name: &str, mut file: File) -> Result<Document, FormatError> {
+    let size = file.metadata()?.len();
     if size > MAX_DOCUMENT_BYTES {
         return Err(FormatError::Unsupported(format!(
             "the document is {} MiB; documents over {} MiB are not indexed",
@@ -122,14 +119,20 @@ pub fn read(path: &Path) -> Result<Document, FormatError> {
             MAX_DOCUMENT_BYTES >> 20
         )));
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let format = Format::of_name(name);
+    let whole = |file: &mut File| -> Result<Vec<u8>, FormatError> {
+        use std::io::{Read, Seek};
+        file.rewind()?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
     if format == Format::Pdf {
-        check(path)?;
-        return pdf::read(&std::fs::read(path)?);
+        check(name, &mut file)?;
+        return pdf::read(&whole(&mut file)?);
     }
-    check_text_prefix(path, "text document")?;
-    let text = text::decode(std::fs::read(path)?);
+    check_text_prefix(&mut file, "text document")?;
+    let text = text::decode(whole(&mut file)?);
     Ok(match format {
         Format::Markdown => markdown::read(text),
         _ => text::read(text),
@@ -166,10 +169,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("data.txt");
         std::fs::write(&bin, b"abc\0def").unwrap();
-        assert!(matches!(read(&bin), Err(FormatError::Corrupt(_))));
+        assert!(matches!(
+            read("data.txt", File::open(&bin).unwrap()),
+            Err(FormatError::Corrupt(_))
+        ));
         let fake = dir.path().join("paper.pdf");
         std::fs::write(&fake, b"just text").unwrap();
-        let err = read(&fake).unwrap_err().to_string();
+        let err = read("paper.pdf", File::open(&fake).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("%PDF-"), "{err}");
     }
 }

@@ -42,7 +42,9 @@ mod tests {
             "/testdata/docs/run_log_2024.txt"
         );
         let raw = std::fs::read_to_string(path).unwrap();
-        let doc = crate::formats::document::read(std::path::Path::new(path)).unwrap();
+        let doc =
+            crate::formats::document::read("run_log_2024.txt", std::fs::File::open(path).unwrap())
+                .unwrap();
         assert_eq!(doc.format, Format::Text);
         assert_eq!(doc.pages.len(), 1);
         assert_eq!(

@@ -2,7 +2,6 @@
 //! compression, catch truncation, and find the top directory.
 
 use std::fs::File;
-use std::path::Path;
 
 use crate::formats::{FormatError, read_prefix};
 
@@ -67,11 +66,9 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
 }
 
 /// Reads and checks the header of the ROOT file at `path`.
-pub fn read_header(path: &Path) -> Result<RootHeader, FormatError> {
-    let mut file = File::open(path)?;
-    let size = file.metadata()?.len();
+pub fn read_header(file: &mut File, size: u64) -> Result<RootHeader, FormatError> {
     let mut buf = [0u8; HEADER_LEN];
-    let n = read_prefix(&mut file, &mut buf)?;
+    let n = read_prefix(file, &mut buf)?;
     parse_header(&buf[..n], size)
 }
 
@@ -145,19 +142,41 @@ mod tests {
     // byte layout of ROOT's TFile header.
     #[test]
     fn reads_real_headers() {
-        let h = read_header(&sample("uproot-sample-6.20.04-uncompressed.root")).unwrap();
+        let h = {
+            let mut f =
+                std::fs::File::open(sample("uproot-sample-6.20.04-uncompressed.root")).unwrap();
+            let n = f.metadata().unwrap().len();
+            read_header(&mut f, n)
+        }
+        .unwrap();
         assert_eq!(h.version, 62004);
         assert_eq!(h.version_string(), "6.20/04");
         assert_eq!((h.begin, h.end, h.seek_info), (100, 80766, 63150));
         assert_eq!(h.compression_string(), "none");
 
-        let h = read_header(&sample("uproot-HZZ-lz4.root")).unwrap();
+        let h = {
+            let mut f = std::fs::File::open(sample("uproot-HZZ-lz4.root")).unwrap();
+            let n = f.metadata().unwrap().len();
+            read_header(&mut f, n)
+        }
+        .unwrap();
         assert_eq!(h.version_string(), "6.10/05");
         assert_eq!(h.compression_string(), "LZ4:4");
 
-        let h = read_header(&sample("uproot-HZZ-zstd.root")).unwrap();
+        let h = {
+            let mut f = std::fs::File::open(sample("uproot-HZZ-zstd.root")).unwrap();
+            let n = f.metadata().unwrap().len();
+            read_header(&mut f, n)
+        }
+        .unwrap();
         assert_eq!(h.compression_string(), "ZSTD:5");
-        let h = read_header(&sample("nanoAOD_2015_CMS_Open_Data_ttbar.root")).unwrap();
+        let h = {
+            let mut f =
+                std::fs::File::open(sample("nanoAOD_2015_CMS_Open_Data_ttbar.root")).unwrap();
+            let n = f.metadata().unwrap().len();
+            read_header(&mut f, n)
+        }
+        .unwrap();
         assert_eq!(h.compression_string(), "ZLIB:1");
         assert_eq!(h.version_string(), "6.22/08");
     }

@@ -20,7 +20,6 @@ mod values;
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::OnceLock;
 
 pub use column::Column;
@@ -82,10 +81,11 @@ impl PathedKey {
 }
 
 impl RootFile {
-    pub fn open(path: &Path) -> Result<RootFile, FormatError> {
-        let header = read_header(path)?;
-        let file = File::open(path)?;
+    /// Reads a ROOT file from an open handle (opened beneath its root by the
+    /// caller: this reader never resolves a path).
+    pub fn open(mut file: File) -> Result<RootFile, FormatError> {
         let size = file.metadata()?.len();
+        let header = read_header(&mut file, size)?;
         Ok(RootFile {
             source: Source::File(file),
             size,
@@ -264,9 +264,12 @@ mod tests {
 
     #[test]
     fn nested_directories_are_walked_depth_first() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-nesteddirs.root");
-        let keys = RootFile::open(&path).unwrap().walk().unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/root/uproot-nesteddirs.root");
+        let keys = RootFile::open(std::fs::File::open(path).unwrap())
+            .unwrap()
+            .walk()
+            .unwrap();
         let paths: Vec<String> = keys.iter().map(PathedKey::path).collect();
         // The layout the test corpus documents: one, one/two, three, each with a tree.
         assert_eq!(
@@ -285,9 +288,9 @@ mod tests {
 
     #[test]
     fn reads_beyond_the_end_are_refused() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-histograms.root");
-        let f = RootFile::open(&path).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/root/uproot-histograms.root");
+        let f = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
         assert!(f.read_at(5000, 1000, "probe").is_err());
         assert!(f.read_at(u64::MAX - 2, 10, "probe").is_err());
         assert_eq!(f.read_at(0, 4, "probe").unwrap(), b"root");

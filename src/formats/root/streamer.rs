@@ -211,7 +211,7 @@ mod tests {
     fn reads_the_event_class_layout() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/root/uproot-small-evnt-tree-fullsplit.root");
-        let file = RootFile::open(&path).unwrap();
+        let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
         let s = file.streamers().unwrap();
         let event = &s.classes["Event"][0];
         assert_eq!(event.version, 1);

@@ -1,6 +1,7 @@
 //! File discovery from the catalog alone: `list_files` and `index_status`. Neither
 //! opens a data file.
 
+use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -61,7 +62,11 @@ fn kinds_of(arg: Option<&str>) -> Result<KindSet, ToolError> {
     }
 }
 
-fn list_files(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn list_files(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: ListFilesArgs = parse_args("list_files", args)?;
     let roots = ctx.catalog.roots();
     let selected: Vec<usize> = match &args.resource {
@@ -219,7 +224,11 @@ struct IndexStatusArgs {
     max_errors: Option<usize>,
 }
 
-fn index_status(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn index_status(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: IndexStatusArgs = parse_args("index_status", args)?;
     let catalog = &ctx.catalog;
     let roots = catalog.roots();

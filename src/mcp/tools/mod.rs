@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::response::{ToolError, ToolOutput};
 use crate::catalog::Catalog;
+use crate::job::Job;
 
 /// Groups of tools that can be switched on and off in the config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -148,7 +149,7 @@ impl Context {
     }
 }
 
-pub type Handler = fn(&Context, Map<String, Value>) -> Result<ToolOutput, ToolError>;
+pub type Handler = fn(&Context, &Job, Map<String, Value>) -> Result<ToolOutput, ToolError>;
 
 pub struct ToolDef {
     pub name: &'static str,

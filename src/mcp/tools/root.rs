@@ -2,6 +2,7 @@
 //! catalog alone; `read_histogram`, and `list_branches` with `include_stats`, read
 //! the file.
 
+use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -109,6 +110,19 @@ fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
     })
 }
 
+impl Known {
+    /// Opens the file beneath its root (a link swapped in since indexing cannot
+    /// lead out) and reads its ROOT header.
+    fn open(&self, ctx: &Context) -> Result<RootFile, ToolError> {
+        let file = ctx
+            .catalog
+            .roots()
+            .open(self.root, &self.rel)
+            .map_err(|e| ToolError::from_path(&e))?;
+        RootFile::open(file).map_err(|e| corrupted(&self.abs, &e))
+    }
+}
+
 fn rows<T: serde::de::DeserializeOwned>(
     ctx: &Context,
     table: &'static str,
@@ -128,7 +142,11 @@ struct InspectArgs {
     include_trees: Option<bool>,
 }
 
-fn inspect_file(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn inspect_file(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: InspectArgs = parse_args("inspect_file", args)?;
     let file = known_root_file(ctx, &args.path)?;
     let id = file.record.id;
@@ -214,7 +232,11 @@ struct ListBranchesArgs {
     include_stats: Option<bool>,
 }
 
-fn list_branches(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn list_branches(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: ListBranchesArgs = parse_args("list_branches", args)?;
     let file = known_root_file(ctx, &args.path)?;
     let tree = find_tree(ctx, &file, &args.tree)?;
@@ -306,7 +328,7 @@ fn tree_stats(
     if cached.len() == branches {
         return Ok(cached);
     }
-    let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
+    let root = file.open(ctx)?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
     let computed =
         tree_stats_rows(&root, &keys, &tree.path).map_err(|e| corrupted(&file.abs, &e))?;
@@ -369,7 +391,11 @@ struct ReadHistogramArgs {
     name: String,
 }
 
-fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn read_histogram(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
     let file = known_root_file(ctx, &args.path)?;
     let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
@@ -394,7 +420,7 @@ fn read_histogram(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput,
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root = RootFile::open(&file.abs).map_err(|e| corrupted(&file.abs, &e))?;
+    let root = file.open(ctx)?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),

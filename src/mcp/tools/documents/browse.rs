@@ -1,6 +1,7 @@
 //! `list_collections` and `find_document`: folders and file names, from the
 //! catalog's in-memory file list (no database read, no file opened).
 
+use crate::job::Job;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
@@ -18,7 +19,11 @@ struct ListArgs {
     path: Option<String>,
 }
 
-pub fn list_collections(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn list_collections(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: ListArgs = parse_args("list_collections", args)?;
     let path = args.path.unwrap_or_default();
     let path = path.trim();
@@ -221,7 +226,11 @@ fn name_score(name: &str, query: &str) -> Option<f64> {
     }
 }
 
-pub fn find_document(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn find_document(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: FindArgs = parse_args("find_document", args)?;
     let limit = bounded("find_document", "limit", args.limit, 10, 1, 100)?;
     let query = args.query.trim().to_lowercase();

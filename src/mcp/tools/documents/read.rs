@@ -2,6 +2,7 @@
 //! and metadata of one document. Nothing is extracted again: the text was stored
 //! at index time.
 
+use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -19,7 +20,11 @@ struct ReadArgs {
     pages: Vec<i64>,
 }
 
-pub fn read_document(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn read_document(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: ReadArgs = parse_args("read_document", args)?;
     let doc = known_document(ctx, &args.path)?;
     let meta = doc
@@ -133,7 +138,11 @@ struct InfoArgs {
     path: String,
 }
 
-pub fn get_document_info(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn get_document_info(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: InfoArgs = parse_args("get_document_info", args)?;
     let doc = known_document(ctx, &args.path)?;
     let meta = doc.meta.as_ref().map_err(|why| {

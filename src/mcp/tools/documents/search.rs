@@ -2,6 +2,7 @@
 //! lines (catalog::documents::search), and only the lines shown, with their
 //! context, are read from the stored text.
 
+use crate::job::Job;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -61,7 +62,11 @@ fn result_bounds(
     Ok((context, max_results))
 }
 
-pub fn search_documents(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn search_documents(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let tool = "search_documents";
     let args: SearchArgs = parse_args(tool, args)?;
     let (context, max_results) =
@@ -298,7 +303,11 @@ struct MultipleArgs {
     max_results_per_query: Option<i64>,
 }
 
-pub fn search_multiple(ctx: &Context, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub fn search_multiple(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let tool = "search_multiple";
     let started = Instant::now();
     let args: MultipleArgs = parse_args(tool, args)?;

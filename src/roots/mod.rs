@@ -6,7 +6,11 @@
 //! `..` components, NUL bytes, absurd lengths, absolute paths elsewhere; and after
 //! resolution, symlinks whose target lies outside the root.
 
+mod open;
+
 use std::path::{Component, Path, PathBuf};
+
+pub use open::{OpenError, open_beneath};
 
 /// Longest tool path accepted, in bytes (Linux PATH_MAX).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -60,6 +64,8 @@ pub enum PathError {
     },
     #[error("'{0}' does not exist")]
     NotFound(String),
+    #[error("'{path}' cannot be read: {why}")]
+    Unreadable { path: String, why: String },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -154,6 +160,19 @@ impl Roots {
             }
             Err(_) => Err(PathError::NotFound(path.to_string())),
         }
+    }
+
+    /// Opens a root-relative file for reading, beneath its root (`open_beneath`):
+    /// the only way a tool turns a path into an open file.
+    pub fn open(&self, root: usize, rel: &str) -> Result<std::fs::File, PathError> {
+        open_beneath(&self.roots[root].canonical, rel).map_err(|e| match e {
+            OpenError::Escapes => PathError::SymlinkEscape(rel.to_string()),
+            OpenError::NotFound | OpenError::NotAFile => PathError::NotFound(rel.to_string()),
+            OpenError::Io(e) => PathError::Unreadable {
+                path: rel.to_string(),
+                why: e.to_string(),
+            },
+        })
     }
 
     /// The root and relative path a tool path names, judged on its text alone.

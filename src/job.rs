@@ -1,0 +1,161 @@
+//! How long-running work learns that it should stop, and tells how far it got.
+//!
+//! A `Job` is handed to every tool call and passed down to the engines it drives
+//! (which know nothing of MCP). Work checks `stopped()` between batches (a basket
+//! window, a cluster, a chunk) and reports `progress(done, total)` as it goes; the
+//! front end decides what a stop means (the client cancelled or hung up, or the
+//! call's time ran out) and where progress goes (MCP `notifications/progress`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Why work was asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The client cancelled the request or went away: nobody will read the result.
+    Cancelled,
+    /// The call's time limit passed.
+    TimedOut,
+}
+
+type ProgressSink = Box<dyn Fn(u64, Option<u64>) + Send + Sync>;
+
+/// Least time between two progress reports (MCP clients need no more).
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Shared by a call and the work it started; cheap to clone.
+#[derive(Clone)]
+pub struct Job {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cancelled: AtomicBool,
+    deadline: Option<Instant>,
+    started: Instant,
+    /// Milliseconds after `started` of the last progress report sent.
+    last_report_ms: AtomicU64,
+    sink: Mutex<Option<ProgressSink>>,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job::new(None)
+    }
+}
+
+impl Job {
+    /// Work that stops when cancelled or, if given, when `limit` has passed.
+    pub fn new(limit: Option<Duration>) -> Job {
+        let started = Instant::now();
+        Job {
+            inner: Arc::new(Inner {
+                cancelled: AtomicBool::new(false),
+                deadline: limit.map(|l| started + l),
+                started,
+                last_report_ms: AtomicU64::new(0),
+                sink: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Where progress reports go; without a sink they are dropped.
+    pub fn on_progress(&self, sink: impl Fn(u64, Option<u64>) + Send + Sync + 'static) {
+        *self.inner.sink.lock().expect("progress sink") = Some(Box::new(sink));
+    }
+
+    /// Asks the work to stop; it notices at its next check.
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether (and why) the work should stop now. Cheap enough for every batch.
+    pub fn stopped(&self) -> Option<Stop> {
+        if self.inner.cancelled.load(Ordering::Relaxed) {
+            Some(Stop::Cancelled)
+        } else if self.inner.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stop::TimedOut)
+        } else {
+            None
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped().is_some()
+    }
+
+    /// How long the work has run.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// Reports `done` of `total` units (entries, bytes, files); sent on at most
+    /// every `PROGRESS_INTERVAL`, and always when `done` reaches `total`.
+    pub fn progress(&self, done: u64, total: Option<u64>) {
+        let now_ms = self.inner.started.elapsed().as_millis() as u64;
+        let last = self.inner.last_report_ms.load(Ordering::Relaxed);
+        let finished = total.is_some_and(|t| done >= t);
+        if !finished && now_ms < last + PROGRESS_INTERVAL.as_millis() as u64 {
+            return;
+        }
+        if self
+            .inner
+            .last_report_ms
+            .compare_exchange(
+                last,
+                now_ms.max(last + 1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+            && !finished
+        {
+            return; // another thread reported just now
+        }
+        if let Some(sink) = self.inner.sink.lock().expect("progress sink").as_ref() {
+            sink(done, total);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn cancel_and_deadline_stop_the_work() {
+        let job = Job::new(None);
+        assert_eq!(job.stopped(), None);
+        let clone = job.clone();
+        clone.cancel();
+        assert_eq!(job.stopped(), Some(Stop::Cancelled));
+
+        let job = Job::new(Some(Duration::from_millis(20)));
+        assert_eq!(job.stopped(), None);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(job.stopped(), Some(Stop::TimedOut));
+    }
+
+    #[test]
+    fn progress_is_rate_limited_but_the_end_is_always_sent() {
+        let job = Job::new(None);
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counter = sent.clone();
+        job.on_progress(move |_, _| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+        for i in 0..1000 {
+            job.progress(i, Some(1000));
+        }
+        // Within one interval nothing is sent (the first report waits one
+        // interval too); reaching the total is.
+        assert_eq!(sent.load(Ordering::Relaxed), 0);
+        job.progress(1000, Some(1000));
+        assert_eq!(sent.load(Ordering::Relaxed), 1);
+        std::thread::sleep(PROGRESS_INTERVAL + Duration::from_millis(10));
+        job.progress(5, None);
+        assert_eq!(sent.load(Ordering::Relaxed), 2);
+    }
+}
