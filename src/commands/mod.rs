@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod mcp;
+mod notify;
 pub mod rebuild;
 mod render;
 pub mod serve;
