@@ -1,5 +1,7 @@
 //! The MCP front end: the tool registry, the server, and its transports.
 
+pub mod codec;
+pub mod connection;
 pub mod relay;
 pub mod response;
 mod server;
