@@ -422,6 +422,33 @@ mod tests {
     }
 
     #[test]
+    fn server_section_sets_the_transport_limits() {
+        let t = TransportConfig {
+            max_connections: Some(3),
+            max_in_flight: Some(0),
+            idle_timeout_secs: Some(0.5),
+            ..TransportConfig::default()
+        }
+        .settings()
+        .unwrap();
+        assert_eq!(t.max_connections, 3);
+        assert_eq!(
+            t.connection.max_in_flight, 1,
+            "at least one request at a time"
+        );
+        assert_eq!(t.connection.idle_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(
+            t.max_concurrent_calls,
+            TransportSettings::default().max_concurrent_calls
+        );
+        let bad = TransportConfig {
+            idle_timeout_secs: Some(-1.0),
+            ..TransportConfig::default()
+        };
+        assert!(bad.settings().is_err());
+    }
+
+    #[test]
     fn default_catalogs_differ_per_root_set() {
         let tmp = tempfile::tempdir().unwrap();
         for d in ["a", "b"] {
