@@ -208,11 +208,14 @@ pub async fn serve_connection<S>(
     reader.abort();
     // Let the last answers reach a client that is still reading, but do not
     // wait forever on one that is not.
-    if tokio::time::timeout(Duration::from_secs(5), writer)
+    let mut writer = writer;
+    if tokio::time::timeout(Duration::from_secs(5), &mut writer)
         .await
         .is_err()
     {
+        // Aborting drops the writing half, so the connection is closed.
         tracing::debug!("dropping answers a client did not read");
+        writer.abort();
     }
     if WRITTEN_SINCE_TRIM.load(Ordering::Relaxed) >= TRIM_AFTER_BYTES {
         WRITTEN_SINCE_TRIM.store(0, Ordering::Relaxed);
