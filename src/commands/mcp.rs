@@ -23,6 +23,9 @@ use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_
 /// How long a client waits for an owner to appear (one starting, or one leaving).
 const OWNER_WAIT: Duration = Duration::from_secs(20);
 
+/// The pause before connecting again after an upstream was lost.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+
 /// This process as the catalog's owner.
 struct Owner {
     _engine: Engine,
@@ -106,7 +109,10 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             match relay.run(upstream).await? {
                 RelayEnd::ClientClosed => break,
                 RelayEnd::UpstreamLost => {
-                    tracing::info!("the serving quarry went away; reconnecting")
+                    tracing::info!("the serving quarry went away; reconnecting");
+                    // An owner that refuses the connection (it serves its maximum)
+                    // closes it at once: do not hammer it.
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
                 }
             }
         }
