@@ -374,6 +374,58 @@ mod tests {
         ));
     }
 
+    /// What the fuzz target checks, over mutations of a few seed messages (a
+    /// stand-in where cargo-fuzz cannot run): every error answer has an id and a
+    /// code, and nothing panics.
+    #[tokio::test]
+    async fn mutated_messages_are_answered_or_handed_on_never_a_panic() {
+        let seeds: [&[u8]; 4] = [
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all"}}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            br#"{"jsonrpc":"2.0","id":"x","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        ];
+        let alphabet = b"{}[]\":,\\u0123456789abcdefnulltrue \n\r\xff\xed\xa0";
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for round in 0..20_000 {
+            let mut bytes = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + next(4) {
+                let at = next(bytes.len() + 1);
+                match next(3) {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 if at < bytes.len() => bytes[at] = alphabet[next(alphabet.len())],
+                    _ => bytes.insert(at, alphabet[next(alphabet.len())]),
+                }
+            }
+            let mut lines =
+                LineReader::new(tokio::io::BufReader::with_capacity(16, &bytes[..]), 64);
+            loop {
+                match lines.next_frame().await.unwrap() {
+                    Frame::Line(line) => {
+                        assert!(line.len() <= 64);
+                        if let Inbound::Reply(answer) = classify(&line) {
+                            assert!(answer.get("id").is_some(), "{answer}");
+                            assert!(answer["error"]["code"].is_i64(), "{answer}");
+                        }
+                    }
+                    Frame::TooLong(len) => assert!(len > 64),
+                    Frame::End => break,
+                }
+            }
+            if let Inbound::Reply(answer) = classify(&bytes) {
+                assert!(answer.get("id").is_some(), "{answer}");
+            }
+        }
+    }
+
     #[tokio::test]
     async fn lines_are_capped_and_a_last_line_needs_no_newline() {
         let input: &[u8] = b"short\n0123456789abcdef\nok\nlast";
