@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
@@ -68,21 +68,6 @@ async fn status_of_root(client: &Client) -> Value {
     let (v, is_error) = call(client, "index_status", json!({"max_errors": 100})).await;
     assert!(!is_error, "{v}");
     v["data"]["roots"][0].clone()
-}
-
-async fn wait_listed(client: &Client, sandbox: &Sandbox, name: &str) {
-    let start = Instant::now();
-    loop {
-        let files = listed(client, &sandbox.root, json!({"kind": "all", "limit": 1000})).await;
-        if files.iter().any(|f| f == name) {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{name} never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn skipped_reason<'a>(root: &'a Value, path_end: &str) -> Option<&'a str> {
