@@ -4,6 +4,7 @@
 //! observe what is on disk, diff against the catalog's mirror, extract what is new
 //! or changed, drop what is gone.
 
+pub mod code;
 pub mod documents;
 mod extract;
 pub mod root;

@@ -1,6 +1,7 @@
 //! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
 //! annotations and handler. A file per tool family.
 
+mod code;
 mod documents;
 mod files;
 mod root;
@@ -99,6 +100,8 @@ pub struct Context {
     pub settings: ServerSettings,
     /// Decoded catalog rows that tools read on every call.
     pub cache: RowCache,
+    /// Recently parsed source files, for `execute_query`.
+    pub trees: code::TreeCache,
 }
 
 impl Context {
@@ -107,6 +110,7 @@ impl Context {
             catalog,
             settings,
             cache: RowCache::default(),
+            trees: code::TreeCache::default(),
         }
     }
 }
@@ -168,6 +172,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(root::TOOLS)
         .chain(documents::TOOLS)
+        .chain(code::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they
