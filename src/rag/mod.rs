@@ -1,0 +1,10 @@
+//! The RAG engine: RAPTOR trees over the catalog's documents, built lexically
+//! (no model, nothing to set up) and kept per document, with a small top layer
+//! per dataset; retrieval, extractive answers and navigation over them. It
+//! knows nothing of MCP.
+
+pub mod gmm;
+pub mod summary;
+pub mod text;
+pub mod tree;
+pub mod vectors;
