@@ -3,8 +3,16 @@
 //! per dataset; retrieval, extractive answers and navigation over them. It
 //! knows nothing of MCP.
 
+pub mod answer;
+pub mod bm25;
+pub mod dataset;
 pub mod gmm;
+mod pass;
+pub mod retrieve;
+pub mod store;
 pub mod summary;
 pub mod text;
 pub mod tree;
 pub mod vectors;
+
+pub use dataset::{Counters, Dataset, Rag};

@@ -3,6 +3,7 @@
 
 mod documents;
 mod files;
+mod rag;
 mod root;
 
 use std::path::PathBuf;
@@ -99,6 +100,8 @@ pub struct Context {
     pub settings: ServerSettings,
     /// Decoded catalog rows that tools read on every call.
     pub cache: RowCache,
+    /// The RAG engine (trees, datasets); `None` where no pass runs (status).
+    pub rag: Option<Arc<crate::rag::Rag>>,
 }
 
 impl Context {
@@ -107,6 +110,7 @@ impl Context {
             catalog,
             settings,
             cache: RowCache::default(),
+            rag: None,
         }
     }
 }
@@ -168,6 +172,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(root::TOOLS)
         .chain(documents::TOOLS)
+        .chain(rag::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they
