@@ -52,6 +52,15 @@ struct FileConfig {
     limits: LimitsConfig,
     #[serde(default)]
     index: IndexConfig,
+    #[serde(default)]
+    rag: RagConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RagConfig {
+    /// Folder ingest_document writes to, indexed as the root `ingest`.
+    ingest_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,6 +295,12 @@ impl Settings {
         for arg in &args.roots {
             specs.push(parse_root_arg(arg)?);
         }
+        let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
+        if let Some(dir) = &ingest_dir {
+            crate::catalog::create_private_dir(dir)?;
+            let dir = dir.canonicalize()?;
+            specs.push((crate::rag::INGEST_ROOT.to_string(), dir));
+        }
         anyhow::ensure!(
             !specs.is_empty(),
             "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
@@ -332,6 +347,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
+                ingest_dir: ingest_dir.and_then(|d| d.canonicalize().ok()),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),

@@ -25,7 +25,12 @@ impl Engine {
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
         indexer.start_stats_pass()?;
-        let rag = crate::rag::Rag::new(catalog.clone());
+        let ingest = settings
+            .server
+            .ingest_dir
+            .as_ref()
+            .map(|_| crate::rag::INGEST_ROOT);
+        let rag = crate::rag::Rag::new(catalog.clone(), ingest);
         indexer.set_document_listener(rag.start_pass()?);
         for root in 0..catalog.roots().list().len() {
             catalog.activity().set_scanning(root, true);

@@ -376,3 +376,81 @@ async fn unknown_ids_name_the_tool_that_lists_valid_ones() {
     .await;
     assert!(err, "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let config = s.tmp.path().join("quarry.toml");
+    let ingest = s.tmp.path().join("ingested");
+    std::fs::write(
+        &config,
+        format!("[rag]\ningest_dir = \"{}\"\n", ingest.display()),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_string();
+    let client = s.mcp_with_args(&["--config", &config]).await;
+    wait_indexed(&client).await;
+    let fact = "The snorkelwick detector was switched on at dawn on 3 May.";
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "notes", "file_content": format!("Some notes.\n\n{fact}\n"), "source": "logbook", "tags": ["run3"]}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    assert_valid("ingest_document.output.json", &v);
+    let written = ingest.join("notes");
+    let file = std::fs::read_dir(&written)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("---\nsource: \"logbook\"\ntags: [\"run3\"]\n---\n"),
+        "{text}"
+    );
+    let start = Instant::now();
+    let query = json!({"dataset_id": "notes", "query": "snorkelwick detector"});
+    loop {
+        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "not retrievable after 2 s: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+
+    // A rebuild empties the catalog; the ingested file brings the document back.
+    let mut rebuild = common::quarry();
+    rebuild
+        .args([
+            "rebuild",
+            "--root",
+            &s.root_arg(),
+            "--config",
+            &config,
+            "--catalog",
+        ])
+        .arg(&s.catalog);
+    common::run_ok(&mut rebuild);
+    let client = s.mcp_with_args(&["--config", &config]).await;
+    let start = Instant::now();
+    loop {
+        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "lost by the rebuild: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -35,7 +35,6 @@ pub enum Origin {
 
 pub struct Dataset {
     pub name: String,
-    pub root: usize,
     pub docs: Vec<DocTree>,
     /// Every node: the documents' in turn, then the top layer's; children and
     /// parents are indices into this list.
@@ -49,7 +48,7 @@ pub struct Dataset {
 
 impl Dataset {
     /// Assembles the view from document trees (in path order).
-    pub fn assemble(name: String, root: usize, docs: Vec<DocTree>) -> Dataset {
+    pub fn assemble(name: String, docs: Vec<DocTree>) -> Dataset {
         let mut nodes = Vec::new();
         let mut origins = Vec::new();
         let mut doc_offsets = Vec::with_capacity(docs.len());
@@ -88,7 +87,6 @@ impl Dataset {
             .collect();
         Dataset {
             name,
-            root,
             docs,
             nodes,
             origins,
@@ -111,24 +109,26 @@ impl Dataset {
         out
     }
 
-    /// The node's public id: `FILEID.INDEX` for a document's node, `tROOT.INDEX`
-    /// for the top layer's (top-layer ids change when the layer is re-clustered).
+    /// The node's public id: `FILEID.INDEX` for a document's node,
+    /// `top:DATASET:INDEX` for the top layer's (top-layer ids change when the
+    /// layer is re-clustered).
     pub fn node_id(&self, i: usize) -> String {
         match self.origins[i] {
             Origin::Document { file_id, index } => format!("{file_id}.{index}"),
-            Origin::Top { index } => format!("t{}.{index}", self.root),
+            Origin::Top { index } => format!("top:{}:{index}", self.name),
         }
     }
 
     /// The node with public id `id`, if this dataset has it.
     pub fn find(&self, id: &str) -> Option<usize> {
-        let (head, index) = id.split_once('.')?;
-        let index: usize = index.parse().ok()?;
-        if let Some(root) = head.strip_prefix('t') {
-            let found = root.parse::<usize>().ok()? == self.root
-                && index < self.nodes.len() - self.top_start;
+        if let Some(top) = id.strip_prefix("top:") {
+            let (name, index) = top.rsplit_once(':')?;
+            let index: usize = index.parse().ok()?;
+            let found = name == self.name && index < self.nodes.len() - self.top_start;
             return found.then_some(self.top_start + index);
         }
+        let (head, index) = id.split_once('.')?;
+        let index: usize = index.parse().ok()?;
         let doc = *self.doc_by_id.get(&head.parse::<u64>().ok()?)?;
         (index < self.docs[doc].nodes.len()).then_some(self.doc_offsets[doc] + index)
     }
@@ -163,15 +163,22 @@ pub struct Counters {
 /// The RAG engine's shared state: the datasets' views and the pass counters.
 pub struct Rag {
     catalog: Arc<Catalog>,
-    views: RwLock<HashMap<usize, Arc<Dataset>>>,
+    views: RwLock<HashMap<String, Arc<Dataset>>>,
+    /// The root that holds ingested documents, a folder per dataset.
+    ingest_root: Option<usize>,
     /// Document trees by file id, reused across view rebuilds.
     trees: Mutex<HashMap<u64, DocTree>>,
-    pub(crate) counters: Mutex<HashMap<usize, Counters>>,
+    pub(crate) counters: Mutex<HashMap<String, Counters>>,
 }
 
 impl Rag {
-    pub fn new(catalog: Arc<Catalog>) -> Arc<Rag> {
+    /// The engine over `catalog`; `ingest_root` names the root of ingested
+    /// documents (`[rag] ingest_dir`), if any.
+    pub fn new(catalog: Arc<Catalog>, ingest_root: Option<&str>) -> Arc<Rag> {
+        let ingest_root =
+            ingest_root.and_then(|n| catalog.roots().list().iter().position(|r| r.name == n));
         Arc::new(Rag {
+            ingest_root,
             catalog,
             views: RwLock::default(),
             trees: Mutex::default(),
@@ -183,40 +190,99 @@ impl Rag {
         &self.catalog
     }
 
-    /// The root index of dataset `name`.
-    pub fn dataset_root(&self, name: &str) -> Option<usize> {
-        self.catalog
-            .roots()
-            .list()
-            .iter()
-            .position(|r| r.name == name)
+    pub fn ingest_root(&self) -> Option<usize> {
+        self.ingest_root
     }
 
-    pub fn counters(&self, root: usize) -> Counters {
+    /// Every dataset's name: each root's (but the ingest root's), then each
+    /// folder of the ingest root that names no root.
+    pub fn dataset_names(&self) -> Vec<String> {
+        let roots = self.catalog.roots().list();
+        let mut names: Vec<String> = (0..roots.len())
+            .filter(|&r| Some(r) != self.ingest_root)
+            .map(|r| roots[r].name.clone())
+            .collect();
+        if let Some(ingest) = self.ingest_root {
+            let mut folders: Vec<String> = self
+                .catalog
+                .files()
+                .under(ingest, "")
+                .into_iter()
+                .filter_map(|(rel, _)| rel.split_once('/').map(|(f, _)| f.to_string()))
+                .filter(|f| !names.contains(f))
+                .collect();
+            folders.dedup();
+            names.extend(folders);
+        }
+        names
+    }
+
+    pub fn has_dataset(&self, name: &str) -> bool {
+        self.dataset_names().iter().any(|n| n == name)
+    }
+
+    /// The datasets fed by a root's files.
+    pub fn datasets_of_root(&self, root: usize) -> Vec<String> {
+        if Some(root) == self.ingest_root {
+            return self.dataset_names();
+        }
+        vec![self.catalog.roots().list()[root].name.clone()]
+    }
+
+    /// The dataset a document of `root` at `rel` belongs to.
+    pub fn dataset_of(&self, root: usize, rel: &str) -> Option<String> {
+        if Some(root) == self.ingest_root {
+            return rel.split_once('/').map(|(f, _)| f.to_string());
+        }
+        Some(self.catalog.roots().list()[root].name.clone())
+    }
+
+    pub fn counters(&self, name: &str) -> Counters {
         self.counters
             .lock()
             .expect("rag counters")
-            .get(&root)
+            .get(name)
             .copied()
             .unwrap_or_default()
     }
 
     /// The dataset's current view (built now if the pass has not yet).
-    pub fn dataset(&self, root: usize) -> anyhow::Result<Arc<Dataset>> {
-        if let Some(v) = self.views.read().expect("rag views").get(&root) {
+    pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        if let Some(v) = self.views.read().expect("rag views").get(name) {
             return Ok(v.clone());
         }
-        self.refresh(root)
+        self.refresh(name)
+    }
+
+    /// A dataset's documents: the root of its name's, and those ingested into
+    /// the ingest root's folder of its name (paths shown with the root's name).
+    fn documents_of(&self, name: &str) -> Vec<(String, crate::catalog::FileEntry)> {
+        let roots = self.catalog.roots().list();
+        let mut out = Vec::new();
+        let own = (0..roots.len()).find(|&r| Some(r) != self.ingest_root && roots[r].name == name);
+        if let Some(r) = own {
+            out.extend(self.catalog.files().under(r, ""));
+        }
+        if let Some(ingest) = self.ingest_root {
+            let shown = |rel: String| format!("{}/{rel}", roots[ingest].name);
+            out.extend(
+                self.catalog
+                    .files()
+                    .under(ingest, name)
+                    .into_iter()
+                    .filter(|(rel, _)| rel.len() > name.len())
+                    .map(|(rel, e)| (shown(rel), e)),
+            );
+        }
+        out.retain(|(_, e)| e.kind == Kind::Document && !e.failed);
+        out
     }
 
     /// Rebuilds a dataset's view from the catalog: unchanged documents' trees
     /// are reused, the top layer is clustered again.
-    pub fn refresh(&self, root: usize) -> anyhow::Result<Arc<Dataset>> {
+    pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
         let mut docs = Vec::new();
-        for (rel, entry) in self.catalog.files().under(root, "") {
-            if entry.kind != Kind::Document || entry.failed {
-                continue;
-            }
+        for (rel, entry) in self.documents_of(name) {
             let cached = self
                 .trees
                 .lock()
@@ -251,12 +317,11 @@ impl Rag {
                 docs.push(tree);
             }
         }
-        let name = self.catalog.roots().list()[root].name.clone();
-        let view = Arc::new(Dataset::assemble(name, root, docs));
+        let view = Arc::new(Dataset::assemble(name.to_string(), docs));
         self.views
             .write()
             .expect("rag views")
-            .insert(root, view.clone());
+            .insert(name.to_string(), view.clone());
         Ok(view)
     }
 
@@ -267,8 +332,8 @@ impl Rag {
 
     /// The dataset and node index of a public node id.
     pub fn find_node(&self, id: &str) -> anyhow::Result<Option<(Arc<Dataset>, usize)>> {
-        for root in 0..self.catalog.roots().list().len() {
-            let ds = self.dataset(root)?;
+        for name in self.dataset_names() {
+            let ds = self.dataset(&name)?;
             if let Some(i) = ds.find(id) {
                 return Ok(Some((ds, i)));
             }

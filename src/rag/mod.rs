@@ -15,4 +15,7 @@ pub mod text;
 pub mod tree;
 pub mod vectors;
 
+/// The name of the root that holds ingested documents (`[rag] ingest_dir`).
+pub const INGEST_ROOT: &str = "ingest";
+
 pub use dataset::{Counters, Dataset, Rag};

@@ -24,20 +24,24 @@ impl Rag {
         std::thread::Builder::new()
             .name("quarry-rag".into())
             .spawn(move || {
-                rag.catch_up();
+                rag.build_missing_trees();
                 rag.follow(rx);
             })?;
         Ok(tx)
     }
 
-    fn catch_up(&self) {
+    /// Builds the trees documents lack, then every dataset's view (the pass's
+    /// start; `quarry call` runs it in-process).
+    pub fn build_missing_trees(&self) {
         for root in 0..self.catalog().roots().list().len() {
             for (rel, e) in self.catalog().files().under(root, "") {
                 if e.kind == Kind::Document && !e.failed && !has_tree(self.catalog(), e.id) {
                     self.build(root, &rel, e.fingerprint);
                 }
             }
-            self.refresh_logged(root);
+        }
+        for name in self.dataset_names() {
+            self.refresh_logged(&name);
         }
     }
 
@@ -52,15 +56,15 @@ impl Rag {
                         fingerprint,
                     } => {
                         self.build(root, &rel, fingerprint);
-                        touched.insert(root);
+                        touched.extend(self.dataset_of(root, &rel));
                     }
                     DocumentEvent::Removed { root } => {
-                        touched.insert(root);
+                        touched.extend(self.datasets_of_root(root));
                     }
                 }
             }
-            for root in touched {
-                self.refresh_logged(root);
+            for name in touched {
+                self.refresh_logged(&name);
             }
         }
     }
@@ -76,8 +80,11 @@ impl Rag {
                 if let Ok(Some(r)) = self.catalog().record(root, rel) {
                     self.forget(r.id);
                 }
+                let Some(name) = self.dataset_of(root, rel) else {
+                    return;
+                };
                 let mut counters = self.counters.lock().expect("rag counters");
-                let c = counters.entry(root).or_default();
+                let c = counters.entry(name).or_default();
                 c.trees_built += 1;
                 c.nodes_written += written as u64;
             }
@@ -89,9 +96,9 @@ impl Rag {
         }
     }
 
-    fn refresh_logged(&self, root: usize) {
-        if let Err(e) = self.refresh(root) {
-            tracing::warn!("RAG dataset view of root {root}: {e:#}");
+    fn refresh_logged(&self, name: &str) {
+        if let Err(e) = self.refresh(name) {
+            tracing::warn!("RAG dataset {name}: {e:#}");
         }
     }
 }

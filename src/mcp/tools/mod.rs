@@ -79,6 +79,9 @@ pub struct ServerSettings {
     pub export_dir: Option<PathBuf>,
     /// Whether statistics computed on request are stored in the catalog.
     pub cache_stats: bool,
+    /// Where ingest_document writes (indexed as the `ingest` root); `None`
+    /// disables ingesting.
+    pub ingest_dir: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -90,6 +93,7 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             export_dir: None,
             cache_stats: true,
+            ingest_dir: None,
         }
     }
 }

@@ -82,7 +82,7 @@ pub fn rag_summarize(
         found.push(node(ctx, id)?);
     }
     let ds = found[0].0.clone();
-    if found.iter().any(|(d, _)| d.root != ds.root) {
+    if found.iter().any(|(d, _)| d.name != ds.name) {
         return Err(ToolError::new(
             "invalid_arguments",
             "the nodes belong to different datasets",

@@ -4,6 +4,7 @@
 //! structuredContent, never Python-style dict strings.
 
 mod answer;
+mod ingest;
 mod navigate;
 mod retrieve;
 
@@ -42,6 +43,16 @@ pub static TOOLS: &[ToolDef] = &[
 trees built lexically by quarry. Gives each dataset's document and node counts.",
         retrieve::list_datasets
     ),
+    ToolDef {
+        read_only: false,
+        ..rag_tool!(
+            "ingest_document",
+            "Ingest a document",
+            "Adds text to a dataset (created on first use): it is written as a Markdown file (front matter: source, tags) \
+into quarry's ingest folder, indexed, and added to the dataset's trees within about a second. Needs [rag] ingest_dir.",
+            ingest::ingest_document
+        )
+    },
     rag_tool!(
         "rag_retrieve",
         "Retrieve RAPTOR tree nodes",
@@ -118,14 +129,14 @@ fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
 /// The dataset named `id`, or `dataset_not_found` naming list_datasets.
 fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
     let rag = engine(ctx)?;
-    let root = rag.dataset_root(id).ok_or_else(|| {
-        ToolError::new(
+    if !rag.has_dataset(id) {
+        return Err(ToolError::new(
             "dataset_not_found",
             format!("no dataset named '{id}'"),
-            "Call list_datasets for the valid dataset ids",
-        )
-    })?;
-    rag.dataset(root).map_err(ToolError::internal)
+            "Call list_datasets for the valid dataset ids (ingest_document creates one)",
+        ));
+    }
+    rag.dataset(id).map_err(ToolError::internal)
 }
 
 /// The node with public id `id`, or `node_not_found` naming the tools that

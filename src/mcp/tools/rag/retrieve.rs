@@ -19,12 +19,12 @@ pub fn list_datasets(
 ) -> Result<ToolOutput, ToolError> {
     let rag = engine(ctx)?;
     let mut out = Vec::new();
-    for (root, spec) in ctx.catalog.roots().list().iter().enumerate() {
-        let ds = rag.dataset(root).map_err(ToolError::internal)?;
-        let counters = rag.counters(root);
+    for name in rag.dataset_names() {
+        let ds = rag.dataset(&name).map_err(ToolError::internal)?;
+        let counters = rag.counters(&name);
         out.push(json!({
-            "id": spec.name,
-            "name": spec.name,
+            "id": name,
+            "name": name,
             "documents": ds.docs.len(),
             "nodes": ds.nodes.len(),
             "trees_built": counters.trees_built,
