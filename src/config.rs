@@ -62,6 +62,8 @@ struct FileConfig {
     index: IndexConfig,
     #[serde(default)]
     server: TransportConfig,
+    #[serde(default)]
+    rag: RagConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -103,6 +105,13 @@ impl TransportConfig {
             },
         })
     }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RagConfig {
+    /// Folder ingest_document writes to, indexed as the root `ingest`.
+    ingest_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -339,6 +348,12 @@ impl Settings {
         for arg in &args.roots {
             specs.push(parse_root_arg(arg)?);
         }
+        let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
+        if let Some(dir) = &ingest_dir {
+            crate::catalog::create_private_dir(dir)?;
+            let dir = dir.canonicalize()?;
+            specs.push((crate::rag::INGEST_ROOT.to_string(), dir));
+        }
         anyhow::ensure!(
             !specs.is_empty(),
             "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
@@ -385,6 +400,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
+                ingest_dir: ingest_dir.and_then(|d| d.canonicalize().ok()),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),

@@ -23,5 +23,6 @@ pub mod job;
 pub mod logging;
 pub mod mcp;
 pub mod panics;
+pub mod rag;
 pub mod roots;
 pub mod transient;

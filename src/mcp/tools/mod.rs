@@ -4,6 +4,7 @@
 mod code;
 mod documents;
 mod files;
+mod rag;
 mod root;
 
 use std::path::PathBuf;
@@ -79,6 +80,9 @@ pub struct ServerSettings {
     pub export_dir: Option<PathBuf>,
     /// Whether statistics computed on request are stored in the catalog.
     pub cache_stats: bool,
+    /// Where ingest_document writes (indexed as the `ingest` root); `None`
+    /// disables ingesting.
+    pub ingest_dir: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -90,6 +94,7 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             export_dir: None,
             cache_stats: true,
+            ingest_dir: None,
         }
     }
 }
@@ -102,6 +107,8 @@ pub struct Context {
     pub cache: RowCache,
     /// Recently parsed source files, for `execute_query`.
     pub trees: code::TreeCache,
+    /// The RAG engine (trees, datasets); `None` where no pass runs (status).
+    pub rag: Option<Arc<crate::rag::Rag>>,
 }
 
 impl Context {
@@ -111,6 +118,7 @@ impl Context {
             settings,
             cache: RowCache::default(),
             trees: code::TreeCache::default(),
+            rag: None,
         }
     }
 }
@@ -173,6 +181,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root::TOOLS)
         .chain(documents::TOOLS)
         .chain(code::TOOLS)
+        .chain(rag::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they
