@@ -4,6 +4,7 @@
 mod documents;
 mod files;
 mod root;
+mod root_analysis;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -167,6 +168,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
     files::TOOLS
         .iter()
         .chain(root::TOOLS)
+        .chain(root_analysis::TOOLS)
         .chain(documents::TOOLS)
 }
 
