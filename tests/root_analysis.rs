@@ -287,3 +287,52 @@ fn random_cuts_never_panic() {
     }
     assert!(evaluated > 50, "{evaluated} of the random cuts checked");
 }
+
+/// count, mean, std, min, max and exact quantiles (numpy's linear rule) match
+/// numpy, in one pass when the values fit the buffer and by narrowing passes
+/// when they do not (a buffer of 50 values forces those).
+#[test]
+fn stats_and_exact_quantiles_match_numpy() {
+    use quarry::analysis::quantiles::{DEFAULT_CAP, branch_stats};
+    let job = Job::default();
+    for f in fixture()["files"].as_array().unwrap() {
+        let (file, tree) = open(f["file"].as_str().unwrap(), f["tree"].as_str().unwrap());
+        let columns = TreeColumns::new(&tree);
+        for s in f["stats"].as_array().unwrap() {
+            let value = Plan::column(s["branch"].as_str().unwrap(), &columns).unwrap();
+            let cut = s
+                .get("cut")
+                .map(|c| Plan::new(c.as_str().unwrap(), &columns).unwrap());
+            let req = HistRequest {
+                value: &value,
+                cut: cut.as_ref(),
+                weight: None,
+                flatten: true,
+            };
+            let qs: Vec<f64> = s["quantiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| q.as_f64().unwrap())
+                .collect();
+            for cap in [DEFAULT_CAP, 50] {
+                let what = format!("{}: {s} (buffer of {cap})", f["file"]);
+                let got = branch_stats(&file, &columns, &req, &qs, cap, &job).unwrap();
+                assert_eq!(got.count, s["count"].as_u64().unwrap(), "{what}");
+                if cap == 50 {
+                    assert!(got.passes > 1, "{what}");
+                }
+                for (g, k) in [
+                    (got.mean, "mean"),
+                    (got.std, "std"),
+                    (got.min, "min"),
+                    (got.max, "max"),
+                ] {
+                    assert!(close(g.unwrap(), s[k].as_f64().unwrap()), "{what}: {k}");
+                }
+                let quantiles: Vec<f64> = got.quantiles.iter().map(|q| q.unwrap()).collect();
+                assert_close(&quantiles, &s["quantile_values"], &what);
+            }
+        }
+    }
+}

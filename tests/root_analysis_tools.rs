@@ -115,6 +115,26 @@ async fn analysis_tools_agree_with_uproot() {
                 );
             }
         }
+        for st in f["stats"].as_array().unwrap() {
+            let mut args = json!({"path": path, "tree": tree, "branches": [st["branch"]], "quantiles": st["quantiles"]});
+            if let Some(c) = st.get("cut") {
+                args["selection"] = c.clone();
+            }
+            let v = ok(&client, "get_branch_stats", args).await;
+            let got = &v["data"]["statistics"][st["branch"].as_str().unwrap()];
+            let what = format!("{path}: {st}");
+            assert_eq!(got["count"], st["count"], "{what}");
+            for k in ["mean", "std", "min", "max"] {
+                assert_close(&json!([got[k]]), &json!([st[k]]), &what);
+            }
+            let qs: Vec<Value> = st["quantiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| got["quantiles"][q.as_f64().unwrap().to_string()].clone())
+                .collect();
+            assert_close(&json!(qs), &st["quantile_values"], &what);
+        }
         for h in f["histograms_2d"].as_array().unwrap() {
             let mut args = json!({"path": path, "tree": tree, "x_branch": h["x"], "y_branch": h["y"],
                 "x_bins": h["bins"][0], "y_bins": h["bins"][1], "x_range": h["x_range"], "y_range": h["y_range"]});

@@ -7,6 +7,7 @@
 pub mod eval;
 pub mod ops;
 pub mod plan;
+pub mod quantiles;
 pub mod scan;
 pub mod syntax;
 

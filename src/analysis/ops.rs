@@ -378,6 +378,29 @@ pub fn histogram(
     Ok(h)
 }
 
+/// Hands `each` every value a request would fill (with its weight), window
+/// by window, in entry order.
+pub fn for_each_value(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    job: &Job,
+    mut each: impl FnMut(f64, f64),
+) -> Result<Counted, AnalysisError> {
+    let together = Together::new(plans_of(req, None));
+    let mut counted = Counted::default();
+    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
+        let f = window_fills(&together, req, w)?;
+        counted.scanned += w.len() as u64;
+        counted.selected += f.entries_selected;
+        for (x, weight) in f.pairs {
+            each(x, weight);
+        }
+        Ok(true)
+    })?;
+    Ok(counted)
+}
+
 /// The smallest and largest finite value a request would fill (for a range
 /// the caller did not give), with the entries scanned.
 pub fn value_range(

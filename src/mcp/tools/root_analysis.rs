@@ -10,6 +10,7 @@ use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
+use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
 use crate::catalog::root::{
     BranchRow, ROOT_BRANCHES, ROOT_STATS, StatsRow, TreeRow, branch_prefix,
@@ -56,9 +57,23 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         read_only: true,
         handler: compute_histogram_2d,
     },
+    ToolDef {
+        name: "get_branch_stats",
+        title: "Branch statistics with exact quantiles",
+        toolset: Toolset::Root,
+        description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
+0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
+        input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
+        output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
+        read_only: true,
+        handler: get_branch_stats,
+    },
 ];
 
 const MAX_BINS: i64 = 10_000;
+const MAX_STATS_BRANCHES: usize = 100;
+const MAX_QUANTILES: usize = 100;
 const MAX_BINS_2D: i64 = 1_000;
 
 /// A tree opened for analysis: the file, its catalog rows and the TTree.
@@ -417,4 +432,74 @@ fn compute_histogram_2d(
     .meta("entries_scanned", h.scanned)
     .meta("entries_selected", h.selected)
     .suggest("counts are [y][x]; `outside` counts the pairs beyond either range"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatsArgs {
+    path: String,
+    tree: String,
+    branches: Vec<String>,
+    selection: Option<String>,
+    quantiles: Option<Vec<f64>>,
+}
+
+fn get_branch_stats(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: StatsArgs = parse_args("get_branch_stats", args)?;
+    if args.branches.is_empty() || args.branches.len() > MAX_STATS_BRANCHES {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            format!("branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}", args.branches.len()),
+            "Ask for fewer branches per call",
+        )
+        .retry_with(json!({ "branches": args.branches.iter().take(MAX_STATS_BRANCHES).collect::<Vec<_>>() })));
+    }
+    let quantiles = args.quantiles.clone().unwrap_or_default();
+    if quantiles.len() > MAX_QUANTILES || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("quantiles must be at most {MAX_QUANTILES} numbers between 0 and 1"),
+            "Give quantiles as fractions, e.g. [0.25, 0.5, 0.75]",
+        ));
+    }
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let plans = args
+        .branches
+        .iter()
+        .map(|b| Plan::column(b, &columns).map_err(|e| analysis_error(e, &t, None)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut statistics = Map::new();
+    let (mut scanned, mut selected) = (0, 0);
+    for (name, plan) in args.branches.iter().zip(&plans) {
+        let req = HistRequest {
+            value: plan,
+            cut: cut.as_ref(),
+            weight: None,
+            flatten: true,
+        };
+        let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, job)
+            .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+        (scanned, selected) = (s.scanned, selected.max(s.selected));
+        let mut entry =
+            json!({ "count": s.count, "mean": s.mean, "std": s.std, "min": s.min, "max": s.max });
+        if !quantiles.is_empty() {
+            let q: Map<String, Value> = quantiles
+                .iter()
+                .zip(&s.quantiles)
+                .map(|(q, v)| (q.to_string(), json!(v)))
+                .collect();
+            entry["quantiles"] = Value::Object(q);
+        }
+        statistics.insert(name.clone(), entry);
+    }
+    Ok(ToolOutput::new(json!({ "statistics": statistics }))
+        .meta("entries_scanned", scanned)
+        .meta("entries_selected", selected)
+        .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)"))
 }
