@@ -287,3 +287,173 @@ async fn histogram_ranges_limits_and_errors() {
     .await;
     assert_eq!(e["error"], "tree_not_found");
 }
+
+/// Every page of a paginated read, concatenated, equals what uproot reads at
+/// the entries passing the cut (flattened too); strings, vectors, fixed arrays
+/// and uint64 come out as uproot gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_branches_pages_through_the_selection() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let doc = fixture();
+    let mut checked = 0;
+    for (path, f) in &served_files(&doc) {
+        for r in f["reads"].as_array().unwrap() {
+            let want_entries = r["entries"].as_array().unwrap().len() as u64;
+            let page = r["page"].as_u64().unwrap();
+            let flatten = r["flatten"].as_bool().unwrap();
+            let mut got: Vec<Value> = Vec::new();
+            let mut offset = 0;
+            while offset < want_entries {
+                let mut args = json!({"path": path, "tree": f["tree"], "branches": r["branches"],
+                    "offset": offset, "limit": page.min(want_entries - offset), "flatten": flatten});
+                if !r["selection"].is_null() {
+                    args["selection"] = r["selection"].clone();
+                }
+                let v = ok(&client, "read_branches", args).await;
+                let m = &v["metadata"];
+                assert_eq!(
+                    m["entries_returned"].as_u64(),
+                    Some(page.min(want_entries - offset)),
+                    "{v}"
+                );
+                if !flatten && !r["selection"].is_null() {
+                    assert_eq!(m["entries_selected"].as_u64(), Some(want_entries));
+                    assert_eq!(
+                        m["truncated"].as_bool(),
+                        Some(offset + page < want_entries),
+                        "{m}"
+                    );
+                }
+                got.extend(v["data"]["records"].as_array().unwrap().iter().cloned());
+                offset += page;
+            }
+            assert_eq!(Value::Array(got), r["records"], "{path}: {r}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9);
+
+    // The other output formats carry the same values.
+    let hzz = json!({"path": "root/uproot-HZZ.root", "tree": "events", "branches": ["NMuon", "Muon_Px"], "limit": 3});
+    let records = ok(&client, "read_branches", hzz.clone()).await["data"]["records"].clone();
+    let mut args = hzz.clone();
+    args["output_format"] = json!("json");
+    let columns = ok(&client, "read_branches", args).await["data"]["columns"].clone();
+    for (i, r) in records.as_array().unwrap().iter().enumerate() {
+        assert_eq!(columns["NMuon"][i], r["NMuon"]);
+        assert_eq!(columns["Muon_Px"][i], r["Muon_Px"]);
+    }
+    let mut args = hzz.clone();
+    args["output_format"] = json!("csv");
+    let csv = ok(&client, "read_branches", args).await["data"]["csv"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "NMuon,Muon_Px");
+    assert_eq!(lines.len(), 4);
+    assert_eq!(
+        lines[1],
+        format!("{},\"{}\"", records[0]["NMuon"], records[0]["Muon_Px"])
+    );
+
+    // A page beyond the selection is empty, not an error.
+    let v = ok(
+        &client,
+        "read_branches",
+        json!({"path": "root/uproot-HZZ.root", "tree": "events",
+        "branches": ["NMuon"], "selection": "NMuon > 3", "offset": 1000}),
+    )
+    .await;
+    assert_eq!(v["data"]["entries"], 0);
+    assert_eq!(v["metadata"]["truncated"], false);
+    let e = err(
+        &client,
+        "read_branches",
+        json!({"path": "root/uproot-HZZ.root", "tree": "events",
+        "branches": ["NMuon"], "limit": 2_000_000}),
+    )
+    .await;
+    assert_eq!(
+        (e["error"].as_str(), &e["retry_with"]),
+        (Some("limit_exceeded"), &json!({"limit": 1_000_000}))
+    );
+    let e = err(
+        &client,
+        "read_branches",
+        json!({"path": "root/uproot-HZZ.root", "tree": "events",
+        "branches": ["Muon_Px", "Jet_Px"], "flatten": true, "limit": 50}),
+    )
+    .await;
+    assert_eq!(e["error"], "invalid_arguments");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_are_reproducible_and_answers_capped() {
+    let s = Sandbox::with_testdata();
+    std::fs::write(
+        s.tmp.path().join("quarry.toml"),
+        "[limits]\nmax_result_bytes = 4000\n",
+    )
+    .unwrap();
+    let config = s.tmp.path().join("quarry.toml");
+    let client = s
+        .mcp_with_args(&["--config", config.to_str().unwrap()])
+        .await;
+    wait_indexed(&client).await;
+    let hzz = json!({"path": "root/uproot-HZZ.root", "tree": "events"});
+    let with = |extra: Value| {
+        let mut a = hzz.clone();
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+    let random = |seed: u64| {
+        with(json!({"method": "random", "seed": seed, "size": 5, "branches": ["NMuon", "MET_px"]}))
+    };
+    let a = ok(&client, "sample_tree", random(42)).await;
+    let b = ok(&client, "sample_tree", random(42)).await;
+    let c = ok(&client, "sample_tree", random(43)).await;
+    assert_eq!(a["data"]["records"], b["data"]["records"]);
+    assert_ne!(a["data"]["records"], c["data"]["records"]);
+    assert_eq!(a["data"]["entries"], 5);
+    // The first entries equal read_branches' first page.
+    let first = ok(
+        &client,
+        "sample_tree",
+        with(json!({"size": 4, "branches": ["NMuon", "MET_px"]})),
+    )
+    .await;
+    let read = ok(
+        &client,
+        "read_branches",
+        with(json!({"limit": 4, "branches": ["NMuon", "MET_px"]})),
+    )
+    .await;
+    assert_eq!(first["data"]["records"], read["data"]["records"]);
+    // Every branch by default.
+    let all = ok(&client, "sample_tree", with(json!({"size": 1}))).await;
+    assert_eq!(all["data"]["branches"].as_array().unwrap().len(), 51);
+    let e = err(&client, "sample_tree", with(json!({"size": 10_001}))).await;
+    assert_eq!(e["error"], "limit_exceeded");
+
+    // Over the cap: cut at an entry boundary, truncated, and told how to go on.
+    let v = ok(
+        &client,
+        "read_branches",
+        with(json!({"branches": ["Muon_Px", "Muon_Py"], "limit": 500})),
+    )
+    .await;
+    let returned = v["metadata"]["entries_returned"].as_u64().unwrap();
+    assert!(returned > 0 && returned < 500, "{returned}");
+    assert_eq!(v["metadata"]["truncated"], true);
+    assert!(serde_json::to_string(&v["data"]).unwrap().len() < 4000 + 200);
+    let hint = v["suggestions"][0].as_str().unwrap();
+    assert!(
+        hint.contains(&format!("offset={returned}")) && hint.contains("export_branches"),
+        "{hint}"
+    );
+}

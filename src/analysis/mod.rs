@@ -8,6 +8,7 @@ pub mod eval;
 pub mod ops;
 pub mod plan;
 pub mod quantiles;
+pub mod rows;
 pub mod scan;
 pub mod syntax;
 

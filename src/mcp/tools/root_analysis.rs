@@ -77,14 +77,14 @@ const MAX_QUANTILES: usize = 100;
 const MAX_BINS_2D: i64 = 1_000;
 
 /// A tree opened for analysis: the file, its catalog rows and the TTree.
-struct OpenTree {
-    known: Known,
-    row: TreeRow,
-    file: RootFile,
-    tree: Tree,
+pub(super) struct OpenTree {
+    pub(super) known: Known,
+    pub(super) row: TreeRow,
+    pub(super) file: RootFile,
+    pub(super) tree: Tree,
 }
 
-fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
+pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
     let known = known_root_file(ctx, path)?;
     let row = find_tree(ctx, &known, tree)?;
     let file = known.open(ctx)?;
@@ -102,7 +102,7 @@ fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolErro
 
 /// An engine error as the spec's error object; `tool` and the open tree give
 /// the suggestions something concrete to name.
-fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&str>) -> ToolError {
+pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&str>) -> ToolError {
     let list = format!(
         "list_branches(path='{}', tree='{}')",
         t.known.abs.display(),
@@ -299,7 +299,7 @@ fn resolve_range(
     ))
 }
 
-fn plan_of(
+pub(super) fn plan_of(
     text: Option<&str>,
     columns: &TreeColumns<'_>,
     t: &OpenTree,
