@@ -453,7 +453,7 @@ async fn samples_are_reproducible_and_answers_capped() {
     assert!(serde_json::to_string(&v["data"]).unwrap().len() < 4000 + 200);
     let hint = v["suggestions"][0].as_str().unwrap();
     assert!(
-        hint.contains(&format!("offset={returned}")) && hint.contains("export_branches"),
+        hint.contains(&format!("offset={returned}")) && hint.contains("get_branch_stats"),
         "{hint}"
     );
 }

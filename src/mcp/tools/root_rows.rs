@@ -21,7 +21,7 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Values of branches for the entries passing an optional ROOT cut, a page at a time (offset, \
 limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
 values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
-NaN and infinities are null. Large answers are cut at a row boundary: page with offset or use export_branches.",
+NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
         input_schema: include_str!("../../../schema/tools/read_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/read_branches.output.json"),
         read_only: true,
@@ -64,7 +64,7 @@ fn checked_count(name: &str, value: Option<i64>, default: i64, max: i64) -> Resu
         return Err(ToolError::new(
             "limit_exceeded",
             format!("{name} {v} is outside 0..={max}"),
-            format!("Use a {name} of at most {max}; page with offset, or use export_branches for bulk data"),
+            format!("Use a {name} of at most {max}; page with offset, or summarise with compute_histogram"),
         )
         .retry_with(json!({ name: max })));
     }
@@ -276,7 +276,7 @@ fn read_branches(
     if answer.cut_short {
         out = out.suggest(format!(
             "The answer was cut at {} of {} entries to stay under {} bytes: continue with offset={}, read fewer branches, \
-or write everything with export_branches",
+or summarise everything with compute_histogram or get_branch_stats",
             answer.entries_returned,
             page.len(),
             ctx.settings.limits.max_result_bytes,
