@@ -447,7 +447,37 @@ fn sample_tree(
 
 #[cfg(test)]
 mod tests {
-    use super::random_entries;
+    use super::{Cell, random_entries, shape};
+    use serde_json::json;
+
+    #[test]
+    fn integers_stay_exact_and_non_finite_numbers_become_null() {
+        let big = (1u64 << 53) + 1;
+        let rows = vec![vec![
+            Cell::UInt(big),
+            Cell::UInt(u64::MAX),
+            Cell::Int(i64::MIN),
+            Cell::List(vec![
+                Cell::Float(f64::NAN),
+                Cell::Float(1.5),
+                Cell::Float(f64::INFINITY),
+            ]),
+        ]];
+        let names: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let shaped = shape(&names, &rows, false).unwrap();
+        let text = serde_json::to_string(&shaped.records[0]).unwrap();
+        assert!(
+            text.contains("9007199254740993") && text.contains("18446744073709551615"),
+            "{text}"
+        );
+        assert_eq!(shaped.records[0]["c"], json!(i64::MIN));
+        assert_eq!(shaped.records[0]["d"], json!([null, 1.5, null]));
+        assert_eq!(shaped.non_finite, 2);
+        // Flattened: one record per element, the other values repeated.
+        let flat = shape(&names, &rows, true).unwrap();
+        assert_eq!(flat.records.len(), 3);
+        assert_eq!(flat.records[2]["a"], json!(big));
+    }
 
     #[test]
     fn seeded_samples_are_fixed_distinct_and_in_range() {
