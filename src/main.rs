@@ -3,13 +3,12 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use quarry::cli::{Cli, Command};
+use quarry::cli::Command;
 use quarry::commands;
 use quarry::config::Settings;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the
     // user's alone, whatever the folder it lands in allows.
@@ -20,12 +19,20 @@ fn main() -> ExitCode {
         Command::Mcp(args) => Settings::load(&args).and_then(commands::mcp::run),
         Command::Rebuild(args) => Settings::load(&args.into()).and_then(commands::rebuild::run),
         Command::Status(args) => commands::status::run(args),
+        Command::Tools(args) => commands::tools::run(args),
+        Command::Call(args) => commands::call::run(args),
+        Command::Completions(args) => commands::completions(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("quarry: {e:#}");
-            ExitCode::FAILURE
+            // A mistake in the command line, as clap reports its own.
+            if e.is::<commands::call::UsageError>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
