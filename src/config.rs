@@ -16,6 +16,7 @@
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
 //! max_document_read_chars = 100000   # read_document's character cap
+//! max_result_bytes = 100000          # read_branches / sample_tree result cap
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused
@@ -137,6 +138,7 @@ struct LimitsConfig {
     call_timeout_secs: Option<u64>,
     max_listed_failures: Option<usize>,
     max_document_read_chars: Option<usize>,
+    max_result_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -387,6 +389,11 @@ impl Settings {
                 .max_document_read_chars
                 .unwrap_or(defaults.max_document_read_chars)
                 .max(1),
+            max_result_bytes: file
+                .limits
+                .max_result_bytes
+                .unwrap_or(defaults.max_result_bytes)
+                .max(1024),
         };
 
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

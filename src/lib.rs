@@ -11,6 +11,7 @@
 //! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and
 //! `commands` assemble a running program.
 
+pub mod analysis;
 pub mod catalog;
 pub mod cli;
 pub mod commands;

@@ -6,6 +6,8 @@ mod documents;
 mod files;
 mod rag;
 mod root;
+mod root_analysis;
+mod root_rows;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,6 +61,9 @@ pub struct Limits {
     pub max_listed_failures: usize,
     /// Most characters `read_document` returns in one call.
     pub max_document_read_chars: usize,
+    /// Most bytes of JSON a data tool (read_branches, sample_tree) returns;
+    /// beyond it rows are cut at a row boundary and `truncated` is set.
+    pub max_result_bytes: usize,
 }
 
 impl Default for Limits {
@@ -67,6 +72,7 @@ impl Default for Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
             max_document_read_chars: 100_000,
+            max_result_bytes: 100_000,
         }
     }
 }
@@ -179,6 +185,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
     files::TOOLS
         .iter()
         .chain(root::TOOLS)
+        .chain(root_analysis::TOOLS)
+        .chain(root_rows::TOOLS)
         .chain(documents::TOOLS)
         .chain(code::TOOLS)
         .chain(rag::TOOLS)
