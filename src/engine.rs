@@ -75,7 +75,8 @@ impl Engine {
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());
-        Ok(QuarryServer::new(context)?.with_concurrent_calls(settings.transport.max_concurrent_calls))
+        Ok(QuarryServer::new(context)?
+            .with_concurrent_calls(settings.transport.max_concurrent_calls))
     }
 }
 
