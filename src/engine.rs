@@ -9,6 +9,7 @@ use crate::config::Settings;
 use crate::index::{Indexer, Quiet, watcher};
 use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
+use crate::mcp::tools::Toolset;
 
 pub struct Engine {
     pub catalog: Arc<Catalog>,
@@ -31,7 +32,11 @@ impl Engine {
             .as_ref()
             .map(|_| crate::rag::INGEST_ROOT);
         let rag = crate::rag::Rag::new(catalog.clone(), ingest);
-        indexer.set_document_listener(rag.start_pass()?);
+        // Trees cost CPU on every document change: build them only where the RAG
+        // tools are served.
+        if settings.server.toolsets.contains(&Toolset::Rag) {
+            indexer.set_document_listener(rag.start_pass()?);
+        }
         for root in 0..catalog.roots().list().len() {
             catalog.activity().set_scanning(root, true);
         }
