@@ -7,7 +7,7 @@ use super::AnalysisError;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
-use super::scan::scan;
+use super::scan::{entry_offsets, scan};
 use crate::formats::root::{Column, ColumnReader, RootFile, Values};
 use crate::job::Job;
 
@@ -128,21 +128,7 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
         if self.basket != Some(index) {
             self.reader.read_basket(index, &mut self.column)?;
             self.basket = Some(index);
-            self.offsets.clear();
-            self.offsets.push(0);
-            let inner = self.column.inner;
-            match &self.column.counts {
-                Some(counts) => {
-                    let mut at = 0;
-                    for n in counts {
-                        at += *n as usize * inner;
-                        self.offsets.push(at);
-                    }
-                }
-                None => self
-                    .offsets
-                    .extend((1..=self.column.entries).map(|e| e * inner)),
-            }
+            entry_offsets(&self.column, &mut self.offsets);
         }
         let e = (entry - first) as usize;
         let (a, b) = (self.offsets[e], self.offsets[e + 1]);

@@ -54,22 +54,26 @@ impl Stream<'_> {
         }
         self.reader.read_basket(index, &mut self.column)?;
         self.basket = Some(index);
-        self.offsets.clear();
-        self.offsets.push(0);
-        let inner = self.column.inner;
-        match &self.column.counts {
-            Some(counts) => {
-                let mut at = 0;
-                for c in counts {
-                    at += *c as usize * inner;
-                    self.offsets.push(at);
-                }
-            }
-            None => self
-                .offsets
-                .extend((1..=self.column.entries).map(|e| e * inner)),
-        }
+        entry_offsets(&self.column, &mut self.offsets);
         Ok(())
+    }
+}
+
+/// Where each entry of a decoded basket starts in its values (`offsets[e]..
+/// offsets[e + 1]`), for jagged and fixed-size columns alike.
+pub(super) fn entry_offsets(column: &Column, offsets: &mut Vec<usize>) {
+    offsets.clear();
+    offsets.push(0);
+    let inner = column.inner;
+    match &column.counts {
+        Some(counts) => {
+            let mut at = 0;
+            for c in counts {
+                at += *c as usize * inner;
+                offsets.push(at);
+            }
+        }
+        None => offsets.extend((1..=column.entries).map(|e| e * inner)),
     }
 }
 

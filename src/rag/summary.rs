@@ -22,6 +22,12 @@ struct Candidate<'a> {
 /// A summary node (level, children and parents left for the caller) of the
 /// nodes `members`.
 pub fn extractive_summary(nodes: &[Node], members: &[usize]) -> Node {
+    summary_of(nodes, members, SUMMARY_TOKENS)
+}
+
+/// The most central sentences of the members, with diversity, within `budget`
+/// tokens, each keeping its source.
+fn summary_of(nodes: &[Node], members: &[usize], budget: usize) -> Node {
     let candidates = candidates(nodes, members);
     let texts: Vec<&str> = members.iter().map(|&m| nodes[m].text.as_str()).collect();
     let tfidf = TfIdf::fit(texts.iter().copied());
@@ -36,7 +42,7 @@ pub fn extractive_summary(nodes: &[Node], members: &[usize]) -> Node {
             vector: tfidf.vector(text),
         })
         .collect();
-    let picked = pick(&candidates, &mid, SUMMARY_TOKENS);
+    let picked = pick(&candidates, &mid, budget);
     assemble(picked.into_iter().map(|i| &candidates[i]))
 }
 
@@ -121,20 +127,5 @@ fn assemble<'a>(sentences: impl Iterator<Item = &'a Candidate<'a>>) -> Node {
 pub fn summarise(nodes: &[&Node], budget: usize) -> Node {
     let owned: Vec<Node> = nodes.iter().map(|n| (*n).clone()).collect();
     let members: Vec<usize> = (0..owned.len()).collect();
-    let cands = candidates(&owned, &members);
-    let texts: Vec<&str> = owned.iter().map(|n| n.text.as_str()).collect();
-    let tfidf = TfIdf::fit(texts.iter().copied());
-    let vectors: Vec<Sparse> = texts.iter().map(|t| tfidf.vector(t)).collect();
-    let mid = centre(vectors.iter());
-    let cands: Vec<Candidate> = cands
-        .into_iter()
-        .map(|(text, piece)| Candidate {
-            text,
-            piece,
-            tokens: super::text::token_count(text),
-            vector: tfidf.vector(text),
-        })
-        .collect();
-    let picked = pick(&cands, &mid, budget);
-    assemble(picked.into_iter().map(|i| &cands[i]))
+    summary_of(&owned, &members, budget)
 }
