@@ -7,6 +7,10 @@
 #                  through, seeded with well-formed and malformed messages
 #   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
 #                  tests/fixtures/root/selections.json
+#   code_query     execute_query's query compiler and runs, seeded with the
+#                  queries the code tests use
+#   code_source    the code reader (tree-sitter parse and symbol extraction),
+#                  seeded with the C++ and Python test sources
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
@@ -37,6 +41,25 @@ for i, cut in enumerate(cuts):
     (pathlib.Path(sys.argv[1]) / f"cut{i}").write_text(cut)
 PY
     max_len=4096
+    ;;
+  code_query)
+    # The first byte picks the language: even C++, odd Python.
+    printf '\0%s' '(function_definition declarator: (_) @decl) @fn' >"$corpus/cpp_fn"
+    printf '\0%s' '(class_specifier name: (type_identifier) @name body: (field_declaration_list))' >"$corpus/cpp_class"
+    printf '\0%s' '((identifier) @id (#match? @id "^[A-Z]") (#eq? @id "Calibrator"))' >"$corpus/cpp_pred"
+    printf '\1%s' '(decorated_definition (decorator) @d definition: (function_definition name: (identifier) @n))' >"$corpus/py_decorated"
+    printf '\1%s' '[(import_statement) (import_from_statement)] @imp' >"$corpus/py_imports"
+    printf '\1%s' '(function_definition "async" name: (identifier) @name)*' >"$corpus/py_async"
+    max_len=4096
+    ;;
+  code_source)
+    i=0
+    for f in $(find testdata/code -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \)); do
+      i=$((i + 1))
+      case "$f" in *.py) tag='\1' ;; *) tag='\0' ;; esac
+      { printf "$tag"; cat "$f"; } >"$corpus/src$i"
+    done
+    max_len=65536
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac

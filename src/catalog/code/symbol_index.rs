@@ -4,10 +4,13 @@
 //! millisecond over a million symbols, with prefix, substring and
 //! case-insensitive matching. Per file, the index keeps the decoded symbols; for
 //! searching, a flat copy (`Lookup`) keeps every lower-cased name sorted (exact
-//! and prefix matches are a binary search) and all lower-cased names and
-//! qualified names in one string (a substring is one `memmem` pass). The flat
-//! copy is rebuilt on the first search after a batch changed the index, so a
-//! burst of indexing pays for one rebuild, not one per file.
+//! and prefix matches are a binary search) and each *distinct* lower-cased name
+//! once in one string, so a substring is one `memmem` pass over a few bytes per
+//! distinct name (code bases repeat names: `get`, `size`, `operator==`), not
+//! over every qualified name. A query with a scope (`calo::Calib`) matches its
+//! last part against names and checks the scope on the candidates. The flat copy
+//! is rebuilt on the first search after a batch changed the index, so a burst of
+//! indexing pays for one rebuild, not one per file.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -39,12 +42,19 @@ struct Lookup {
     entries: Vec<(Arc<IndexedFile>, u32)>,
     /// Lower-cased names, parallel to `entries`.
     names: Vec<Box<str>>,
-    /// Entry numbers ordered by lower-cased name.
+    /// Entry numbers ordered by lower-cased name (then entry number).
     by_name: Vec<u32>,
-    /// Every entry's lower-cased name and qualified name, "name\tqualified\n",
-    /// entry after entry; `starts[i]` is where entry i begins.
+    /// Every distinct lower-cased name, "name\n" after "name\n", in name order;
+    /// `distinct[i]` is where distinct name i begins in `text` and where its
+    /// run of entries begins in `by_name`.
     text: String,
-    starts: Vec<u32>,
+    distinct: Vec<Distinct>,
+}
+
+#[derive(Clone, Copy)]
+struct Distinct {
+    text_start: u32,
+    run_start: u32,
 }
 
 /// What `find_symbol` asks.
@@ -157,29 +167,41 @@ impl Lookup {
     fn build(files: &HashMap<u64, Arc<IndexedFile>>) -> Lookup {
         let mut ids: Vec<&u64> = files.keys().collect();
         ids.sort();
-        let mut lookup = Lookup {
-            entries: Vec::new(),
-            names: Vec::new(),
-            by_name: Vec::new(),
-            text: String::new(),
-            starts: Vec::new(),
-        };
+        let mut entries = Vec::new();
+        let mut names: Vec<Box<str>> = Vec::new();
         for id in ids {
             let file = &files[id];
             for (i, s) in file.symbols.iter().enumerate() {
-                lookup.entries.push((file.clone(), i as u32));
-                lookup.names.push(s.name.to_lowercase().into());
-                lookup.starts.push(lookup.text.len() as u32);
-                lookup.text.push_str(&s.name.to_lowercase());
-                lookup.text.push('\t');
-                lookup.text.push_str(&s.qualified_name.to_lowercase());
-                lookup.text.push('\n');
+                entries.push((file.clone(), i as u32));
+                names.push(s.name.to_lowercase().into());
             }
         }
-        let mut by_name: Vec<u32> = (0..lookup.entries.len() as u32).collect();
-        by_name.sort_by(|&a, &b| lookup.names[a as usize].cmp(&lookup.names[b as usize]));
-        lookup.by_name = by_name;
-        lookup
+        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
+        // Stable: entries of one name stay in file order.
+        by_name.sort_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+        let mut text = String::new();
+        let mut distinct = Vec::new();
+        for (run_start, &e) in by_name.iter().enumerate() {
+            let name = &names[e as usize];
+            let new = distinct.last().is_none_or(|d: &Distinct| {
+                *names[by_name[d.run_start as usize] as usize] != **name
+            });
+            if new {
+                distinct.push(Distinct {
+                    text_start: text.len() as u32,
+                    run_start: run_start as u32,
+                });
+                text.push_str(name);
+                text.push('\n');
+            }
+        }
+        Lookup {
+            entries,
+            names,
+            by_name,
+            text,
+            distinct,
+        }
     }
 
     /// Entries whose lower-cased name starts with `prefix`, in name order.
@@ -197,9 +219,23 @@ impl Lookup {
         &file.symbols[*i as usize]
     }
 
-    /// The entry whose text contains byte `offset`.
-    fn entry_at(&self, offset: usize) -> u32 {
-        (self.starts.partition_point(|&s| s as usize <= offset) - 1) as u32
+    /// The distinct name whose text holds byte `offset`.
+    fn distinct_at(&self, offset: usize) -> usize {
+        self.distinct
+            .partition_point(|d| d.text_start as usize <= offset)
+            - 1
+    }
+
+    /// The entries of distinct name `d`, and where the next name's text begins.
+    fn run(&self, d: usize) -> (&[u32], usize) {
+        let start = self.distinct[d].run_start as usize;
+        match self.distinct.get(d + 1) {
+            Some(next) => (
+                &self.by_name[start..next.run_start as usize],
+                next.text_start as usize,
+            ),
+            None => (&self.by_name[start..], self.text.len()),
+        }
     }
 }
 
@@ -213,44 +249,51 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn run(&mut self, needle: &str) {
-        if needle.is_empty() {
+        // A query with a scope (`Calibration::apply`, `pkg.mod.f`) is looked up
+        // by its last part; the scope is checked on each candidate. Trailing
+        // separators (`Calibration::`) name the scope itself.
+        let needle = needle
+            .trim_end_matches([':', '.'])
+            .replace('.', "::");
+        let last = needle.rsplit("::").next().unwrap_or(&needle).to_string();
+        if last.is_empty() {
             return;
         }
-        // A qualified query (`Calibration::apply`) is looked up by its last part.
-        let last = needle
-            .rsplit("::")
-            .next()
-            .and_then(|p| p.rsplit('.').next())
-            .unwrap_or(needle);
-        let qualified = last.len() != needle.len();
+        let scope = (last.len() != needle.len()).then_some(needle.as_str());
         let lookup = self.lookup;
-        for &e in lookup.name_prefix_range(last) {
-            let s = lookup.symbol(e);
-            let exact = lookup.names[e as usize].len() == last.len()
-                && (!qualified || qualified_matches(&s.qualified_name, needle));
-            if exact && !self.offer(e, MatchRank::Exact) {
+        let candidates = lookup.name_prefix_range(&last);
+        // Exact names sort first in their prefix range.
+        for &e in candidates {
+            if lookup.names[e as usize].len() != last.len() {
+                break;
+            }
+            let fits =
+                scope.is_none_or(|s| qualified_ends_with(&lookup.symbol(e).qualified_name, s));
+            if fits && !self.offer(e, MatchRank::Exact) {
                 return;
             }
         }
-        if !qualified {
-            for &e in lookup.name_prefix_range(last) {
+        if scope.is_none() {
+            for &e in candidates {
                 if !self.offer(e, MatchRank::Prefix) {
                     return;
                 }
             }
         }
-        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let finder = memchr::memmem::Finder::new(last.as_bytes());
         let mut from = 0;
         while let Some(at) = finder.find(&lookup.text.as_bytes()[from..]) {
-            let e = lookup.entry_at(from + at);
-            if !self.offer(e, MatchRank::Substring) {
-                return;
+            let d = lookup.distinct_at(from + at);
+            let (run, next) = lookup.run(d);
+            for &e in run {
+                let fits =
+                    scope.is_none_or(|s| qualified_contains(&lookup.symbol(e).qualified_name, s));
+                if fits && !self.offer(e, MatchRank::Substring) {
+                    return;
+                }
             }
-            // Go on from the next entry: one hit per entry is enough.
-            from = lookup
-                .starts
-                .get(e as usize + 1)
-                .map_or(lookup.text.len(), |&s| s as usize);
+            // One hit per distinct name is enough.
+            from = next;
         }
     }
 
@@ -281,13 +324,21 @@ impl Search<'_> {
     }
 }
 
-/// Whether a qualified query names this symbol: the whole qualified name, or
-/// its tail after a scope separator (`Calibration::apply` in `calo::Calibration::apply`).
-fn qualified_matches(qualified_name: &str, needle: &str) -> bool {
-    let q = qualified_name.to_lowercase();
-    let needle = needle.replace('.', "::");
-    let q = q.replace('.', "::");
+/// `qualified_name` lower-cased with `::` for every scope separator.
+fn normalised(qualified_name: &str) -> String {
+    qualified_name.to_lowercase().replace('.', "::")
+}
+
+/// Whether a scoped query names this symbol: the whole qualified name, or its
+/// tail after a scope separator (`Calibration::apply` in `calo::Calibration::apply`).
+fn qualified_ends_with(qualified_name: &str, needle: &str) -> bool {
+    let q = normalised(qualified_name);
     q == needle || q.ends_with(&format!("::{needle}"))
+}
+
+/// Whether a scoped query occurs anywhere in the qualified name.
+fn qualified_contains(qualified_name: &str, needle: &str) -> bool {
+    normalised(qualified_name).contains(needle)
 }
 
 #[cfg(test)]
@@ -379,5 +430,24 @@ mod tests {
         idx.remove(1);
         assert_eq!(names(&idx, "Calibration::apply", 10).0, vec![]);
         assert_eq!(idx.symbol_count(), 1);
+    }
+
+    #[test]
+    fn substrings_match_names_and_scopes_are_checked_on_candidates() {
+        let idx = index();
+        // A scope's name inside a qualified name does not make its members match.
+        assert_eq!(
+            names(&idx, "LIBRA", 10).0,
+            vec![("calo::Calibration".into(), "substring")]
+        );
+        assert_eq!(
+            names(&idx, "Calibration::app", 10).0,
+            vec![("calo::Calibration::apply".into(), "substring")]
+        );
+        assert_eq!(
+            names(&idx, "calo.Calibration.", 10).0,
+            vec![("calo::Calibration".into(), "exact")]
+        );
+        assert_eq!(names(&idx, "::", 10).0, vec![]);
     }
 }
