@@ -91,11 +91,6 @@ struct Scope {
     is_class: bool,
 }
 
-enum Step<'t> {
-    Visit(Node<'t>),
-    Leave,
-}
-
 pub(super) fn extract(source: &ParsedSource) -> CodeFile {
     let mut walk = Walk {
         text: &source.text,
@@ -109,20 +104,25 @@ pub(super) fn extract(source: &ParsedSource) -> CodeFile {
             error_ranges: Vec::new(),
         },
     };
-    // An explicit stack: hostile input nests deeper than the thread's stack allows.
-    let mut steps = vec![Step::Visit(source.tree.root_node())];
-    while let Some(step) = steps.pop() {
-        match step {
-            Step::Leave => {
+    // One cursor over the whole tree, no recursion (hostile input nests deeper
+    // than a thread's stack allows) and no allocation per node. `opened[d]`
+    // says whether the node at depth d opened a scope to close when it is left.
+    let mut cursor = source.tree.root_node().walk();
+    let mut opened: Vec<bool> = Vec::new();
+    'tree: loop {
+        opened.push(walk.visit(cursor.node()));
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if opened.pop() == Some(true) {
                 walk.scopes.pop();
             }
-            Step::Visit(node) => {
-                if walk.visit(node) {
-                    steps.push(Step::Leave);
-                }
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
-                steps.extend(children.into_iter().rev().map(Step::Visit));
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'tree;
             }
         }
     }
