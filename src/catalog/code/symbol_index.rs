@@ -42,6 +42,9 @@ struct Lookup {
     entries: Vec<(Arc<IndexedFile>, u32)>,
     /// Lower-cased names, parallel to `entries`.
     names: Vec<Box<str>>,
+    /// Kind and language, parallel to `entries`: the filters read these
+    /// instead of following each entry to its file.
+    filters: Vec<(SymbolKind, Language)>,
     /// Entry numbers ordered by lower-cased name (then entry number).
     by_name: Vec<u32>,
     /// Every distinct lower-cased name, "name\n" after "name\n", in name order;
@@ -169,11 +172,13 @@ impl Lookup {
         ids.sort();
         let mut entries = Vec::new();
         let mut names: Vec<Box<str>> = Vec::new();
+        let mut filters = Vec::new();
         for id in ids {
             let file = &files[id];
             for (i, s) in file.symbols.iter().enumerate() {
                 entries.push((file.clone(), i as u32));
                 names.push(s.name.to_lowercase().into());
+                filters.push((s.kind, file.language));
             }
         }
         let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
@@ -198,6 +203,7 @@ impl Lookup {
         Lookup {
             entries,
             names,
+            filters,
             by_name,
             text,
             distinct,
@@ -252,9 +258,7 @@ impl Search<'_> {
         // A query with a scope (`Calibration::apply`, `pkg.mod.f`) is looked up
         // by its last part; the scope is checked on each candidate. Trailing
         // separators (`Calibration::`) name the scope itself.
-        let needle = needle
-            .trim_end_matches([':', '.'])
-            .replace('.', "::");
+        let needle = needle.trim_end_matches([':', '.']).replace('.', "::");
         let last = needle.rsplit("::").next().unwrap_or(&needle).to_string();
         if last.is_empty() {
             return;
@@ -286,8 +290,7 @@ impl Search<'_> {
             let d = lookup.distinct_at(from + at);
             let (run, next) = lookup.run(d);
             for &e in run {
-                let fits =
-                    scope.is_none_or(|s| qualified_contains(&lookup.symbol(e).qualified_name, s));
+                let fits = scope.is_none_or(|s| self.in_scope(e, s, false));
                 if fits && !self.offer(e, MatchRank::Substring) {
                     return;
                 }
@@ -297,17 +300,36 @@ impl Search<'_> {
         }
     }
 
+    /// Whether the entry passes the query's kind and language filters.
+    fn wanted(&self, entry: u32) -> bool {
+        let (kind, language) = self.lookup.filters[entry as usize];
+        self.query.kind.is_none_or(|k| k == kind)
+            && self.query.language.is_none_or(|l| l == language)
+    }
+
+    /// Whether the entry's qualified name fits the query's scope (`ends`: the
+    /// scoped name ends it; else it occurs anywhere in it).
+    fn in_scope(&self, entry: u32, scope: &str, ends: bool) -> bool {
+        if !self.wanted(entry) {
+            return false;
+        }
+        let (file, i) = &self.lookup.entries[entry as usize];
+        let qualified = &file.symbols[*i as usize].qualified_name;
+        if ends {
+            qualified_ends_with(qualified, scope)
+        } else {
+            qualified_contains(qualified, scope)
+        }
+    }
+
     /// Adds an entry unless filtered out or already there; false when the limit
     /// is reached and the search should stop.
     fn offer(&mut self, entry: u32, rank: MatchRank) -> bool {
-        let (file, i) = &self.lookup.entries[entry as usize];
-        let symbol = &file.symbols[*i as usize];
-        if self.query.kind.is_some_and(|k| k != symbol.kind)
-            || self.query.language.is_some_and(|l| l != file.language)
-            || self.seen.contains(&entry)
-        {
+        if !self.wanted(entry) || self.seen.contains(&entry) {
             return true;
         }
+        let (file, i) = &self.lookup.entries[entry as usize];
+        let symbol = &file.symbols[*i as usize];
         if self.hits.len() == self.query.limit {
             self.more = true;
             return false;
@@ -324,6 +346,26 @@ impl Search<'_> {
     }
 }
 
+/// Whether `qualified_name` (scopes joined by `::` or `.`) equals `needle`
+/// (lower-cased, scopes joined by `::`) from byte `at` on, ignoring case and
+/// reading `.` as `::`. Allocates only for names that are not ASCII.
+fn matches_at(qualified_name: &str, at: usize, needle: &str) -> Option<usize> {
+    let (q, n) = (qualified_name.as_bytes(), needle.as_bytes());
+    let (mut i, mut j) = (at, 0);
+    while j < n.len() {
+        if i < q.len() && q[i] == b'.' && n[j..].starts_with(b"::") {
+            i += 1;
+            j += 2;
+        } else if i < q.len() && q[i].eq_ignore_ascii_case(&n[j]) {
+            i += 1;
+            j += 1;
+        } else {
+            return None;
+        }
+    }
+    Some(i)
+}
+
 /// `qualified_name` lower-cased with `::` for every scope separator.
 fn normalised(qualified_name: &str) -> String {
     qualified_name.to_lowercase().replace('.', "::")
@@ -332,13 +374,23 @@ fn normalised(qualified_name: &str) -> String {
 /// Whether a scoped query names this symbol: the whole qualified name, or its
 /// tail after a scope separator (`Calibration::apply` in `calo::Calibration::apply`).
 fn qualified_ends_with(qualified_name: &str, needle: &str) -> bool {
-    let q = normalised(qualified_name);
-    q == needle || q.ends_with(&format!("::{needle}"))
+    if !qualified_name.is_ascii() {
+        let q = normalised(qualified_name);
+        return q == needle || q.ends_with(&format!("::{needle}"));
+    }
+    let q = qualified_name.as_bytes();
+    (0..q.len()).any(|at| {
+        (at == 0 || q[at - 1] == b':' || q[at - 1] == b'.')
+            && matches_at(qualified_name, at, needle) == Some(q.len())
+    })
 }
 
 /// Whether a scoped query occurs anywhere in the qualified name.
 fn qualified_contains(qualified_name: &str, needle: &str) -> bool {
-    normalised(qualified_name).contains(needle)
+    if !qualified_name.is_ascii() {
+        return normalised(qualified_name).contains(needle);
+    }
+    (0..qualified_name.len()).any(|at| matches_at(qualified_name, at, needle).is_some())
 }
 
 #[cfg(test)]
@@ -449,5 +501,31 @@ mod tests {
             vec![("calo::Calibration".into(), "exact")]
         );
         assert_eq!(names(&idx, "::", 10).0, vec![]);
+    }
+
+    #[test]
+    fn scopes_compare_without_case_and_with_either_separator() {
+        assert!(qualified_ends_with(
+            "calo::Calibration::apply",
+            "calibration::apply"
+        ));
+        assert!(qualified_ends_with(
+            "calo.Calibration.apply",
+            "calibration::apply"
+        ));
+        assert!(!qualified_ends_with(
+            "calo::XCalibration::apply",
+            "calibration::apply"
+        ));
+        assert!(qualified_ends_with(
+            "Calibration::apply",
+            "calibration::apply"
+        ));
+        assert!(qualified_contains("calo.Calibration.apply", "o::calib"));
+        assert!(!qualified_contains(
+            "calo::Calibration",
+            "calibration::apply"
+        ));
+        assert!(qualified_contains("ns::Größe::f", "größe::f"));
     }
 }
