@@ -65,6 +65,10 @@ inspect() {
   "$inspector/node_modules/.bin/mcp-inspector" --cli --config "$work/inspector.json" --server quarry "$@"
 }
 # --strict: exit 6 on a tool schema that clients cannot portably use.
-inspect --method tools/list --strict >"$work/tools.json"
+# Its report (warnings included) is shown only when it fails.
+if ! inspect --method tools/list --strict >"$work/tools.json" 2>"$work/strict.log"; then
+  cat "$work/strict.log" >&2
+  exit 1
+fi
 inspect --method tools/call --tool-name inspect_file --tool-arg path=root/uproot-HZZ.root >"$work/call.json"
 "$venv/bin/python" tests/clients/check_inspector.py "$work/tools.json" "$work/call.json"
