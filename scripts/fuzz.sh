@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
-# Fuzzes the ROOT reader with libFuzzer (cargo-fuzz), seeded with the real test
-# files and the ones written for the tests. Usage: scripts/fuzz.sh [SECONDS] (default 600). Needs `cargo install
-# cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it use the sanitizer flags.
+# Fuzzes with libFuzzer (cargo-fuzz). Usage: scripts/fuzz.sh [SECONDS] [TARGET]
+# (default 600 s, target root_reader). Targets:
+#   root_reader    the ROOT reader, seeded with the real test files and the ones
+#                  written for the tests
+#   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
+#                  through, seeded with well-formed and malformed messages
+# Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
+# use the sanitizer flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
+target=${2:-root_reader}
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-cp testdata/root/*.root tests/data/root/*.root "$corpus/"
-RUSTC_BOOTSTRAP=1 cargo fuzz run root_reader "$corpus" -- \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=1048576 -timeout=10
+case "$target" in
+  root_reader)
+    cp testdata/root/*.root tests/data/root/*.root "$corpus/"
+    max_len=1048576
+    ;;
+  jsonrpc_codec)
+    printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}' >"$corpus/initialize"
+    printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all"}}}' >"$corpus/call"
+    printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}' >"$corpus/cancel"
+    printf '%s' '{"jsonrpc":"2.0","id":"x","method":"ping","params":{"s":"\ud800"}}' >"$corpus/surrogate"
+    printf '%s\n' '[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]' >"$corpus/batch"
+    max_len=65536
+    ;;
+  *) echo "unknown target $target" >&2; exit 2 ;;
+esac
+RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- \
+  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len="$max_len" -timeout=10

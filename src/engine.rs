@@ -64,15 +64,18 @@ impl Engine {
     }
 
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
-        QuarryServer::new(Context::new(self.catalog.clone(), settings.server.clone()))
+        Ok(
+            QuarryServer::new(Context::new(self.catalog.clone(), settings.server.clone()))?
+                .with_concurrent_calls(settings.transport.max_concurrent_calls),
+        )
     }
 }
 
-/// Hands memory freed by the initial scan back to the system. glibc keeps freed
+/// Hands memory freed by the initial scan (or a burst of answers) back to the system. glibc keeps freed
 /// blocks in its per-thread arenas, so the scan's temporary buffers (walk
 /// results, extracted text, index batches) would otherwise stay in a daemon's
 /// resident memory for as long as it runs idle.
-fn release_freed_memory() {
+pub fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
@@ -80,10 +83,16 @@ fn release_freed_memory() {
     }
 }
 
+/// Most threads tokio runs blocking work on (tool calls, stdio). Tool calls are
+/// also held to `[server] max_concurrent_calls`; this bounds the rest, so that no
+/// burst of requests can start hundreds of threads.
+const MAX_BLOCKING_THREADS: usize = 32;
+
 /// The async runtime quarry's servers run on.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_name("quarry-rt")
         .enable_all()
         .build()?)

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::engine::{Engine, runtime};
-use crate::mcp::transport::{Sessions, bind_socket, serve_socket};
+use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
+    raise_open_file_limit();
     let catalog = super::open_owned(&settings)?;
     runtime()?.block_on(async {
         let listener = bind_socket(&settings.socket)?;
@@ -21,7 +22,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         );
         super::notify::ready();
         tokio::select! {
-            _ = serve_socket(server, listener, Arc::new(Sessions::default())) => {}
+            _ = serve_socket(server, listener, Arc::new(Sessions::default()), settings.transport.clone()) => {}
             signal = shutdown_signal() => tracing::info!("{signal}: shutting down"),
         }
         super::notify::stopping();

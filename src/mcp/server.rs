@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
@@ -27,7 +28,13 @@ and index_status() to know whether the catalog is complete. Paths returned by on
 pub struct QuarryServer {
     ctx: Arc<Context>,
     tools: Arc<Vec<(&'static ToolDef, Tool)>>,
+    /// Tool calls running at once, over every session: each holds a blocking
+    /// thread and its working memory, so a flood of requests waits here.
+    calls: Arc<Semaphore>,
 }
+
+/// Tool calls run at once unless configured otherwise.
+const DEFAULT_CONCURRENT_CALLS: usize = 8;
 
 impl QuarryServer {
     pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
@@ -38,7 +45,14 @@ impl QuarryServer {
         Ok(QuarryServer {
             ctx: Arc::new(ctx),
             tools: Arc::new(listed),
+            calls: Arc::new(Semaphore::new(DEFAULT_CONCURRENT_CALLS)),
         })
+    }
+
+    /// Runs at most `n` tool calls at once (the others wait their turn).
+    pub fn with_concurrent_calls(mut self, n: usize) -> QuarryServer {
+        self.calls = Arc::new(Semaphore::new(n.max(1)));
+        self
     }
 
     fn find(&self, name: &str) -> Option<&'static ToolDef> {
@@ -60,14 +74,21 @@ impl QuarryServer {
         let ctx = self.ctx.clone();
         let limit = ctx.settings.limits.call_timeout;
         let _stop_on_drop = CancelOnDrop(job.clone());
-        let work = tokio::task::spawn_blocking({
-            let job = job.clone();
-            move || {
+        let calls = self.calls.clone();
+        let work = async move {
+            // Waiting for a turn counts against the call's time limit.
+            let _turn = calls.acquire_owned().await.expect("never closed");
+            tokio::task::spawn_blocking(move || {
                 let started = Instant::now();
+                // A call cancelled while it waited for its turn does no work.
+                if job.is_stopped() {
+                    return (Err(ToolError::stopped(&job)), 0.0);
+                }
                 let result = (def.handler)(&ctx, &job, args);
                 (result, started.elapsed().as_secs_f64() * 1000.0)
-            }
-        });
+            })
+            .await
+        };
         let outcome = match tokio::time::timeout(limit, work).await {
             Ok(Ok((Ok(output), ms))) => {
                 return CallToolResult::structured(output.into_json(def.name, ms));
@@ -90,6 +111,25 @@ impl QuarryServer {
         // success), some even when isError is set.
         CallToolResult::error(vec![ContentBlock::text(outcome.into_json().to_string())])
     }
+}
+
+/// Sends the job's progress reports to the client as `notifications/progress`
+/// for `token` (the request's `_meta.progressToken`). Reports come from the
+/// blocking thread doing the work, so each is handed to the runtime to send.
+fn report_progress(job: &Job, token: ProgressToken, peer: Peer<RoleServer>) {
+    let runtime = tokio::runtime::Handle::current();
+    job.on_progress(move |done, total| {
+        let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
+        if let Some(total) = total {
+            param = param.with_total(total as f64);
+        }
+        let peer = peer.clone();
+        runtime.spawn(async move {
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("progress notification not sent: {e}");
+            }
+        });
+    });
 }
 
 /// Cancels a job when dropped: a call whose future is dropped (its client hung
@@ -166,6 +206,9 @@ impl ServerHandler for QuarryServer {
             ));
         };
         let job = Job::new(Some(self.ctx.settings.limits.call_timeout));
+        if let Some(token) = context.meta.get_progress_token() {
+            report_progress(&job, token, context.peer.clone());
+        }
         // notifications/cancelled for this request cancels rmcp's token.
         let cancelled = context.ct.clone();
         let watch = tokio::spawn({

@@ -336,19 +336,21 @@ impl Catalog {
         self.text.as_ref()
     }
 
-    /// The lines of the catalog's documents that match a query.
+    /// The lines of the catalog's documents that match a query; stops early
+    /// (`SearchError::Stopped`) when `job` is stopped.
     pub fn search_documents(
         &self,
         expr: &query::Expr,
         scope: &Scope,
         options: &SearchOptions,
+        job: &crate::job::Job,
     ) -> Result<SearchOutcome, SearchError> {
         let text = self.text.as_ref().ok_or_else(|| {
             SearchError::Failed(anyhow::anyhow!(
                 "this catalog was opened without its text index"
             ))
         })?;
-        text.search(expr, scope, options)
+        text.search(expr, scope, options, job)
     }
 
     /// Passes a batch just committed on to the text index. A failure is

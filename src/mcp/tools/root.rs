@@ -234,7 +234,7 @@ struct ListBranchesArgs {
 
 fn list_branches(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: ListBranchesArgs = parse_args("list_branches", args)?;
@@ -275,7 +275,7 @@ fn list_branches(
         .collect();
     let shown: Vec<(usize, &BranchRow)> = matched.iter().take(limit).copied().collect();
     let stats = if args.include_stats.unwrap_or(false) {
-        Some(tree_stats(ctx, &file, &tree, all.len())?)
+        Some(tree_stats(ctx, job, &file, &tree, all.len())?)
     } else {
         None
     };
@@ -320,6 +320,7 @@ fn list_branches(
 /// when cached, else computed from the file (and cached unless configured off).
 fn tree_stats(
     ctx: &Context,
+    job: &Job,
     file: &Known,
     tree: &TreeRow,
     branches: usize,
@@ -330,8 +331,14 @@ fn tree_stats(
     }
     let root = file.open(ctx)?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let computed =
-        tree_stats_rows(&root, &keys, &tree.path).map_err(|e| corrupted(&file.abs, &e))?;
+    let computed = tree_stats_rows(&root, &keys, &tree.path, job).map_err(|e| {
+        // Stopped work is not the file's fault (and leaves nothing to store).
+        if job.is_stopped() {
+            ToolError::stopped(job)
+        } else {
+            corrupted(&file.abs, &e)
+        }
+    })?;
     if ctx.settings.cache_stats {
         ctx.catalog
             .add_rows(
