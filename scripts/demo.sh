@@ -51,7 +51,7 @@ ask "Which documents mention calibration?" \
 
 if serves find_classes; then
   ask "Which C++ classes does the calorimeter code define?" \
-    find_classes file_path=code/cpp/include
+    find_classes filepath=code/cpp/include
 fi
 
 printf '\nEvery tool: %s tools (quarry tools); any of them: quarry call TOOL key=value ...\n' \

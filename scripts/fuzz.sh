@@ -5,6 +5,8 @@
 #                  written for the tests
 #   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
 #                  through, seeded with well-formed and malformed messages
+#   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
+#                  tests/fixtures/root/selections.json
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
@@ -25,6 +27,16 @@ case "$target" in
     printf '%s' '{"jsonrpc":"2.0","id":"x","method":"ping","params":{"s":"\ud800"}}' >"$corpus/surrogate"
     printf '%s\n' '[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]' >"$corpus/batch"
     max_len=65536
+    ;;
+  selection)
+    python3 - "$corpus" <<'PY'
+import json, pathlib, sys
+doc = json.load(open("tests/fixtures/root/selections.json"))
+cuts = [c["cut"] for f in doc["files"] for c in f["cuts"] + f["errors"]]
+for i, cut in enumerate(cuts):
+    (pathlib.Path(sys.argv[1]) / f"cut{i}").write_text(cut)
+PY
+    max_len=4096
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac

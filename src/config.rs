@@ -16,6 +16,7 @@
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
 //! max_document_read_chars = 100000   # read_document's character cap
+//! max_result_bytes = 100000          # read_branches / sample_tree result cap
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused
@@ -62,6 +63,8 @@ struct FileConfig {
     index: IndexConfig,
     #[serde(default)]
     server: TransportConfig,
+    #[serde(default)]
+    rag: RagConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -105,6 +108,13 @@ impl TransportConfig {
     }
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RagConfig {
+    /// Folder ingest_document writes to, indexed as the root `ingest`.
+    ingest_dir: Option<PathBuf>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RootConfig {
@@ -128,6 +138,7 @@ struct LimitsConfig {
     call_timeout_secs: Option<u64>,
     max_listed_failures: Option<usize>,
     max_document_read_chars: Option<usize>,
+    max_result_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -339,6 +350,12 @@ impl Settings {
         for arg in &args.roots {
             specs.push(parse_root_arg(arg)?);
         }
+        let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
+        if let Some(dir) = &ingest_dir {
+            crate::catalog::create_private_dir(dir)?;
+            let dir = dir.canonicalize()?;
+            specs.push((crate::rag::INGEST_ROOT.to_string(), dir));
+        }
         anyhow::ensure!(
             !specs.is_empty(),
             "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
@@ -372,6 +389,11 @@ impl Settings {
                 .max_document_read_chars
                 .unwrap_or(defaults.max_document_read_chars)
                 .max(1),
+            max_result_bytes: file
+                .limits
+                .max_result_bytes
+                .unwrap_or(defaults.max_result_bytes)
+                .max(1024),
         };
 
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -385,6 +407,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
+                ingest_dir: ingest_dir.and_then(|d| d.canonicalize().ok()),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),

@@ -9,10 +9,12 @@ use crate::config::Settings;
 use crate::index::{Indexer, Quiet, watcher};
 use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
+use crate::mcp::tools::Toolset;
 
 pub struct Engine {
     pub catalog: Arc<Catalog>,
     pub indexer: Arc<Indexer>,
+    pub rag: Arc<crate::rag::Rag>,
     _watcher: Option<watcher::Watcher>,
 }
 
@@ -24,6 +26,17 @@ impl Engine {
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
         indexer.start_stats_pass()?;
+        let ingest = settings
+            .server
+            .ingest_dir
+            .as_ref()
+            .map(|_| crate::rag::INGEST_ROOT);
+        let rag = crate::rag::Rag::new(catalog.clone(), ingest);
+        // Trees cost CPU on every document change: build them only where the RAG
+        // tools are served.
+        if settings.server.toolsets.contains(&Toolset::Rag) {
+            indexer.set_document_listener(rag.start_pass()?);
+        }
         for root in 0..catalog.roots().list().len() {
             catalog.activity().set_scanning(root, true);
         }
@@ -59,15 +72,16 @@ impl Engine {
         Ok(Engine {
             catalog,
             indexer,
+            rag,
             _watcher: watcher,
         })
     }
 
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
-        Ok(
-            QuarryServer::new(Context::new(self.catalog.clone(), settings.server.clone()))?
-                .with_concurrent_calls(settings.transport.max_concurrent_calls),
-        )
+        let mut context = Context::new(self.catalog.clone(), settings.server.clone());
+        context.rag = Some(self.rag.clone());
+        Ok(QuarryServer::new(context)?
+            .with_concurrent_calls(settings.transport.max_concurrent_calls))
     }
 }
 

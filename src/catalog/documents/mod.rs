@@ -38,8 +38,11 @@ use crate::formats::document::{Document, Heading, Metadata};
 pub const DOC_META: &str = "doc_meta";
 pub const DOC_TEXT: &str = "doc_text";
 pub const DOC_TOC: &str = "doc_toc";
+/// The document's RAPTOR tree, one row per node (the RAG engine's encoding),
+/// written by the RAG pass after indexing and dropped with the document's rows.
+pub const RAG_NODES: &str = "rag_nodes";
 
-pub const TABLES: [KindTable; 3] = [
+pub const TABLES: [KindTable; 4] = [
     KindTable {
         kind: Kind::Document,
         name: DOC_META,
@@ -54,6 +57,11 @@ pub const TABLES: [KindTable; 3] = [
         kind: Kind::Document,
         name: DOC_TOC,
         description: "table of contents, flat, in document order",
+    },
+    KindTable {
+        kind: Kind::Document,
+        name: RAG_NODES,
+        description: "RAPTOR tree nodes: text, level, source pieces, child and parent edges",
     },
 ];
 

@@ -1,9 +1,13 @@
 //! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
 //! annotations and handler. A file per tool family.
 
+mod code;
 mod documents;
 mod files;
+mod rag;
 mod root;
+mod root_analysis;
+mod root_rows;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,6 +61,9 @@ pub struct Limits {
     pub max_listed_failures: usize,
     /// Most characters `read_document` returns in one call.
     pub max_document_read_chars: usize,
+    /// Most bytes of JSON a data tool (read_branches, sample_tree) returns;
+    /// beyond it rows are cut at a row boundary and `truncated` is set.
+    pub max_result_bytes: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +72,7 @@ impl Default for Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
             max_document_read_chars: 100_000,
+            max_result_bytes: 100_000,
         }
     }
 }
@@ -78,6 +86,9 @@ pub struct ServerSettings {
     pub export_dir: Option<PathBuf>,
     /// Whether statistics computed on request are stored in the catalog.
     pub cache_stats: bool,
+    /// Where ingest_document writes (indexed as the `ingest` root); `None`
+    /// disables ingesting.
+    pub ingest_dir: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -89,6 +100,7 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             export_dir: None,
             cache_stats: true,
+            ingest_dir: None,
         }
     }
 }
@@ -99,6 +111,10 @@ pub struct Context {
     pub settings: ServerSettings,
     /// Decoded catalog rows that tools read on every call.
     pub cache: RowCache,
+    /// Recently parsed source files, for `execute_query`.
+    pub trees: code::TreeCache,
+    /// The RAG engine (trees, datasets); `None` where no pass runs (status).
+    pub rag: Option<Arc<crate::rag::Rag>>,
 }
 
 impl Context {
@@ -107,6 +123,8 @@ impl Context {
             catalog,
             settings,
             cache: RowCache::default(),
+            trees: code::TreeCache::default(),
+            rag: None,
         }
     }
 }
@@ -167,7 +185,11 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
     files::TOOLS
         .iter()
         .chain(root::TOOLS)
+        .chain(root_analysis::TOOLS)
+        .chain(root_rows::TOOLS)
         .chain(documents::TOOLS)
+        .chain(code::TOOLS)
+        .chain(rag::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they
