@@ -4,8 +4,9 @@
 Launches `quarry mcp` over stdio the way an assistant does, in each of the SDK's
 connection modes, and once more as a relay to a running `quarry serve`. In each:
   - the negotiated protocol version is the one the mode asks for;
-  - tools/list lists every tool that has an entry in tool_args.json, and nothing
-    without one (a new tool must bring its default arguments, or this fails);
+  - every tool tools/list lists has an entry in tool_args.json, and the table names
+    no tool that is not served (but those of its _optional list): a new tool must bring
+    its arguments, or this fails naming it;
   - every tool, called with those arguments on the fixture data, succeeds and its
     structured_content validates against the outputSchema it advertises;
   - a call with bad arguments is a tool error (isError) whose text and
@@ -29,6 +30,9 @@ import jsonschema
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tool_table import ToolTable  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
@@ -44,12 +48,6 @@ class Failures(list):
         return ok
 
 
-def arg_table():
-    table = json.loads((HERE / "tool_args.json").read_text())
-    table.pop("_comment", None)
-    return table
-
-
 async def wait_complete(client, label):
     """In-process, `quarry mcp` may still be scanning; results are compared only
     once index_status says the catalog is complete."""
@@ -63,8 +61,8 @@ async def wait_complete(client, label):
         await asyncio.sleep(0.2)
 
 
-async def exercise(params, mode, label, failures):
-    table = arg_table()
+async def exercise(params, mode, label, failures, root):
+    table = ToolTable.load()
     async with Client(params, mode=mode, read_timeout_seconds=60) as client:
         failures.check(
             client.protocol_version == MODES[mode],
@@ -74,44 +72,44 @@ async def exercise(params, mode, label, failures):
         listed = (await client.list_tools()).tools
         names = [t.name for t in listed]
         failures.check(len(names) == len(set(names)), f"{label}: duplicate tool names {names}")
-        missing = sorted(set(names) - set(table))
-        failures.check(
-            not missing,
-            f"{label}: listed tools without default arguments in tests/clients/tool_args.json: "
-            f"{missing}",
-        )
-        unlisted = sorted(set(table) - set(names))
-        failures.check(not unlisted, f"{label}: tool_args.json names tools not listed: {unlisted}")
+        for problem in table.coverage(names):
+            failures.append(f"{label}: {problem}")
 
-        for tool in listed:
-            if tool.name not in table:
-                continue
-            if not failures.check(tool.output_schema is not None, f"{label}: {tool.name} has no outputSchema"):
+        async def structured(tool, arguments):
+            result = await client.call_tool(tool, arguments)
+            if result.is_error:
+                raise SystemExit(f"{label}: {tool}{json.dumps(arguments)} failed: {result.content[0].text}")
+            return result.structured_content
+
+        await table.resolve(structured, root)
+        by_name = {t.name: t for t in listed}
+        calls = table.calls(names)
+        for name, arguments in calls:
+            tool = by_name[name]
+            what = f"{label}: {name}{json.dumps(arguments)}"
+            if not failures.check(tool.output_schema is not None, f"{label}: {name} has no outputSchema"):
                 continue
             try:
-                result = await client.call_tool(tool.name, table[tool.name])
+                result = await client.call_tool(name, arguments)
             except Exception as e:  # noqa: BLE001 - the SDK's own outputSchema check raises
-                failures.append(f"{label}: {tool.name} raised in the SDK: {str(e)[:300]}")
+                failures.append(f"{what} raised in the SDK: {str(e)[:300]}")
                 continue
             if not failures.check(
                 not result.is_error,
-                f"{label}: {tool.name}{json.dumps(table[tool.name])} failed: "
-                f"{result.content[0].text if result.content else result}",
+                f"{what} failed: {result.content[0].text if result.content else result}",
             ):
                 continue
-            if not failures.check(
-                result.structured_content is not None, f"{label}: {tool.name} returned no structured_content"
-            ):
+            if not failures.check(result.structured_content is not None, f"{what} returned no structured_content"):
                 continue
             try:
                 jsonschema.validate(result.structured_content, tool.output_schema)
             except jsonschema.ValidationError as e:
-                failures.append(f"{label}: {tool.name} result breaks its outputSchema: {e.message} at {list(e.path)}")
+                failures.append(f"{what}: the result breaks its outputSchema: {e.message} at {list(e.path)}")
             # The text item carries the same JSON, for clients that forward only text.
             texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
             failures.check(
                 texts and json.loads(texts[0]) == result.structured_content,
-                f"{label}: {tool.name}'s text item is not its structured content",
+                f"{what}: the text item is not its structured content",
             )
 
         # Bad arguments: a path outside every root, where a file path is expected.
@@ -134,12 +132,12 @@ async def exercise(params, mode, label, failures):
         # Arguments of the wrong type are a tool error too, not a protocol failure.
         wrong = await client.call_tool("list_files", {"limit": "many"})
         failures.check(wrong.is_error, f"{label}: list_files with limit='many' succeeded")
-        return len(listed)
+        return len({name for name, _ in calls}), len(calls)
 
 
-def start_daemon(quarry, root, catalog):
+def start_daemon(quarry, root, catalog, config):
     proc = subprocess.Popen(
-        [quarry, "serve", "--root", f"data={root}", "--catalog", str(catalog)],
+        [quarry, "serve", "--root", f"data={root}", "--catalog", str(catalog), "--config", str(config)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -172,29 +170,34 @@ async def main():
     scratch = Path(tempfile.mkdtemp(prefix="quarry-sdk-"))
     try:
         catalog = scratch / "catalog"
+        # An ingest folder, so that ingest_document (which writes) can be called too.
+        config = scratch / "quarry.toml"
+        config.write_text('[rag]\ningest_dir = "ingest"\n')
         subprocess.run(
-            [a.quarry, "rebuild", "--root", f"data={a.root}", "--catalog", str(catalog)],
+            [a.quarry, "rebuild", "--root", f"data={a.root}", "--catalog", str(catalog), "--config", str(config)],
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         stdio = StdioServerParameters(
-            command=a.quarry, args=["mcp", "--root", f"data={a.root}", "--catalog", str(catalog)]
+            command=a.quarry,
+            args=["mcp", "--root", f"data={a.root}", "--catalog", str(catalog), "--config", str(config)],
         )
         for mode in MODES:
-            n = await exercise(stdio, mode, f"stdio, mode {mode}", failures)
-            print(f"sdk client: stdio, mode {mode}: {n} tools called", file=sys.stderr)
+            n, k = await exercise(stdio, mode, f"stdio, mode {mode}", failures, a.root)
+            print(f"sdk client: stdio, mode {mode}: {n} tools called ({k} calls)", file=sys.stderr)
 
         # The relay: a daemon owns the catalog, so `quarry mcp` on it can only relay.
         daemon_catalog = scratch / "daemon-catalog"
-        daemon, sock_path = start_daemon(a.quarry, a.root, daemon_catalog)
+        daemon, sock_path = start_daemon(a.quarry, a.root, daemon_catalog, config)
         try:
             relay = StdioServerParameters(
                 command=a.quarry,
                 args=["mcp", "--root", f"data={a.root}", "--catalog", str(daemon_catalog),
-                      "--socket", str(sock_path)],
+                      "--socket", str(sock_path), "--config", str(config)],
             )
             for mode in ("auto", "legacy"):
-                n = await exercise(relay, mode, f"relay to quarry serve, mode {mode}", failures)
-                print(f"sdk client: relay to quarry serve, mode {mode}: {n} tools called", file=sys.stderr)
+                n, k = await exercise(relay, mode, f"relay to quarry serve, mode {mode}", failures, a.root)
+                print(f"sdk client: relay to quarry serve, mode {mode}: {n} tools called ({k} calls)",
+                      file=sys.stderr)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=30)

@@ -40,10 +40,8 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def load_arg_table():
-    table = json.loads((HERE / "tool_args.json").read_text())
-    table.pop("_comment", None)
-    return table
+sys.path.insert(0, str(HERE))
+from tool_table import ToolTable  # noqa: E402
 
 
 # ---- daemon process and its resources -------------------------------------------------
@@ -163,17 +161,24 @@ GENERATED_CALLS = [
 
 def read_only_calls(socket_path, root):
     """The (tool, arguments) mix: every read-only tool the daemon lists, with its table
-    entry (a listed tool without one is an error, so new tools join the soak), plus the
+    entries (a listed tool without one is an error, so new tools join the soak), plus the
     calls on generated files that the daemon offers."""
-    table = load_arg_table()
+    table = ToolTable.load()
     s = Session(socket_path)
-    tools = s.request("tools/list", {})["tools"]
-    s.close()
-    missing = [t["name"] for t in tools if t["name"] not in table]
-    if missing:
-        raise SystemExit(f"tools without an entry in tests/clients/tool_args.json: {missing}")
+    try:
+        tools = s.request("tools/list", {})["tools"]
+        problems = table.coverage(t["name"] for t in tools)
+        if problems:
+            raise SystemExit("; ".join(problems))
+
+        async def call(tool, arguments):
+            return s.call(tool, arguments)
+
+        asyncio.run(table.resolve(call, root))
+    finally:
+        s.close()
     read_only = {t["name"] for t in tools if (t.get("annotations") or {}).get("readOnlyHint")}
-    calls = [(name, table[name]) for name in sorted(read_only)]
+    calls = sorted(table.calls(read_only), key=lambda c: c[0])
     calls += [(tool, args) for needed, tool, args in GENERATED_CALLS
               if tool in read_only and (Path(root) / needed).exists()]
     return calls
