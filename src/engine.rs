@@ -77,6 +77,15 @@ impl Engine {
         })
     }
 
+    /// Stops following the roots: the watcher finishes the update it is applying
+    /// (its transaction commits) and stops; what the text index was given is
+    /// committed. An initial scan still running is left to the process's end: every
+    /// batch it stored is committed, the rest is read again at the next start.
+    pub fn stop(self) {
+        drop(self._watcher);
+        self.catalog.flush_text();
+    }
+
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());

@@ -22,7 +22,7 @@ use crate::cli::ServeArgs;
 use crate::config::{Endpoint, Settings};
 use crate::engine::{Engine, runtime};
 use crate::mcp::QuarryServer;
-use crate::mcp::connection::serve_connection;
+use crate::mcp::connection::{Drain, serve_connection};
 use crate::mcp::relay::{Relay, RelayEnd, Upstream};
 use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
@@ -59,6 +59,7 @@ impl Owner {
                 l,
                 sessions.clone(),
                 settings.transport.clone(),
+                Drain::never(),
             ))
         });
         Ok(Owner {
@@ -79,7 +80,9 @@ impl Owner {
     fn connect(&self) -> Box<dyn Upstream> {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (server, limits) = (self.server.clone(), self.limits.clone());
-        tokio::spawn(async move { serve_connection(server, theirs, None, &limits).await });
+        tokio::spawn(async move {
+            serve_connection(server, theirs, None, &limits, Drain::never()).await
+        });
         Box::new(ours)
     }
 
