@@ -106,6 +106,25 @@ pub fn release_freed_memory() {
     }
 }
 
+/// Arenas glibc's malloc may keep. By default it grows one per thread up to eight
+/// per core, and each keeps the memory freed in it: with tool calls moving between
+/// tokio's blocking threads, a daemon's resident memory crept up under a steady
+/// load (the soak: +23 % after warm-up). Two arenas bound that; calls contend a
+/// little more on malloc's locks, which costs nothing measurable next to a call.
+const MALLOC_ARENAS: i32 = 2;
+
+/// Caps glibc's malloc arenas (`MALLOC_ARENAS`); call before any thread starts.
+/// An `MALLOC_ARENA_MAX` in the environment wins.
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only adjusts malloc's tuning; no other thread runs yet.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+        }
+    }
+}
+
 /// Most threads tokio runs blocking work on (tool calls, stdio). Tool calls are
 /// also held to `[server] max_concurrent_calls`; this bounds the rest, so that no
 /// burst of requests can start hundreds of threads.

@@ -8,6 +8,7 @@ use quarry::commands;
 use quarry::config::Settings;
 
 fn main() -> ExitCode {
+    quarry::engine::limit_malloc_arenas();
     let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the
