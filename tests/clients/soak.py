@@ -174,7 +174,8 @@ def read_only_calls(socket_path, root):
         async def call(tool, arguments):
             return s.call(tool, arguments)
 
-        asyncio.run(table.resolve(call, root))
+        # On generated data the RAG trees of 200 documents take minutes in a debug build.
+        asyncio.run(table.resolve(call, root, patience=600))
     finally:
         s.close()
     read_only = {t["name"] for t in tools if (t.get("annotations") or {}).get("readOnlyHint")}
