@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages quarry's build and tests need, when they are missing:
 # pkg-config for the build; poppler-utils (pdftotext, pdfinfo) as the independent PDF
-# reader the document tests compare quarry's extraction with.
+# reader the document tests compare quarry's extraction with; Python 3 with venv and
+# Node.js with npm for the real MCP clients scripts/test-clients.sh runs (the official
+# Python SDK and the MCP Inspector).
+# Python and Node are looked for as commands, not packages: a machine that has them
+# from elsewhere (pyenv, nodesource, nvm) needs nothing from apt.
 # Idempotent; does nothing on a machine that has them. Needs root (or sudo) only
 # when something is missing.
 set -euo pipefail
@@ -10,6 +14,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3 python3-venv)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -15,8 +15,8 @@
 //! [limits]
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
-//! max_document_read_chars = 100000   # read_document's character cap
-//! max_result_bytes = 100000          # read_branches / sample_tree result cap
+//! max_document_read_chars = 10000    # read_document's character cap
+//! max_result_bytes = 12000           # read_branches / sample_tree rows per answer
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused

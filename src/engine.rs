@@ -77,6 +77,15 @@ impl Engine {
         })
     }
 
+    /// Stops following the roots: the watcher finishes the update it is applying
+    /// (its transaction commits) and stops; what the text index was given is
+    /// committed. An initial scan still running is left to the process's end: every
+    /// batch it stored is committed, the rest is read again at the next start.
+    pub fn stop(self) {
+        drop(self._watcher);
+        self.catalog.flush_text();
+    }
+
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());
@@ -94,6 +103,25 @@ pub fn release_freed_memory() {
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Arenas glibc's malloc may keep. By default it grows one per thread up to eight
+/// per core, and each keeps the memory freed in it: with tool calls moving between
+/// tokio's blocking threads, a daemon's resident memory crept up under a steady
+/// load (the soak: +23 % after warm-up). Two arenas bound that; calls contend a
+/// little more on malloc's locks, which costs nothing measurable next to a call.
+const MALLOC_ARENAS: i32 = 2;
+
+/// Caps glibc's malloc arenas (`MALLOC_ARENAS`); call before any thread starts.
+/// An `MALLOC_ARENA_MAX` in the environment wins.
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only adjusts malloc's tuning; no other thread runs yet.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use quarry::commands;
 use quarry::config::Settings;
 
 fn main() -> ExitCode {
+    quarry::engine::limit_malloc_arenas();
     let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the
@@ -16,7 +17,7 @@ fn main() -> ExitCode {
     unsafe { libc::umask(0o077) };
     let outcome = match cli.command {
         Command::Serve(args) => Settings::load(&args).and_then(commands::serve::run),
-        Command::Mcp(args) => Settings::load(&args).and_then(commands::mcp::run),
+        Command::Mcp(args) => commands::mcp::main(&args),
         Command::Rebuild(args) => Settings::load(&args.into()).and_then(commands::rebuild::run),
         Command::Status(args) => commands::status::run(args),
         Command::Tools(args) => commands::tools::run(args),

@@ -6,6 +6,11 @@
 //! its stdio to the owner's socket. If the owner goes away (clients end their
 //! server processes with SIGTERM), each relay elects the next owner — itself if it
 //! gets the lock first — and carries its client's session over (see `mcp::relay`).
+//!
+//! Without roots (`quarry mcp --socket S` or `--catalog C` alone) it can only relay:
+//! to the quarry serving that socket, waiting for it to come back when it restarts.
+//! When nothing answers there at start, it says so, naming the socket and `quarry
+//! serve`, and exits non-zero.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,10 +18,11 @@ use std::time::{Duration, Instant};
 use tokio::net::UnixStream;
 
 use crate::catalog::{Catalog, OpenError};
-use crate::config::Settings;
+use crate::cli::ServeArgs;
+use crate::config::{Endpoint, Settings};
 use crate::engine::{Engine, runtime};
 use crate::mcp::QuarryServer;
-use crate::mcp::connection::serve_connection;
+use crate::mcp::connection::{Drain, serve_connection};
 use crate::mcp::relay::{Relay, RelayEnd, Upstream};
 use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
@@ -53,6 +59,7 @@ impl Owner {
                 l,
                 sessions.clone(),
                 settings.transport.clone(),
+                Drain::never(),
             ))
         });
         Ok(Owner {
@@ -73,7 +80,9 @@ impl Owner {
     fn connect(&self) -> Box<dyn Upstream> {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (server, limits) = (self.server.clone(), self.limits.clone());
-        tokio::spawn(async move { serve_connection(server, theirs, None, &limits).await });
+        tokio::spawn(async move {
+            serve_connection(server, theirs, None, &limits, Drain::never()).await
+        });
         Box::new(ours)
     }
 
@@ -92,6 +101,64 @@ impl Owner {
         accepting.abort();
         let _ = std::fs::remove_file(&settings.socket);
         self.sessions.wait_idle().await;
+    }
+}
+
+/// `quarry mcp`: with roots (on the command line or in the config file), relay or
+/// serve in-process; without, relay only.
+pub fn main(args: &ServeArgs) -> anyhow::Result<()> {
+    let endpoint = Settings::endpoint(args)?;
+    match endpoint.settings {
+        Some(settings) => run(settings),
+        None => relay_only(&endpoint),
+    }
+}
+
+/// Relays stdio to the quarry serving `endpoint`; nothing is opened here.
+fn relay_only(endpoint: &Endpoint) -> anyhow::Result<()> {
+    runtime()?.block_on(async {
+        let mut stream = connect_daemon(endpoint, Duration::ZERO).await?;
+        tracing::info!(
+            "relaying to the quarry serving {}",
+            endpoint.socket.display()
+        );
+        let mut relay = Relay::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            crate::mcp::codec::DEFAULT_MAX_MESSAGE_BYTES,
+        );
+        loop {
+            match relay.run(Box::new(stream)).await? {
+                RelayEnd::ClientClosed => return Ok(()),
+                RelayEnd::UpstreamLost => {
+                    tracing::info!("the serving quarry went away; waiting for it to return");
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                    // A service manager restarts a daemon within seconds.
+                    stream = connect_daemon(endpoint, OWNER_WAIT).await?;
+                }
+            }
+        }
+    })
+}
+
+/// Connects to the daemon's socket, trying for up to `patience`.
+async fn connect_daemon(endpoint: &Endpoint, patience: Duration) -> anyhow::Result<UnixStream> {
+    let deadline = Instant::now() + patience;
+    loop {
+        match UnixStream::connect(&endpoint.socket).await {
+            Ok(stream) => return Ok(stream),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => anyhow::bail!(
+                "no quarry serves the catalog at {}: nothing answers on its socket {} ({e}); \
+                 start one with `quarry serve --root DIR --catalog {}`, or give --root DIR \
+                 to serve in-process",
+                endpoint.catalog_dir.display(),
+                endpoint.socket.display(),
+                endpoint.catalog_dir.display()
+            ),
+        }
     }
 }
 

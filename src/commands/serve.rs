@@ -1,16 +1,25 @@
 //! `quarry serve`: the daemon. Holds the catalog, keeps it fresh, serves MCP on a
-//! Unix socket until SIGINT or SIGTERM.
+//! Unix socket until SIGINT or SIGTERM. Then it stops accepting (the socket file is
+//! removed at once), lets every connection answer its calls in flight (at most
+//! `DRAIN_LIMIT`), stops the watcher after the update it is applying commits, and
+//! exits 0.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::Settings;
 use crate::engine::{Engine, runtime};
+use crate::mcp::connection::Drain;
 use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
+
+/// How long calls in flight may take to finish once a stop is asked for.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     raise_open_file_limit();
     let catalog = super::open_owned(&settings)?;
-    runtime()?.block_on(async {
+    let rt = runtime()?;
+    let outcome = rt.block_on(async {
         let listener = bind_socket(&settings.socket)?;
         let engine = Engine::start(&settings, catalog)?;
         let server = engine.server(&settings)?;
@@ -24,14 +33,42 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         // READY=1 must find them in place.
         let shutdown = shutdown_signal()?;
         super::notify::ready();
-        tokio::select! {
-            _ = serve_socket(server, listener, Arc::new(Sessions::default()), settings.transport.clone()) => {}
-            signal = shutdown => tracing::info!("{signal}: shutting down"),
-        }
+        let sessions = Arc::new(Sessions::default());
+        let (switch, drain) = Drain::new();
+        let accepting = tokio::spawn(serve_socket(
+            server,
+            listener,
+            sessions.clone(),
+            settings.transport.clone(),
+            drain,
+        ));
+        let signal = shutdown.await;
         super::notify::stopping();
+        tracing::info!(
+            "{signal}: stopping; {} connection(s) finish their calls in flight",
+            sessions.live()
+        );
+        switch.start();
+        let _ = accepting.await;
+        // New clients find no socket from now on (and a new daemon may bind one).
         let _ = std::fs::remove_file(&settings.socket);
-        Ok(())
-    })
+        if tokio::time::timeout(DRAIN_LIMIT, sessions.wait_idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} connection(s) still busy after {DRAIN_LIMIT:?}: their calls are dropped",
+                sessions.live()
+            );
+        }
+        engine.stop();
+        tracing::info!("stopped");
+        anyhow::Ok(())
+    });
+    // Calls still running on blocking threads (past the drain limit) are not
+    // waited for: the process ends.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    outcome
 }
 
 /// Installs the SIGTERM and SIGINT handlers now; the future resolves with the

@@ -23,6 +23,18 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     for (i, (dir, socket)) in targets.iter().enumerate() {
         let report = match Catalog::open_existing(dir) {
             Ok(catalog) => read_locally(catalog).map(|s| (s, false)),
+            // No catalog there: perhaps a daemon serves this socket all the same.
+            Err(OpenError::Failed(_)) if !crate::catalog::db_path(dir).exists() => {
+                ask_daemon(socket).map(|s| (s, true)).map_err(|_| {
+                    anyhow::anyhow!(
+                        "no catalog at {} and nothing answers on its socket {}: start one with \
+                         `quarry serve --root DIR --catalog {}` (or build it with `quarry rebuild`)",
+                        dir.display(),
+                        socket.display(),
+                        dir.display()
+                    )
+                })
+            }
             Err(OpenError::Locked) => ask_daemon(socket).map(|s| (s, true)),
             Err(OpenError::Failed(e) | OpenError::Corrupt(e)) => Err(e),
         };

@@ -17,6 +17,8 @@
 //! - A connection that sends no well-formed message within `idle_timeout` of
 //!   connecting is closed: idle connections that never start a session would
 //!   otherwise hold descriptors forever.
+//! - When the daemon drains (SIGTERM), a connection reads nothing more: its calls in
+//!   flight are answered, then it is closed, as when a client closes its input.
 
 use std::collections::HashMap;
 use std::io;
@@ -49,9 +51,45 @@ pub struct ConnectionLimits {
     pub idle_timeout: Option<Duration>,
 }
 
+/// Tells connections that the daemon is stopping (`Drain::start`); each then reads
+/// no more requests, answers those in flight, and closes.
+#[derive(Clone)]
+pub struct Drain(watch::Receiver<bool>);
+
+/// The sending side of a `Drain`.
+pub struct DrainSwitch(watch::Sender<bool>);
+
+impl Drain {
+    pub fn new() -> (DrainSwitch, Drain) {
+        let (tx, rx) = watch::channel(false);
+        (DrainSwitch(tx), Drain(rx))
+    }
+
+    /// A drain that never starts (a switch dropped unused means "never" too).
+    pub fn never() -> Drain {
+        Drain::new().1
+    }
+
+    /// Resolves once draining has started; never, if it cannot start any more.
+    pub async fn started(&mut self) {
+        if self.0.wait_for(|d| *d).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl DrainSwitch {
+    pub fn start(&self) {
+        self.0.send_replace(true);
+    }
+}
+
 /// Answers and error replies waiting for the writer. Small: the in-flight cap
 /// already bounds how many answers exist, this only keeps the writer fed.
 const OUTGOING_QUEUE: usize = 8;
+
+/// Draining, how long a connection's input may pause before reading stops.
+const DRAIN_READ_GRACE: Duration = Duration::from_millis(50);
 
 /// How often a connection whose input has ended checks that its peer is still
 /// there (a Unix socket reports a full close as a hang-up).
@@ -157,6 +195,7 @@ pub async fn serve_connection<S>(
     stream: S,
     socket_fd: Option<RawFd>,
     limits: &ConnectionLimits,
+    drain: Drain,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -181,6 +220,7 @@ pub async fn serve_connection<S>(
             in_flight: in_flight.clone(),
             gone: gone_tx,
             socket_fd,
+            drain,
         }
         .run(read),
     );
@@ -259,30 +299,60 @@ struct Reader {
     in_flight: Arc<InFlight>,
     gone: Arc<watch::Sender<bool>>,
     socket_fd: Option<RawFd>,
+    drain: Drain,
 }
 
 impl Reader {
-    async fn run<R: AsyncRead + Unpin>(self, read: R) {
+    async fn run<R: AsyncRead + Unpin>(mut self, read: R) {
+        if self.read_all(read).await {
+            self.after_input_ends().await;
+        }
+    }
+
+    /// Reads and hands on messages until the input ends (true: answers are still
+    /// owed) or the session is over (false).
+    async fn read_all<R: AsyncRead + Unpin>(&mut self, read: R) -> bool {
         let mut lines = LineReader::new(BufReader::new(read), self.limits.max_message_bytes);
         let idle = self.limits.idle_timeout;
         let first_message_by = idle.map(|t| Instant::now() + t);
         let mut started = false;
+        let mut drain = self.drain.clone();
+        let mut draining = false;
         loop {
-            let frame = match first_message_by {
-                Some(by) if !started => {
-                    match tokio::time::timeout_at(by, lines.next_frame()).await {
-                        Ok(frame) => frame,
-                        Err(_) => {
-                            tracing::info!(
-                                "closing a connection that sent no message in {:?}",
-                                idle.unwrap_or_default()
-                            );
-                            self.gone.send_replace(true);
-                            return;
-                        }
-                    }
+            // Draining, what the client sent already is still read (and answered);
+            // a pause in its input ends the reading.
+            let deadline = if draining {
+                Some(Instant::now() + DRAIN_READ_GRACE)
+            } else if started {
+                None
+            } else {
+                first_message_by
+            };
+            let next = async {
+                match deadline {
+                    Some(by) => tokio::time::timeout_at(by, lines.next_frame()).await.ok(),
+                    None => Some(lines.next_frame().await),
                 }
-                _ => lines.next_frame().await,
+            };
+            let frame = tokio::select! {
+                f = next => f,
+                _ = drain.started(), if !draining => {
+                    tracing::debug!("draining: reading only what is already sent");
+                    draining = true;
+                    continue;
+                }
+            };
+            let frame = match frame {
+                Some(frame) => frame,
+                None if draining => break,
+                None => {
+                    tracing::info!(
+                        "closing a connection that sent no message in {:?}",
+                        idle.unwrap_or_default()
+                    );
+                    self.gone.send_replace(true);
+                    return false;
+                }
             };
             let inbound = match frame {
                 Ok(Frame::Line(bytes)) => classify(&bytes),
@@ -308,18 +378,18 @@ impl Reader {
                         .await
                         .is_err()
                     {
-                        return;
+                        return false;
                     }
                 }
                 Inbound::Message(message) => {
                     started = true;
                     if !self.hand_on(*message).await {
-                        return;
+                        return false;
                     }
                 }
             }
         }
-        self.after_input_ends().await;
+        true
     }
 
     /// Passes a message to rmcp, first taking a slot for a request (waiting for

@@ -169,6 +169,10 @@ fn describe(def: &ToolDef) -> anyhow::Result<Tool> {
         .with_annotations(annotations))
 }
 
+/// How long clients may treat `tools/list` as fresh (MCP 2026-07-28 `ttlMs`): a
+/// day. The tools are fixed for a server's life; a new version means a restart.
+pub const TOOLS_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -181,9 +185,11 @@ impl ServerHandler for QuarryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.tools.iter().map(|(_, t)| t.clone()).collect(),
-        ))
+        // The list never changes while a server runs: clients may keep it a day.
+        Ok(
+            ListToolsResult::with_all_items(self.tools.iter().map(|(_, t)| t.clone()).collect())
+                .with_ttl_ms(TOOLS_TTL_MS),
+        )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -13,7 +13,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::QuarryServer;
 use super::codec::{DEFAULT_MAX_MESSAGE_BYTES, error_reply};
-use super::connection::{ConnectionLimits, serve_connection};
+use super::connection::{ConnectionLimits, Drain, serve_connection};
 
 /// Linux's limit on a socket path (sun_path), including the terminating NUL.
 const MAX_SOCKET_PATH: usize = 107;
@@ -189,13 +189,15 @@ fn connection_cap(configured: usize, open_file_limit: u64) -> usize {
     configured.min(room as usize).max(1)
 }
 
-/// Accepts connections forever, one MCP session each, at most
-/// `max_connections` at once.
+/// Accepts connections, one MCP session each, at most `max_connections` at once,
+/// until `drain` starts; then the listener is closed and each connection answers
+/// its calls in flight and closes (`Sessions::wait_idle` tells when they have).
 pub async fn serve_socket(
     server: QuarryServer,
     listener: UnixListener,
     sessions: Arc<Sessions>,
     settings: TransportSettings,
+    drain: Drain,
 ) {
     let cap = connection_cap(settings.max_connections, raise_open_file_limit());
     if cap < settings.max_connections {
@@ -206,8 +208,13 @@ pub async fn serve_socket(
     let slots = Arc::new(Semaphore::new(cap));
     let limits = Arc::new(settings.connection);
     let mut refusals = Refusals::default();
+    let mut draining = drain.clone();
     loop {
-        let stream = match listener.accept().await {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = draining.started() => return,
+        };
+        let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
                 tracing::warn!("socket accept failed: {e}");
@@ -221,9 +228,10 @@ pub async fn serve_socket(
         };
         sessions.live.fetch_add(1, Ordering::SeqCst);
         let (server, sessions, limits) = (server.clone(), sessions.clone(), limits.clone());
+        let drain = drain.clone();
         tokio::spawn(async move {
             let fd = stream.as_raw_fd();
-            serve_connection(server, stream, Some(fd), &limits).await;
+            serve_connection(server, stream, Some(fd), &limits, drain).await;
             drop(slot);
             sessions.live.fetch_sub(1, Ordering::SeqCst);
             sessions.changed.notify_waiters();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docs;
+pub mod raw;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -491,6 +491,7 @@ fn execute_query(
     let mut remaining = max;
     let mut truncated = false;
     let mut timed_out = false;
+    let (byte_cap, mut bytes, mut bytes_capped) = (ctx.settings.limits.max_result_bytes, 0, false);
     let single = matches!(targets, Targets::Single(_));
     let mut compile_error: Option<QueryError> = None;
     let out = for_each_file(job, targets, |root, rel| {
@@ -513,10 +514,23 @@ fn execute_query(
         remaining -= run.captures.len();
         truncated |= run.truncated;
         timed_out |= run.timed_out;
+        // The answer is also held to the byte cap: captures past it are dropped,
+        // and the files after it get none.
+        let mut matches = Vec::with_capacity(run.captures.len());
+        for c in &run.captures {
+            let m = json!({
+                "capture_name": c.capture_name, "text": c.text, "line": c.line, "column": c.column,
+            });
+            bytes += m.to_string().len() + 1;
+            if bytes > byte_cap {
+                bytes_capped = true;
+                remaining = 0;
+                break;
+            }
+            matches.push(m);
+        }
         let mut m = Map::new();
-        m.insert("matches".into(), run.captures.iter().map(|c| json!({
-            "capture_name": c.capture_name, "text": c.text, "line": c.line, "column": c.column,
-        })).collect());
+        m.insert("matches".into(), matches.into());
         Ok(m)
     });
     // A query that compiles for no file's language is the caller's error.
@@ -525,6 +539,13 @@ fn execute_query(
         return Err(invalid_query(&e));
     }
     let mut out = out?;
+    if bytes_capped {
+        out = out.suggest(format!(
+            "Cut at {byte_cap} bytes of captures: narrow the query (a more specific node, a #match? predicate) \
+or the files (one filepath, file_patterns)"
+        ));
+    }
+    let truncated = truncated || bytes_capped;
     if let Some(obj) = out.data.as_object_mut() {
         obj.insert(
             "truncated".into(),
@@ -534,7 +555,7 @@ fn execute_query(
             obj.insert("timed_out".into(), true.into());
         }
     }
-    if truncated {
+    if truncated && !bytes_capped {
         out = out.suggest(format!("More than {max} captures: narrow the query or the files, or raise max_matches (at most {MATCHES_MAX})"));
     }
     if timed_out {

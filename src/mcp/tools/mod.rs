@@ -71,8 +71,8 @@ impl Default for Limits {
         Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
-            max_document_read_chars: 100_000,
-            max_result_bytes: 100_000,
+            max_document_read_chars: 10_000,
+            max_result_bytes: 12_000,
         }
     }
 }

@@ -32,7 +32,8 @@ NaN and infinities are null. Large answers are cut at a row boundary: page with 
         title: "Sample entries of a tree",
         toolset: Toolset::Root,
         description: "A quick look at a tree: the first `size` entries, or `size` random entries (method='random'; \
-the same seed always gives the same entries), of all branches by default. Output as read_branches' records.",
+the same seed always gives the same entries), of all branches by default (the first 64 of a tree with more). \
+Output as read_branches' records.",
         input_schema: include_str!("../../../schema/tools/sample_tree.input.json"),
         output_schema: include_str!("../../../schema/tools/sample_tree.output.json"),
         read_only: true,
@@ -44,6 +45,9 @@ const READ_LIMIT_DEFAULT: i64 = 1000;
 const READ_LIMIT_MAX: i64 = 1_000_000;
 const SAMPLE_DEFAULT: i64 = 100;
 const SAMPLE_MAX: i64 = 10_000;
+/// Branches sample_tree shows when none are named: a wide tree (a NanoAOD has
+/// over a thousand) would not fit one entry in an answer.
+const SAMPLE_DEFAULT_BRANCHES: usize = 64;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -324,14 +328,22 @@ fn rows_answer(
     let mut shaped = shape(&names, &rows, flatten)?;
     let fits = within_cap(&shaped.records, cap);
     if fits < shaped.records.len() {
-        // Find how many entries fit: shape fewer rows until the records do.
-        kept_rows = (0..rows.len())
-            .rev()
-            .find(|&k| {
-                shape(&names, &rows[..k], flatten)
-                    .is_ok_and(|s| within_cap(&s.records, cap) == s.records.len())
-            })
-            .unwrap_or(0);
+        // Find how many entries fit (fewer entries never take more room): a
+        // binary search, each step shaping that many rows.
+        let fit = |k: usize| {
+            shape(&names, &rows[..k], flatten)
+                .is_ok_and(|s| within_cap(&s.records, cap) == s.records.len())
+        };
+        let (mut lo, mut hi) = (0, rows.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fit(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        kept_rows = lo;
         shaped = shape(&names, &rows[..kept_rows], flatten)?;
     }
     let mut data = formatted(&names, &shaped.records, format);
@@ -419,7 +431,14 @@ fn sample_tree(
     }
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, args.branches.as_deref())?;
+    let mut named = columns_of(&t, &columns, args.branches.as_deref())?;
+    let branches_total = named.len();
+    let branches_cut = args.branches.is_none() && branches_total > SAMPLE_DEFAULT_BRANCHES;
+    named.truncate(if branches_cut {
+        SAMPLE_DEFAULT_BRANCHES
+    } else {
+        branches_total
+    });
     let seed = args.seed.unwrap_or(0);
     let page: Vec<u64> = match method {
         "random" => random_entries(columns.entries, size, seed),
@@ -430,8 +449,14 @@ fn sample_tree(
         .output
         .meta("entries_scanned", page.len())
         .meta("entries_returned", answer.entries_returned)
-        .meta("truncated", answer.cut_short)
+        .meta("truncated", answer.cut_short || branches_cut)
         .meta("method", method);
+    if branches_cut {
+        out = out.meta("branches_total", branches_total).suggest(format!(
+            "Showing the first {SAMPLE_DEFAULT_BRANCHES} of {branches_total} branches: name the ones \
+wanted with branches=[...] (list_branches(path, tree, pattern=...) finds them)"
+        ));
+    }
     if method == "random" {
         out = out.meta("seed", seed).suggest(format!(
             "Entries drawn with SplitMix64 seeded {seed} (Floyd's sampling): the same seed gives the same entries"

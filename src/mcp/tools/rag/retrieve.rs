@@ -174,21 +174,43 @@ pub fn retrieve_documents(
     let ds = dataset(ctx, &args.dataset_id)?;
     let hits = retrieve(&ds, &args.query, &options);
     let mut documents: Vec<(String, f32, Vec<Value>)> = Vec::new();
+    // Held to the byte cap: a document's first node is always kept, further
+    // nodes only while the answer stays under it.
+    let cap = ctx.settings.limits.max_result_bytes;
+    let (mut bytes, mut nodes_left_out) = (0, 0);
     for h in &hits {
         let Some(doc) = ds.document_of(h.node) else {
             continue;
         };
-        if let Some(d) = documents.iter_mut().find(|d| d.0 == doc) {
-            d.2.push(hit_json(&ds, h));
-        } else if documents.len() < top_documents {
-            documents.push((doc.to_string(), h.score, vec![hit_json(&ds, h)]));
+        let known = documents.iter().position(|d| d.0 == doc);
+        if known.is_none() && documents.len() >= top_documents {
+            continue;
+        }
+        let node = hit_json(&ds, h);
+        let size = node.to_string().len();
+        match known {
+            Some(_) if bytes + size > cap => nodes_left_out += 1,
+            Some(i) => {
+                bytes += size;
+                documents[i].2.push(node);
+            }
+            None => {
+                bytes += size;
+                documents.push((doc.to_string(), h.score, vec![node]));
+            }
         }
     }
     let documents: Vec<Value> = documents
         .into_iter()
         .map(|(doc, score, nodes)| json!({ "document": doc, "score": round4(score), "nodes": nodes }))
         .collect();
-    Ok(ToolOutput::new(
-        json!({ "dataset_id": ds.name, "query": args.query, "documents": documents }),
-    ))
+    let mut out = ToolOutput::new(json!({ "dataset_id": ds.name, "query": args.query,
+        "documents": documents, "truncated": nodes_left_out > 0 }));
+    if nodes_left_out > 0 {
+        out = out.meta("nodes_left_out", nodes_left_out).suggest(format!(
+            "{nodes_left_out} more matching node(s) were left out to stay under {cap} bytes: \
+lower expand_k or top_k, or read a node with rag_node_get(node_id)"
+        ));
+    }
+    Ok(out)
 }
