@@ -523,3 +523,62 @@ async fn the_watcher_updates_symbols_within_two_seconds() {
     }
     client.cancel().await.unwrap();
 }
+
+/// A file with more functions than fit in a result, and a folder of more files
+/// than fit: the per-file list and the folder's results are cut at the byte cap
+/// (12,000 bytes by default), say so, and still count everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_are_cut_at_the_byte_cap() {
+    let s = Sandbox::new();
+    let many: String = (0..600)
+        .map(|i| format!("def function_number_{i}(x):\n    return x\n\n"))
+        .collect();
+    s.write("big/many.py", many.as_bytes());
+    for i in 0..80 {
+        let body: String = (0..12)
+            .map(|j| format!("def f{i}_{j}():\n    pass\n"))
+            .collect();
+        s.write(&format!("big/folder/file_{i:02}.py"), body.as_bytes());
+    }
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+
+    let (v, is_error) = call(
+        &client,
+        "find_functions",
+        json!({"filepath": "big/many.py"}),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_valid("find_functions.output.json", &v);
+    let data = &v["data"];
+    assert_eq!(data["truncated"], true);
+    assert_eq!(data["functions_total"], 600);
+    let kept = data["functions"].as_array().unwrap();
+    assert!(kept.len() > 10 && kept.len() < 600, "{}", kept.len());
+    assert_eq!(kept[0]["name"], "function_number_0");
+    assert!(serde_json::to_vec(data).unwrap().len() <= 12_000);
+    assert!(
+        v["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .contains("get_outline"),
+        "{v}"
+    );
+
+    let (v, is_error) = call(&client, "find_functions", json!({"filepath": "big/folder"})).await;
+    assert!(!is_error, "{v}");
+    assert_valid("find_functions.output.json", &v);
+    let data = &v["data"];
+    assert_eq!(data["truncated"], true);
+    assert_eq!(data["total_files"], 80);
+    assert_eq!(data["processed_files"], 80);
+    let results = data["results"].as_array().unwrap();
+    assert!(
+        !results.is_empty() && results.len() < 80,
+        "{}",
+        results.len()
+    );
+    assert_eq!(results[0]["filepath"], "big/folder/file_00.py");
+    assert!(serde_json::to_vec(data).unwrap().len() <= 12_000);
+}

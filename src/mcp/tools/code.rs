@@ -278,10 +278,14 @@ fn code_file(ctx: &Context, root: usize, rel: &str) -> Result<CodeFile, String> 
     }
 }
 
-/// Runs `per_file` over the targets, in the single or many-file result shape.
+/// Runs `per_file` over the targets, in the single or many-file result shape,
+/// held to `cap` bytes of JSON: a single file's longest list is cut, and a
+/// folder's results stop at the first file that would pass the cap (the counts
+/// still cover every file).
 fn for_each_file(
     job: &Job,
     targets: Targets,
+    cap: usize,
     mut per_file: impl FnMut(usize, &str) -> Result<Map<String, Value>, String>,
 ) -> Result<ToolOutput, ToolError> {
     match targets {
@@ -297,12 +301,20 @@ fn for_each_file(
                 )
             })?;
             fields.insert("success".into(), true.into());
-            Ok(ToolOutput::new(Value::Object(fields)))
+            let cut = cut_lists(&mut fields, cap);
+            let mut out = ToolOutput::new(Value::Object(fields));
+            if let Some((list, total)) = &cut {
+                out = out.suggest(format!(
+                    "Cut at {cap} bytes, {list} of {total}: get_outline(filepath) gives the class -> method tree, \
+find_symbol(name) finds one symbol, execute_query narrows by pattern"
+                ));
+            }
+            Ok(out.meta("truncated", cut.is_some()))
         }
         Targets::Many { files, truncated } => {
             let total = files.len();
-            let mut results = Vec::with_capacity(total);
-            let mut failed = 0;
+            let mut results = Vec::new();
+            let (mut failed, mut bytes, mut cut_at) = (0, 0, None);
             for (done, t) in files.into_iter().enumerate() {
                 if let Some(stop) = job.stopped() {
                     return Err(stopped(stop));
@@ -321,18 +333,70 @@ fn for_each_file(
                         entry.insert("error".into(), why.into());
                     }
                 }
-                results.push(Value::Object(entry));
+                if cut_at.is_none() {
+                    bytes += json_len(&entry);
+                    if bytes > cap {
+                        cut_at = Some(done);
+                    } else {
+                        results.push(Value::Object(entry));
+                    }
+                }
             }
-            let out = ToolOutput::new(json!({
+            let truncated = truncated || cut_at.is_some();
+            let mut out = ToolOutput::new(json!({
                 "total_files": total,
                 "processed_files": total - failed,
                 "failed_files": failed,
                 "results": results,
                 "truncated": truncated,
             }));
+            if let Some(at) = cut_at {
+                out = out.suggest(format!(
+                    "Results cut at {cap} bytes after {at} of {total} files: name a narrower folder or \
+file_patterns, or one file at a time; find_symbol(name) searches every file at once"
+                ));
+            }
             Ok(out.meta("truncated", truncated))
         }
     }
+}
+
+/// Bytes of a value's JSON.
+fn json_len(value: &Map<String, Value>) -> usize {
+    serde_json::to_vec(value).map_or(0, |v| v.len())
+}
+
+/// Cuts the longest list of a single file's result until the whole fits in
+/// `cap` bytes, marking it `truncated` with the list's full length as
+/// `<list>_total`; which list was cut and its length, if one was.
+fn cut_lists(fields: &mut Map<String, Value>, cap: usize) -> Option<(String, usize)> {
+    let size = json_len(fields);
+    if size <= cap {
+        return None;
+    }
+    let list = ["functions", "classes", "errors"]
+        .into_iter()
+        .filter(|k| fields.get(*k).is_some_and(Value::is_array))
+        .max_by_key(|k| fields[*k].as_array().map_or(0, Vec::len))?;
+    let items = fields[list].as_array()?.clone();
+    let fixed = size - json_len_value(&fields[list]);
+    let mut keep = Vec::new();
+    let mut used = fixed + 64;
+    for item in items.iter() {
+        used += json_len_value(item) + 1;
+        if used > cap {
+            break;
+        }
+        keep.push(item.clone());
+    }
+    fields.insert(list.into(), Value::Array(keep));
+    fields.insert(format!("{list}_total"), items.len().into());
+    fields.insert("truncated".into(), true.into());
+    Some((list.to_string(), items.len()))
+}
+
+fn json_len_value(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
 fn stopped(stop: crate::job::Stop) -> ToolError {
@@ -353,30 +417,35 @@ fn symbol_json(s: &Symbol) -> Value {
 fn parse_file(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let args: FilesArgs = parse_args("parse_file", args)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
-    for_each_file(job, targets, |root, rel| {
-        let f = code_file(ctx, root, rel)?;
-        let mut m = Map::new();
-        m.insert("class_count".into(), f.classes().count().into());
-        m.insert("function_count".into(), f.functions().count().into());
-        m.insert("include_count".into(), f.include_count.into());
-        m.insert("has_errors".into(), f.has_errors.into());
-        m.insert("language".into(), f.language.as_str().into());
-        if f.has_errors {
-            m.insert(
-                "errors".into(),
-                json!(
-                    f.error_ranges
-                        .iter()
-                        .map(|r| json!({
-                            "start_line": r.start_line, "start_column": r.start_column,
-                            "end_line": r.end_line, "end_column": r.end_column,
-                        }))
-                        .collect::<Vec<_>>()
-                ),
-            );
-        }
-        Ok(m)
-    })
+    for_each_file(
+        job,
+        targets,
+        ctx.settings.limits.max_result_bytes,
+        |root, rel| {
+            let f = code_file(ctx, root, rel)?;
+            let mut m = Map::new();
+            m.insert("class_count".into(), f.classes().count().into());
+            m.insert("function_count".into(), f.functions().count().into());
+            m.insert("include_count".into(), f.include_count.into());
+            m.insert("has_errors".into(), f.has_errors.into());
+            m.insert("language".into(), f.language.as_str().into());
+            if f.has_errors {
+                m.insert(
+                    "errors".into(),
+                    json!(
+                        f.error_ranges
+                            .iter()
+                            .map(|r| json!({
+                                "start_line": r.start_line, "start_column": r.start_column,
+                                "end_line": r.end_line, "end_column": r.end_column,
+                            }))
+                            .collect::<Vec<_>>()
+                    ),
+                );
+            }
+            Ok(m)
+        },
+    )
 }
 
 fn find_classes(
@@ -386,12 +455,17 @@ fn find_classes(
 ) -> Result<ToolOutput, ToolError> {
     let args: FilesArgs = parse_args("find_classes", args)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
-    for_each_file(job, targets, |root, rel| {
-        let f = code_file(ctx, root, rel)?;
-        let mut m = Map::new();
-        m.insert("classes".into(), f.classes().map(symbol_json).collect());
-        Ok(m)
-    })
+    for_each_file(
+        job,
+        targets,
+        ctx.settings.limits.max_result_bytes,
+        |root, rel| {
+            let f = code_file(ctx, root, rel)?;
+            let mut m = Map::new();
+            m.insert("classes".into(), f.classes().map(symbol_json).collect());
+            Ok(m)
+        },
+    )
 }
 
 fn find_functions(
@@ -401,12 +475,17 @@ fn find_functions(
 ) -> Result<ToolOutput, ToolError> {
     let args: FilesArgs = parse_args("find_functions", args)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
-    for_each_file(job, targets, |root, rel| {
-        let f = code_file(ctx, root, rel)?;
-        let mut m = Map::new();
-        m.insert("functions".into(), f.functions().map(symbol_json).collect());
-        Ok(m)
-    })
+    for_each_file(
+        job,
+        targets,
+        ctx.settings.limits.max_result_bytes,
+        |root, rel| {
+            let f = code_file(ctx, root, rel)?;
+            let mut m = Map::new();
+            m.insert("functions".into(), f.functions().map(symbol_json).collect());
+            Ok(m)
+        },
+    )
 }
 
 /// Recently parsed files for `execute_query`, by (file id, fingerprint): a file
@@ -494,45 +573,50 @@ fn execute_query(
     let (byte_cap, mut bytes, mut bytes_capped) = (ctx.settings.limits.max_result_bytes, 0, false);
     let single = matches!(targets, Targets::Single(_));
     let mut compile_error: Option<QueryError> = None;
-    let out = for_each_file(job, targets, |root, rel| {
-        let source = parsed_source(ctx, root, rel)?;
-        let query = compiled
-            .entry(source.language)
-            .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
-        let query = match query {
-            Ok(q) => q,
-            Err(e) => {
-                compile_error = Some(e.clone());
-                return Err(e.to_string());
+    let out = for_each_file(
+        job,
+        targets,
+        ctx.settings.limits.max_result_bytes,
+        |root, rel| {
+            let source = parsed_source(ctx, root, rel)?;
+            let query = compiled
+                .entry(source.language)
+                .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
+            let query = match query {
+                Ok(q) => q,
+                Err(e) => {
+                    compile_error = Some(e.clone());
+                    return Err(e.to_string());
+                }
+            };
+            let limits = QueryLimits {
+                max_captures: remaining,
+                budget: deadline.saturating_duration_since(Instant::now()),
+            };
+            let run = query.run(&source, limits, &|| job.is_stopped());
+            remaining -= run.captures.len();
+            truncated |= run.truncated;
+            timed_out |= run.timed_out;
+            // The answer is also held to the byte cap: captures past it are dropped,
+            // and the files after it get none.
+            let mut matches = Vec::with_capacity(run.captures.len());
+            for c in &run.captures {
+                let m = json!({
+                    "capture_name": c.capture_name, "text": c.text, "line": c.line, "column": c.column,
+                });
+                bytes += m.to_string().len() + 1;
+                if bytes > byte_cap {
+                    bytes_capped = true;
+                    remaining = 0;
+                    break;
+                }
+                matches.push(m);
             }
-        };
-        let limits = QueryLimits {
-            max_captures: remaining,
-            budget: deadline.saturating_duration_since(Instant::now()),
-        };
-        let run = query.run(&source, limits, &|| job.is_stopped());
-        remaining -= run.captures.len();
-        truncated |= run.truncated;
-        timed_out |= run.timed_out;
-        // The answer is also held to the byte cap: captures past it are dropped,
-        // and the files after it get none.
-        let mut matches = Vec::with_capacity(run.captures.len());
-        for c in &run.captures {
-            let m = json!({
-                "capture_name": c.capture_name, "text": c.text, "line": c.line, "column": c.column,
-            });
-            bytes += m.to_string().len() + 1;
-            if bytes > byte_cap {
-                bytes_capped = true;
-                remaining = 0;
-                break;
-            }
-            matches.push(m);
-        }
-        let mut m = Map::new();
-        m.insert("matches".into(), matches.into());
-        Ok(m)
-    });
+            let mut m = Map::new();
+            m.insert("matches".into(), matches.into());
+            Ok(m)
+        },
+    );
     // A query that compiles for no file's language is the caller's error.
     let all_failed_to_compile = !compiled.is_empty() && compiled.values().all(|c| c.is_err());
     if let Some(e) = compile_error.filter(|_| single || all_failed_to_compile) {
