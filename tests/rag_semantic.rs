@@ -146,7 +146,8 @@ async fn hybrid_retrieval_finds_planted_facts_and_paraphrases() {
         .mcp_with_args(&["--config", config.to_str().unwrap()])
         .await;
     wait_indexed(&client).await;
-    let d = wait_trees(&client, 5, 5).await;
+    // Debug builds on a loaded 2-core machine: the model's trees take a while.
+    let d = wait_trees_for(&client, 5, 5, std::time::Duration::from_secs(300)).await;
     assert_eq!(d["retrieval"], "hybrid", "{d}");
 
     for (_, (query, fact)) in facts() {

@@ -30,25 +30,19 @@ impl Rag {
         Ok(tx)
     }
 
-    /// Builds the trees documents lack (on rayon's threads, one document each),
-    /// then every dataset's view (the pass's start; `quarry call` runs it
-    /// in-process).
+    /// Builds the trees documents lack, then every dataset's view (the pass's
+    /// start; `quarry call` runs it in-process).
     pub fn build_missing_trees(&self) {
-        use rayon::prelude::*;
-        let mut missing = Vec::new();
         for root in 0..self.catalog().roots().list().len() {
             for (rel, e) in self.catalog().files().under(root, "") {
                 if e.kind == Kind::Document
                     && !e.failed
                     && !has_tree(self.catalog(), e.id, self.model_dims())
                 {
-                    missing.push((root, rel, e.fingerprint));
+                    self.build(root, &rel, e.fingerprint);
                 }
             }
         }
-        missing
-            .par_iter()
-            .for_each(|(root, rel, fingerprint)| self.build(*root, rel, *fingerprint));
         for name in self.dataset_names() {
             self.refresh_logged(&name);
         }

@@ -81,16 +81,18 @@ pub async fn datasets(client: &Client) -> Value {
 /// Waits until the dataset holds `documents` documents and has built at least
 /// `trees` trees.
 pub async fn wait_trees(client: &Client, documents: u64, trees: u64) -> Value {
+    wait_trees_for(client, documents, trees, Duration::from_secs(30)).await
+}
+
+/// `wait_trees` with another time limit (the sentence model's trees take longer).
+pub async fn wait_trees_for(client: &Client, documents: u64, trees: u64, limit: Duration) -> Value {
     let start = Instant::now();
     loop {
         let d = datasets(client).await;
         if d["documents"] == documents && d["trees_built"].as_u64().unwrap() >= trees {
             return d;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "trees never built: {d}"
-        );
+        assert!(start.elapsed() < limit, "trees never built: {d}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
