@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: system packages, every test target, quarry under real MCP
-# clients (the Python SDK and the MCP Inspector), and a short soak: 16 socket clients
-# for 5 s plus 2 kill -9 trials each during rebuild and serve, on the fixture data.
+# The whole test suite: system packages, the sentence model the semantic tests
+# need (scripts/fetch-model.sh, cached outside the repository; the semantic tests
+# fail rather than skip here, QUARRY_REQUIRE_MODEL), every test target, quarry
+# under real MCP clients (the Python SDK and the MCP Inspector), and a short soak:
+# 16 socket clients for 5 s plus 2 kill -9 trials each during rebuild and serve,
+# on the fixture data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
+QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
+export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1
 cargo test --all-targets "$@"
 ./scripts/test-clients.sh
 SOAK_PROFILE=debug SOAK_DATA=fixtures SOAK_PIPELINE_DEPTH=20 SOAK_KILL_TRIALS=2 ./scripts/soak.sh 16 5

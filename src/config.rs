@@ -31,6 +31,17 @@
 //! settle_ms = 300    # quiet time before a changed file is re-indexed
 //! stats = "lazy"     # branch statistics: "eager" (background pass), "lazy"
 //!                    # (first request, then cached) or "off" (never cached)
+//!
+//! [rag]
+//! ingest_dir = "ingested"   # ingest_document writes here (indexed as the root `ingest`)
+//! model_dir = "~/.cache/quarry/models/all-MiniLM-L6-v2"  # a BERT sentence model: hybrid retrieval
+//!
+//! [llm]              # abstractive answer_question / rag_summarize
+//! base_url = "http://localhost:11434/v1"   # any OpenAI-compatible API
+//! model = "llama3.2"
+//! api_key_env = "OPENAI_API_KEY"           # optional: sent as a bearer token
+//! timeout_secs = 60
+//! max_tokens = 400
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -65,6 +76,39 @@ struct FileConfig {
     server: TransportConfig,
     #[serde(default)]
     rag: RagConfig,
+    llm: Option<LlmFileConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LlmFileConfig {
+    base_url: String,
+    model: String,
+    api_key_env: Option<String>,
+    timeout_secs: Option<f64>,
+    max_tokens: Option<u32>,
+}
+
+impl LlmFileConfig {
+    fn settings(self) -> anyhow::Result<crate::rag::llm::LlmConfig> {
+        anyhow::ensure!(
+            self.base_url.starts_with("http://") || self.base_url.starts_with("https://"),
+            "[llm] base_url must be an http:// or https:// URL, not '{}'",
+            self.base_url
+        );
+        let timeout = match self.timeout_secs {
+            None => crate::rag::llm::DEFAULT_TIMEOUT,
+            Some(s) if s.is_finite() && s > 0.0 && s < 1e6 => Duration::from_secs_f64(s),
+            Some(s) => anyhow::bail!("[llm] timeout_secs must be a positive number, not {s}"),
+        };
+        Ok(crate::rag::llm::LlmConfig {
+            base_url: self.base_url,
+            model: self.model,
+            api_key_env: self.api_key_env.filter(|v| !v.is_empty()),
+            timeout,
+            max_tokens: self.max_tokens.unwrap_or(400).clamp(16, 32_768),
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,6 +157,8 @@ impl TransportConfig {
 struct RagConfig {
     /// Folder ingest_document writes to, indexed as the root `ingest`.
     ingest_dir: Option<PathBuf>,
+    /// Folder of a BERT-family sentence model (model.safetensors, tokenizer.json).
+    model_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,6 +207,8 @@ pub struct Settings {
     pub settle: Duration,
     /// The socket's and each connection's limits.
     pub transport: TransportSettings,
+    /// The RAG engine's `[rag]` and `[llm]` settings.
+    pub rag: crate::rag::RagOptions,
 }
 
 /// Where default catalogs live: `quarry/catalogs` in the user's XDG data dir.
@@ -280,6 +328,11 @@ pub struct Endpoint {
 }
 
 impl Settings {
+    /// What the RAG engine runs with.
+    pub fn rag_options(&self) -> crate::rag::RagOptions {
+        self.rag.clone()
+    }
+
     /// The toolsets a config file (or, without one, the defaults) switches on.
     pub fn toolsets_of(config: Option<&Path>) -> anyhow::Result<Vec<Toolset>> {
         let file = config.map(load_file).transpose()?.unwrap_or_default();
@@ -351,6 +404,8 @@ impl Settings {
             specs.push(parse_root_arg(arg)?);
         }
         let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
+        let model_dir = file.rag.model_dir.map(|d| relative_to(base, d));
+        let llm = file.llm.map(LlmFileConfig::settings).transpose()?;
         if let Some(dir) = &ingest_dir {
             crate::catalog::create_private_dir(dir)?;
             let dir = dir.canonicalize()?;
@@ -407,7 +462,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
-                ingest_dir: ingest_dir.and_then(|d| d.canonicalize().ok()),
+                ingest_dir: ingest_dir.as_ref().and_then(|d| d.canonicalize().ok()),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),
@@ -417,6 +472,14 @@ impl Settings {
             },
             settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
             transport: file.server.settings()?,
+            rag: crate::rag::RagOptions {
+                ingest_root: ingest_dir
+                    .as_ref()
+                    .map(|_| crate::rag::INGEST_ROOT.to_string()),
+                catalog_dir: Some(catalog_dir.clone()),
+                model_dir,
+                llm,
+            },
             catalog_dir,
         })
     }

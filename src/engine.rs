@@ -26,12 +26,7 @@ impl Engine {
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
         indexer.start_stats_pass()?;
-        let ingest = settings
-            .server
-            .ingest_dir
-            .as_ref()
-            .map(|_| crate::rag::INGEST_ROOT);
-        let rag = crate::rag::Rag::new(catalog.clone(), ingest);
+        let rag = crate::rag::Rag::new(catalog.clone(), settings.rag_options());
         // Trees cost CPU on every document change: build them only where the RAG
         // tools are served.
         if settings.server.toolsets.contains(&Toolset::Rag) {

@@ -85,6 +85,13 @@ impl Job {
         self.stopped().is_some()
     }
 
+    /// Time left before the deadline (`None` without one; zero once past).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.inner
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
     /// How long the work has run.
     pub fn elapsed(&self) -> Duration {
         self.inner.started.elapsed()

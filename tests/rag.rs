@@ -4,141 +4,12 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use common::rag::*;
+use common::{Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
-
-const TOPICS: [&str; 4] = [
-    "The muon chambers record tracks that cross the outer detector. Alignment of the chambers uses cosmic rays.",
-    "Calorimeter calibration fixes the energy scale with electrons from Z boson decays. Each cell has its own constant.",
-    "The trigger system selects interesting collisions in real time. Its first level runs on custom hardware.",
-    "Data quality monitoring flags runs where a subsystem misbehaved. Shifters check histograms every hour.",
-];
-
-/// A Markdown document of `paragraphs` paragraphs about its topic, with `fact`
-/// planted in the middle.
-fn document(topic: usize, paragraphs: usize, fact: &str) -> String {
-    let mut text = format!("# Notes on topic {topic}\n\n");
-    for p in 0..paragraphs {
-        if p == paragraphs / 2 {
-            text.push_str(fact);
-            text.push_str("\n\n");
-        }
-        text.push_str(&format!(
-            "{} Paragraph {p} adds remark number {} about detail {}.\n\n",
-            TOPICS[(topic + p) % TOPICS.len()],
-            p * 13 + topic,
-            p % 5
-        ));
-    }
-    text
-}
-
-fn facts() -> BTreeMap<&'static str, (&'static str, &'static str)> {
-    BTreeMap::from([
-        (
-            "muon.md",
-            (
-                "zorblax alignment",
-                "The zorblax alignment constant was measured as 42.7 micrometres.",
-            ),
-        ),
-        (
-            "calo.md",
-            (
-                "quenvilt calibration",
-                "The quenvilt calibration drifted by 0.3 percent after the shutdown.",
-            ),
-        ),
-        (
-            "trigger.md",
-            (
-                "frimbly trigger",
-                "The frimbly trigger threshold was raised to 27 GeV in the autumn.",
-            ),
-        ),
-        (
-            "dq/quality.md",
-            (
-                "plonkish run",
-                "The plonkish run 3811 was declared bad because the magnet tripped.",
-            ),
-        ),
-    ])
-}
-
-fn corpus(s: &Sandbox) {
-    for (i, (path, (_, fact))) in facts().into_iter().enumerate() {
-        s.write(path, document(i, 12 + 3 * i, fact).as_bytes());
-    }
-}
-
-async fn datasets(client: &Client) -> Value {
-    call(client, "list_datasets", json!({})).await.0["data"]["datasets"][0].clone()
-}
-
-/// Waits until the dataset holds `documents` documents and has built at least
-/// `trees` trees.
-async fn wait_trees(client: &Client, documents: u64, trees: u64) -> Value {
-    let start = Instant::now();
-    loop {
-        let d = datasets(client).await;
-        if d["documents"] == documents && d["trees_built"].as_u64().unwrap() >= trees {
-            return d;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "trees never built: {d}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn retrieve(client: &Client, query: &str, mode: &str) -> Value {
-    let (v, err) = call(
-        client,
-        "rag_retrieve",
-        json!({"dataset_id": "data", "query": query, "mode": mode, "top_k": 5}),
-    )
-    .await;
-    assert!(!err, "{v}");
-    assert_valid("rag_retrieve.output.json", &v);
-    v
-}
-
-fn texts(hits: &Value) -> Vec<String> {
-    hits.as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|h| {
-            std::iter::once(h["text"].as_str().unwrap().to_string()).chain(
-                h["expanded"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|e| e["text"].as_str().unwrap().to_string()),
-            )
-        })
-        .collect()
-}
-
-async fn ids(client: &Client, tool: &str, node: &str, extra: Value, key: &str) -> Vec<String> {
-    let mut a = json!({"node_id": node});
-    a.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let (v, err) = call(client, tool, a).await;
-    assert!(!err, "{tool} {node}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v["data"][key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_str().unwrap().to_string())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
@@ -453,4 +324,70 @@ async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Every node below the roots that the planted facts' paths reach, as (level,
+/// text, children's texts): what a tree is, whatever ids the catalog gave.
+async fn tree_shape(client: &common::Client) -> Vec<(u64, String, Vec<String>)> {
+    let mut queue: VecDeque<String> = VecDeque::new();
+    for (_, (query, _)) in facts() {
+        let v = retrieve(client, query, "collapsed").await;
+        let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
+        queue.extend(
+            ids(client, "rag_path_to_root", &leaf, json!({}), "path")
+                .await
+                .pop(),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    let mut shape = Vec::new();
+    while let Some(n) = queue.pop_front() {
+        if !seen.insert(n.clone()) {
+            continue;
+        }
+        let (got, _) = call(client, "rag_node_get", json!({"node_id": n})).await;
+        let (children, _) = call(client, "rag_node_children", json!({"node_id": n})).await;
+        let mut child_texts: Vec<String> = Vec::new();
+        for c in children["data"]["children"].as_array().unwrap() {
+            child_texts.push(c["text"].as_str().unwrap().to_string());
+            queue.push_back(c["id"].as_str().unwrap().to_string());
+        }
+        child_texts.sort();
+        shape.push((
+            got["data"]["level"].as_u64().unwrap(),
+            got["data"]["text"].as_str().unwrap().to_string(),
+            child_texts,
+        ));
+    }
+    shape.sort();
+    shape
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_corpus_gives_the_same_trees() {
+    let mut shapes = Vec::new();
+    for _ in 0..2 {
+        let s = Sandbox::new();
+        corpus(&s);
+        let client = s.mcp().await;
+        wait_indexed(&client).await;
+        let mut d = wait_trees(&client, 4, 4).await;
+        // The pass may build a tree again (its start and the scan's events
+        // overlap) and re-cluster the top layer, renumbering its ids: walk the
+        // tree once the counters have been still for a second.
+        loop {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let now = datasets(&client).await;
+            if now == d {
+                break;
+            }
+            d = now;
+        }
+        let shape = tree_shape(&client).await;
+        assert_eq!(shape.len() as u64, d["nodes"].as_u64().unwrap());
+        assert!(shape.iter().any(|n| n.0 >= 2), "a tree of several layers");
+        shapes.push(shape);
+        client.cancel().await.unwrap();
+    }
+    assert_eq!(shapes[0], shapes[1]);
 }

@@ -102,12 +102,7 @@ fn in_process(
     let catalog = Arc::new(super::open_owned(settings)?);
     let indexer = Indexer::new(catalog.clone(), settings.index.clone())?;
     indexer.scan_all(&Quiet)?;
-    let ingest = settings
-        .server
-        .ingest_dir
-        .as_ref()
-        .map(|_| crate::rag::INGEST_ROOT);
-    let rag = crate::rag::Rag::new(catalog.clone(), ingest);
+    let rag = crate::rag::Rag::new(catalog.clone(), settings.rag_options());
     if tool_is_rag(tool) {
         rag.build_missing_trees();
     }

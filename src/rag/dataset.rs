@@ -11,6 +11,7 @@ use crate::catalog::Catalog;
 use crate::formats::Kind;
 
 use super::bm25::Segment;
+use super::embed::Embedder;
 use super::store::load_tree;
 use super::tree::{Node, build_layers};
 
@@ -47,8 +48,9 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Assembles the view from document trees (in path order).
-    pub fn assemble(name: String, docs: Vec<DocTree>) -> Dataset {
+    /// Assembles the view from document trees (in path order); the top layer's
+    /// summaries get the model's vectors when there is one.
+    pub fn assemble(name: String, docs: Vec<DocTree>, model: Option<&Embedder>) -> Dataset {
         let mut nodes = Vec::new();
         let mut origins = Vec::new();
         let mut doc_offsets = Vec::with_capacity(docs.len());
@@ -72,7 +74,7 @@ impl Dataset {
             .collect();
         if roots.len() > 1 {
             let base = roots.iter().map(|&i| nodes[i].level).max().unwrap_or(0);
-            build_layers(&mut nodes, roots, base);
+            build_layers(&mut nodes, roots, base, model);
         }
         for k in top_start..nodes.len() {
             origins.push(Origin::Top {
@@ -151,6 +153,11 @@ impl Dataset {
     pub fn is_top(&self, i: usize) -> bool {
         i >= self.top_start
     }
+
+    /// Whether every node has a model vector (retrieval is then hybrid).
+    pub fn has_vectors(&self) -> bool {
+        !self.nodes.is_empty() && self.nodes.iter().all(|n| !n.vector.is_empty())
+    }
 }
 
 /// Counters per dataset, for list_datasets and the tests.
@@ -160,9 +167,26 @@ pub struct Counters {
     pub nodes_written: u64,
 }
 
+/// What the RAG engine runs with (the `[rag]` and `[llm]` settings).
+#[derive(Debug, Clone, Default)]
+pub struct RagOptions {
+    /// The name of the root of ingested documents (`[rag] ingest_dir`), if any.
+    pub ingest_root: Option<String>,
+    /// The catalog folder, where chat sessions are kept; `None` keeps none.
+    pub catalog_dir: Option<std::path::PathBuf>,
+    /// A BERT-family sentence model's folder (`[rag] model_dir`).
+    pub model_dir: Option<std::path::PathBuf>,
+    /// The LLM that makes answers abstractive (`[llm]`).
+    pub llm: Option<super::llm::LlmConfig>,
+}
+
 /// The RAG engine's shared state: the datasets' views and the pass counters.
 pub struct Rag {
     catalog: Arc<Catalog>,
+    sessions: super::sessions::Sessions,
+    llm: Option<super::llm::LlmConfig>,
+    /// The sentence model, or why it could not be loaded.
+    model: Result<Option<Arc<Embedder>>, String>,
     views: RwLock<HashMap<String, Arc<Dataset>>>,
     /// The root that holds ingested documents, a folder per dataset.
     ingest_root: Option<usize>,
@@ -172,13 +196,30 @@ pub struct Rag {
 }
 
 impl Rag {
-    /// The engine over `catalog`; `ingest_root` names the root of ingested
-    /// documents (`[rag] ingest_dir`), if any.
-    pub fn new(catalog: Arc<Catalog>, ingest_root: Option<&str>) -> Arc<Rag> {
-        let ingest_root =
-            ingest_root.and_then(|n| catalog.roots().list().iter().position(|r| r.name == n));
+    /// The engine over `catalog`.
+    pub fn new(catalog: Arc<Catalog>, options: RagOptions) -> Arc<Rag> {
+        let llm = options.llm.clone();
+        let model = match &options.model_dir {
+            None => Ok(None),
+            Some(dir) => match Embedder::load(dir) {
+                Ok(m) => {
+                    tracing::info!("sentence model loaded from {}", dir.display());
+                    Ok(Some(Arc::new(m)))
+                }
+                Err(e) => {
+                    tracing::error!("{e:#}; retrieval stays lexical");
+                    Err(format!("{e:#}"))
+                }
+            },
+        };
+        let ingest_root = options
+            .ingest_root
+            .and_then(|n| catalog.roots().list().iter().position(|r| r.name == n));
         Arc::new(Rag {
             ingest_root,
+            sessions: super::sessions::Sessions::new(options.catalog_dir),
+            llm,
+            model,
             catalog,
             views: RwLock::default(),
             trees: Mutex::default(),
@@ -188,6 +229,46 @@ impl Rag {
 
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
+    }
+
+    /// The sentence model, if one is configured and loaded.
+    pub fn model(&self) -> Option<&Embedder> {
+        self.model.as_ref().ok().and_then(|m| m.as_deref())
+    }
+
+    /// Why the configured sentence model is not used, if it failed to load.
+    pub fn model_error(&self) -> Option<&str> {
+        self.model.as_ref().err().map(String::as_str)
+    }
+
+    /// The model's vector length (0 without a model).
+    pub fn model_dims(&self) -> usize {
+        self.model().map_or(0, Embedder::dims)
+    }
+
+    /// The query's unit vector, when the model is loaded and the dataset's
+    /// nodes have vectors of its size.
+    pub fn query_vector(&self, ds: &Dataset, query: &str) -> Option<Vec<f32>> {
+        let model = self.model()?;
+        if !ds.has_vectors() || ds.nodes[0].vector.len() != model.dims() {
+            return None;
+        }
+        match model.embed(&[query]) {
+            Ok(mut v) => v.pop(),
+            Err(e) => {
+                tracing::warn!("sentence model on a query: {e:#}");
+                None
+            }
+        }
+    }
+
+    /// The configured LLM, if any.
+    pub fn llm(&self) -> Option<&super::llm::LlmConfig> {
+        self.llm.as_ref()
+    }
+
+    pub fn sessions(&self) -> &super::sessions::Sessions {
+        &self.sessions
     }
 
     pub fn ingest_root(&self) -> Option<usize> {
@@ -317,7 +398,7 @@ impl Rag {
                 docs.push(tree);
             }
         }
-        let view = Arc::new(Dataset::assemble(name.to_string(), docs));
+        let view = Arc::new(Dataset::assemble(name.to_string(), docs, self.model()));
         self.views
             .write()
             .expect("rag views")

@@ -6,9 +6,12 @@
 pub mod answer;
 pub mod bm25;
 pub mod dataset;
+pub mod embed;
 pub mod gmm;
+pub mod llm;
 mod pass;
 pub mod retrieve;
+pub mod sessions;
 pub mod store;
 pub mod summary;
 pub mod text;
@@ -18,4 +21,4 @@ pub mod vectors;
 /// The name of the root that holds ingested documents (`[rag] ingest_dir`).
 pub const INGEST_ROOT: &str = "ingest";
 
-pub use dataset::{Counters, Dataset, Rag};
+pub use dataset::{Counters, Dataset, Rag, RagOptions};

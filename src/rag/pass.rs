@@ -35,7 +35,10 @@ impl Rag {
     pub fn build_missing_trees(&self) {
         for root in 0..self.catalog().roots().list().len() {
             for (rel, e) in self.catalog().files().under(root, "") {
-                if e.kind == Kind::Document && !e.failed && !has_tree(self.catalog(), e.id) {
+                if e.kind == Kind::Document
+                    && !e.failed
+                    && !has_tree(self.catalog(), e.id, self.model_dims())
+                {
                     self.build(root, &rel, e.fingerprint);
                 }
             }
@@ -73,7 +76,7 @@ impl Rag {
     /// the document without a tree, never stops the pass.
     fn build(&self, root: usize, rel: &str, fingerprint: u64) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            build_and_store(self.catalog(), root, rel, fingerprint)
+            build_and_store(self.catalog(), root, rel, fingerprint, self.model())
         }));
         match outcome {
             Ok(Ok(written)) => {

@@ -1,6 +1,8 @@
-//! Retrieval over a dataset's nodes, lexically. Scores are BM25 of the node's
-//! text against the query (higher is better; `score_threshold` compares with
-//! it). Collapsed: every node ranked at once, the best filling `top_k` within a
+//! Retrieval over a dataset's nodes. Scores are BM25 of the node's text
+//! against the query (higher is better; `score_threshold` compares with it);
+//! with a sentence model, the BM25 ranking and the cosine-similarity ranking
+//! are fused by reciprocal rank fusion (score Σ 1/(60 + rank), higher is
+//! better, at most 2/61). Collapsed: every node ranked at once, the best filling `top_k` within a
 //! token budget. Traversal: from the top layer down, the `top_k` best children
 //! of the nodes chosen one layer up; a node is ranked there by the best score
 //! in its subtree, so a fact no summary picked still leads down to its leaf.
@@ -30,7 +32,25 @@ pub struct Options {
     /// Leaves shown under each summary hit (its best-scoring ones).
     pub expand_k: usize,
     pub score_threshold: Option<f32>,
+    /// The query's model vector: retrieval is hybrid when given.
+    pub query_vector: Option<Vec<f32>>,
 }
+
+impl Options {
+    /// What the scores are, for the results.
+    pub fn scoring(&self) -> &'static str {
+        if self.query_vector.is_some() {
+            "rrf(bm25,cosine)"
+        } else {
+            "bm25"
+        }
+    }
+}
+
+/// Reciprocal rank fusion's constant (Cormack et al. 2009).
+pub const RRF_K: f32 = 60.0;
+/// Nodes the cosine ranking contributes at most.
+const DENSE_CANDIDATES: usize = 1_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -40,8 +60,48 @@ pub struct Hit {
     pub leaves: Vec<(usize, f32)>,
 }
 
+/// Every node's score for the query: BM25 (nodes without a query word
+/// absent), fused with the cosine ranking when a query vector is given.
+pub fn scores(ds: &Dataset, query: &str, query_vector: Option<&[f32]>) -> HashMap<usize, f32> {
+    let lexical = bm25_scores(ds, query);
+    match query_vector {
+        Some(q) if ds.has_vectors() => fuse(&lexical, &dense_ranking(ds, q)),
+        _ => lexical,
+    }
+}
+
+/// Nodes by cosine similarity to the query vector, best first.
+pub fn dense_ranking(ds: &Dataset, q: &[f32]) -> Vec<(usize, f32)> {
+    let mut ranked: Vec<(usize, f32)> = ds
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i, super::embed::cosine(&n.vector, q)))
+        .collect();
+    let keep = DENSE_CANDIDATES.min(ranked.len());
+    if keep > 0 && keep < ranked.len() {
+        ranked.select_nth_unstable_by(keep - 1, by_score);
+        ranked.truncate(keep);
+    }
+    ranked.sort_by(by_score);
+    ranked
+}
+
+/// Reciprocal rank fusion of the BM25 scores and a dense ranking.
+fn fuse(lexical: &HashMap<usize, f32>, dense: &[(usize, f32)]) -> HashMap<usize, f32> {
+    let mut ranked: Vec<(usize, f32)> = lexical.iter().map(|(&n, &s)| (n, s)).collect();
+    ranked.sort_by(by_score);
+    let mut out: HashMap<usize, f32> = HashMap::new();
+    for list in [&ranked[..], dense] {
+        for (rank, &(n, _)) in list.iter().enumerate() {
+            *out.entry(n).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    out
+}
+
 /// Every node's BM25 score for the query (nodes without a query word absent).
-pub fn scores(ds: &Dataset, query: &str) -> HashMap<usize, f32> {
+pub fn bm25_scores(ds: &Dataset, query: &str) -> HashMap<usize, f32> {
     let terms = query_terms(query);
     let segments = ds.segments();
     let plain: Vec<&super::bm25::Segment> = segments.iter().map(|(s, _)| *s).collect();
@@ -54,7 +114,7 @@ pub fn scores(ds: &Dataset, query: &str) -> HashMap<usize, f32> {
 }
 
 pub fn retrieve(ds: &Dataset, query: &str, options: &Options) -> Vec<Hit> {
-    let scores = scores(ds, query);
+    let scores = scores(ds, query, options.query_vector.as_deref());
     let ranked = match options.mode {
         Mode::Collapsed => collapsed(ds, &scores, options),
         Mode::Traversal => traversal(ds, &scores, options),

@@ -5,6 +5,7 @@
 use crate::catalog::documents::RAG_NODES;
 use crate::catalog::{Catalog, KindRow, encode};
 
+use super::embed::Embedder;
 use super::tree::{Node, document_tree};
 
 /// Builds and stores the tree of one indexed document; returns the number of
@@ -14,6 +15,7 @@ pub fn build_and_store(
     root: usize,
     rel: &str,
     fingerprint: u64,
+    model: Option<&Embedder>,
 ) -> anyhow::Result<usize> {
     let Some(record) = catalog.record(root, rel)? else {
         return Ok(0);
@@ -26,7 +28,7 @@ pub fn build_and_store(
     };
     let text = catalog.document_text(record.id)?;
     let page_first_lines: Vec<u32> = meta.pages.iter().map(|p| p.first_line).collect();
-    let nodes = document_tree(record.id, &text, &page_first_lines);
+    let nodes = document_tree(record.id, &text, &page_first_lines, model);
     let rows: Vec<KindRow> = nodes
         .iter()
         .enumerate()
@@ -43,11 +45,15 @@ pub fn build_and_store(
     }
 }
 
-/// Whether a document already has its tree stored.
-pub fn has_tree(catalog: &Catalog, file_id: u64) -> bool {
+/// Whether a document already has its tree stored, with vectors of `dims`
+/// dimensions (0: a lexical tree; a tree with vectors serves lexically too).
+pub fn has_tree(catalog: &Catalog, file_id: u64, dims: usize) -> bool {
     catalog
         .kind_rows::<Node>(RAG_NODES, file_id, &0u32.to_be_bytes())
-        .is_ok_and(|rows| !rows.is_empty())
+        .is_ok_and(|rows| {
+            rows.first()
+                .is_some_and(|n| dims == 0 || n.vector.len() == dims)
+        })
 }
 
 /// A document's stored tree, in node order.

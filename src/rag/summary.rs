@@ -119,6 +119,7 @@ fn assemble<'a>(sentences: impl Iterator<Item = &'a Candidate<'a>>) -> Node {
         tokens,
         children: Vec::new(),
         parents: Vec::new(),
+        vector: Vec::new(),
     }
 }
 

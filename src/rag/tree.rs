@@ -1,11 +1,13 @@
-//! RAPTOR trees, built lexically: leaves are ~100-token chunks of a document;
-//! each layer above clusters the one below (TF-IDF reduced by SVD, Gaussian
-//! mixtures chosen by BIC, soft membership) and summarises every cluster
-//! extractively, so a node may have several parents (a DAG) and every word a
-//! node shows is a sentence of the source.
+//! RAPTOR trees: leaves are ~100-token chunks of a document; each layer above
+//! clusters the one below (TF-IDF, or the sentence model's vectors when one is
+//! configured, reduced by SVD; Gaussian mixtures chosen by BIC, soft
+//! membership) and summarises every cluster extractively, so a node may have
+//! several parents (a DAG) and every word a node shows is a sentence of the
+//! source. With a model, every node keeps its vector for hybrid retrieval.
 
 use serde::{Deserialize, Serialize};
 
+use super::embed::Embedder;
 use super::gmm::soft_clusters;
 use super::summary::extractive_summary;
 use super::text::{Sentence, chunks, sentences};
@@ -44,6 +46,8 @@ pub struct Node {
     /// Indices of this node's children and parents in its tree.
     pub children: Vec<u32>,
     pub parents: Vec<u32>,
+    /// The sentence model's unit vector of `text` (empty without a model).
+    pub vector: Vec<f32>,
 }
 
 impl Node {
@@ -86,22 +90,49 @@ fn leaf(doc: u64, text: &str, run: &[Sentence]) -> Node {
         tokens: run.iter().map(|s| s.tokens).sum(),
         children: Vec::new(),
         parents: Vec::new(),
+        vector: Vec::new(),
+    }
+}
+
+/// Gives the nodes `which` their model vectors (a failure is logged and leaves
+/// them without, so clustering and retrieval stay lexical for them).
+pub fn embed_nodes(nodes: &mut [Node], which: &[usize], model: Option<&Embedder>) {
+    let Some(model) = model else { return };
+    let texts: Vec<&str> = which.iter().map(|&i| nodes[i].text.as_str()).collect();
+    match model.embed(&texts) {
+        Ok(vectors) => {
+            for (&i, v) in which.iter().zip(vectors) {
+                nodes[i].vector = v;
+            }
+        }
+        Err(e) => tracing::warn!("sentence model: {e:#}"),
     }
 }
 
 /// A document's tree: its leaves, then summary layers until one node is left,
 /// clustering stops reducing, or `MAX_LAYERS` is reached. Nodes are in layer
 /// order; the last layer's nodes have no parents.
-pub fn document_tree(doc: u64, text: &str, page_first_lines: &[u32]) -> Vec<Node> {
+pub fn document_tree(
+    doc: u64,
+    text: &str,
+    page_first_lines: &[u32],
+    model: Option<&Embedder>,
+) -> Vec<Node> {
     let mut nodes = leaves(doc, text, page_first_lines);
     let first: Vec<usize> = (0..nodes.len()).collect();
-    build_layers(&mut nodes, first, 0);
+    embed_nodes(&mut nodes, &first, model);
+    build_layers(&mut nodes, first, 0, model);
     nodes
 }
 
-/// Adds summary layers above the nodes `layer` (all of one level) and returns
-/// the indices of the topmost layer.
-pub fn build_layers(nodes: &mut Vec<Node>, mut layer: Vec<usize>, base_level: u8) -> Vec<usize> {
+/// Adds summary layers above the nodes `layer` (all of one level, with their
+/// vectors when there is a model) and returns the indices of the topmost layer.
+pub fn build_layers(
+    nodes: &mut Vec<Node>,
+    mut layer: Vec<usize>,
+    base_level: u8,
+    model: Option<&Embedder>,
+) -> Vec<usize> {
     let mut level = base_level;
     while layer.len() > 1 && level < MAX_LAYERS {
         let groups = cluster_layer(nodes, &layer, u64::from(level));
@@ -122,6 +153,7 @@ pub fn build_layers(nodes: &mut Vec<Node>, mut layer: Vec<usize>, base_level: u8
             nodes.push(summary);
             next.push(id);
         }
+        embed_nodes(nodes, &next, model);
         layer = next;
     }
     layer
@@ -131,11 +163,23 @@ pub fn build_layers(nodes: &mut Vec<Node>, mut layer: Vec<usize>, base_level: u8
 /// `MAX_CLUSTER_TOKENS` clustered again (or, if that cannot split them, cut in
 /// order).
 fn cluster_layer(nodes: &[Node], layer: &[usize], salt: u64) -> Vec<Vec<usize>> {
-    let tfidf = TfIdf::fit(layer.iter().map(|&i| nodes[i].text.as_str()));
-    let vectors: Vec<Sparse> = layer
-        .iter()
-        .map(|&i| tfidf.vector(&nodes[i].text))
-        .collect();
+    let dense = layer.iter().all(|&i| !nodes[i].vector.is_empty());
+    let vectors: Vec<Sparse> = if dense {
+        // The model's vectors, as rows the same reduction takes.
+        layer
+            .iter()
+            .map(|&i| {
+                let v = &nodes[i].vector;
+                v.iter().enumerate().map(|(d, &x)| (d as u32, x)).collect()
+            })
+            .collect()
+    } else {
+        let tfidf = TfIdf::fit(layer.iter().map(|&i| nodes[i].text.as_str()));
+        layer
+            .iter()
+            .map(|&i| tfidf.vector(&nodes[i].text))
+            .collect()
+    };
     let all: Vec<usize> = (0..layer.len()).collect();
     let tokens: Vec<usize> = layer.iter().map(|&i| nodes[i].tokens as usize).collect();
     let mut out = Vec::new();
@@ -227,8 +271,8 @@ mod tests {
     #[test]
     fn trees_are_deterministic_dags_whose_text_comes_from_the_source() {
         let text = corpus();
-        let a = document_tree(1, &text, &[1]);
-        assert_eq!(a, document_tree(1, &text, &[1]));
+        let a = document_tree(1, &text, &[1], None);
+        assert_eq!(a, document_tree(1, &text, &[1], None));
         assert!(a.iter().any(|n| n.level > 0), "no summaries");
         for (i, n) in a.iter().enumerate() {
             for p in &n.pieces {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docs;
+pub mod rag;
 pub mod raw;
 
 use std::path::{Path, PathBuf};
@@ -101,10 +102,16 @@ impl Sandbox {
 
     /// Starts `quarry mcp` with extra command-line arguments (e.g. `--config`).
     pub async fn mcp_with_args(&self, extra: &[&str]) -> Client {
+        self.mcp_with_env(extra, &[]).await
+    }
+
+    /// Starts `quarry mcp` with extra arguments and environment variables.
+    pub async fn mcp_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Client {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
             .arg(&self.catalog)
-            .args(extra);
+            .args(extra)
+            .envs(env.iter().copied());
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
             .spawn()

@@ -1,32 +1,126 @@
-//! answer_question and rag_summarize: extractive, quoting the sources.
+//! answer_question and rag_summarize: extractive by default, quoting the
+//! sources; abstractive through the `[llm]` model when one is configured, with
+//! the extractive result (and a note) when the model fails.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::retrieve::{RetrieveArgs, options};
-use super::{dataset, node};
+use super::session::session_error;
+use super::{dataset, engine, node};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::mcp::tools::{Context, parse_args};
+use crate::rag::Dataset;
 use crate::rag::answer::evidence;
+use crate::rag::llm::{LlmConfig, LlmError, Prompt, Source, answer_prompt, summary_prompt};
 use crate::rag::retrieve::retrieve;
 use crate::rag::summary::{SUMMARY_TOKENS, summarise};
 
+/// The spec's default temperature.
+const DEFAULT_TEMPERATURE: f64 = 0.7;
+
+/// A source's label for the model: document, page and line.
+fn label(ds: &Dataset, i: usize) -> String {
+    let n = &ds.nodes[i];
+    match n.pieces.first() {
+        Some(p) => format!(
+            "{} p.{} l.{}",
+            ds.document_path(p.doc).unwrap_or("?"),
+            p.page,
+            p.line
+        ),
+        None => ds.node_id(i),
+    }
+}
+
+/// The numbered sources shown to the model and returned beside its text.
+fn sources_json(ds: &Dataset, nodes: &[usize]) -> Vec<Value> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let first = ds.nodes[i].pieces.first();
+            json!({
+                "n": k + 1,
+                "node_id": ds.node_id(i),
+                "uri": super::node_uri(ds, i),
+                "document": first.and_then(|p| ds.document_path(p.doc)),
+                "page": first.map(|p| p.page),
+                "line": first.map(|p| p.line),
+                "text": ds.nodes[i].text,
+            })
+        })
+        .collect()
+}
+
+/// Asks the model when one is configured: `Some(Ok(text))`, `Some(Err(_))`
+/// when it failed, `None` without a model.
+fn ask(
+    llm: Option<&LlmConfig>,
+    prompt: impl FnOnce() -> Prompt,
+    temperature: f64,
+    job: &Job,
+) -> Option<Result<String, LlmError>> {
+    llm.map(|l| l.complete(&prompt(), temperature, job))
+}
+
+fn temperature(t: Option<f64>) -> Result<f64, ToolError> {
+    match t {
+        None => Ok(DEFAULT_TEMPERATURE),
+        Some(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        Some(t) => Err(ToolError::new(
+            "invalid_arguments",
+            format!("temperature {t} is outside 0..=2"),
+            "Use a temperature between 0 and 2 (0.7 by default)",
+        )),
+    }
+}
+
+fn fallback_note(e: &LlmError) -> String {
+    format!("The LLM failed ({e}); this answer is extractive: quoted sentences of the sources")
+}
+
 pub fn answer_question(
     ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
+    job: &Job,
+    mut args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
+    let session_id = match args.remove("session_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(ToolError::new(
+                "invalid_arguments",
+                format!("session_id must be a string, not {other}"),
+                "Pass the session_id create_chat_session returned",
+            ));
+        }
+    };
     let args: RetrieveArgs = parse_args("answer_question", args)?;
-    let options = options(&args, 3)?;
+    let mut options = options(&args, 3)?;
+    let temperature = temperature(args.temperature)?;
     let ds = dataset(ctx, &args.dataset_id)?;
+    let rag = engine(ctx)?;
+    options.query_vector = rag.query_vector(&ds, &args.query);
+    if let Some(id) = &session_id {
+        let session = rag.sessions().get(id).map_err(session_error)?;
+        if session.dataset_id != ds.name {
+            return Err(ToolError::new(
+                "invalid_arguments",
+                format!(
+                    "session '{id}' is about dataset '{}', not '{}'",
+                    session.dataset_id, ds.name
+                ),
+                format!(
+                    "Ask with dataset_id '{}', or create_chat_session for '{}'",
+                    session.dataset_id, ds.name
+                ),
+            ));
+        }
+    }
     let hits = retrieve(&ds, &args.query, &options);
     let found = evidence(&ds, &args.query, &hits);
-    let answer = found
-        .iter()
-        .map(|e| e.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
     let evidence: Vec<Value> = found
         .iter()
         .map(|e| {
@@ -40,17 +134,71 @@ pub fn answer_question(
             })
         })
         .collect();
-    let mut out = ToolOutput::new(json!({
+    let extractive = found
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let source_nodes: Vec<usize> = hits.iter().map(|h| h.node).collect();
+    let llm = if source_nodes.is_empty() {
+        None // nothing to ground an answer on: the model is not asked
+    } else {
+        ask(
+            rag.llm(),
+            || {
+                let sources: Vec<Source> = source_nodes
+                    .iter()
+                    .map(|&i| Source {
+                        label: label(&ds, i),
+                        text: &ds.nodes[i].text,
+                    })
+                    .collect();
+                answer_prompt(&args.query, &sources)
+            },
+            temperature,
+            job,
+        )
+    };
+    let mut data = json!({
         "dataset_id": ds.name,
         "query": args.query,
-        "mode": "extractive",
-        "answer": answer,
         "evidence": evidence,
-        "temperature": args.temperature,
-        "temperature_applied": false,
-    }));
+        "temperature": temperature,
+    });
+    let mut suggestions = Vec::new();
+    match llm {
+        Some(Ok(text)) => {
+            data["mode"] = json!("abstractive");
+            data["answer"] = json!(text);
+            data["model"] = json!(rag.llm().map(|l| l.model.clone()));
+            data["temperature_applied"] = json!(true);
+            data["sources"] = json!(sources_json(&ds, &source_nodes));
+        }
+        other => {
+            data["mode"] = json!("extractive");
+            data["answer"] = json!(extractive);
+            data["temperature_applied"] = json!(false);
+            if let Some(Err(e)) = other {
+                data["llm_error"] = json!(e.to_string());
+                suggestions.push(fallback_note(&e));
+            }
+        }
+    }
+    if let Some(id) = &session_id {
+        let mode = data["mode"].as_str().unwrap_or("extractive");
+        let asked = rag
+            .sessions()
+            .record(id, &args.query, mode)
+            .map_err(session_error)?;
+        data["session_id"] = json!(id);
+        data["session_questions"] = json!(asked);
+    }
+    let mut out = ToolOutput::new(data);
     if found.is_empty() {
         out = out.suggest("No sentence matches the question's words: rephrase, or use rag_retrieve / search_documents");
+    }
+    for s in suggestions {
+        out = out.suggest(s);
     }
     Ok(out)
 }
@@ -59,14 +207,17 @@ pub fn answer_question(
 #[serde(deny_unknown_fields)]
 struct SummarizeArgs {
     node_ids: Vec<String>,
+    #[serde(default)]
+    temperature: Option<f64>,
 }
 
 pub fn rag_summarize(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: SummarizeArgs = parse_args("rag_summarize", args)?;
+    let temperature = temperature(args.temperature)?;
     if args.node_ids.is_empty() || args.node_ids.len() > 50 {
         return Err(ToolError::new(
             "invalid_arguments",
@@ -89,7 +240,8 @@ pub fn rag_summarize(
             "Summarise nodes of one dataset at a time",
         ));
     }
-    let nodes: Vec<&crate::rag::tree::Node> = found.iter().map(|(_, i)| &ds.nodes[*i]).collect();
+    let indices: Vec<usize> = found.iter().map(|(_, i)| *i).collect();
+    let nodes: Vec<&crate::rag::tree::Node> = indices.iter().map(|&i| &ds.nodes[i]).collect();
     let summary = summarise(&nodes, SUMMARY_TOKENS);
     let sentences: Vec<Value> = summary
         .pieces
@@ -103,11 +255,48 @@ pub fn rag_summarize(
             })
         })
         .collect();
-    Ok(ToolOutput::new(json!({
+    let rag = engine(ctx)?;
+    let llm = ask(
+        rag.llm(),
+        || {
+            let sources: Vec<Source> = indices
+                .iter()
+                .map(|&i| Source {
+                    label: label(&ds, i),
+                    text: &ds.nodes[i].text,
+                })
+                .collect();
+            summary_prompt(&sources)
+        },
+        temperature,
+        job,
+    );
+    let mut data = json!({
         "dataset_id": ds.name,
         "node_ids": args.node_ids,
-        "mode": "extractive",
-        "summary": summary.text,
         "sentences": sentences,
-    })))
+    });
+    let mut out_suggestions = Vec::new();
+    match llm {
+        Some(Ok(text)) => {
+            data["mode"] = json!("abstractive");
+            data["summary"] = json!(text);
+            data["model"] = json!(rag.llm().map(|l| l.model.clone()));
+            data["temperature"] = json!(temperature);
+            data["sources"] = json!(sources_json(&ds, &indices));
+        }
+        other => {
+            data["mode"] = json!("extractive");
+            data["summary"] = json!(summary.text);
+            if let Some(Err(e)) = other {
+                data["llm_error"] = json!(e.to_string());
+                out_suggestions.push(fallback_note(&e));
+            }
+        }
+    }
+    let mut out = ToolOutput::new(data);
+    for s in out_suggestions {
+        out = out.suggest(s);
+    }
+    Ok(out)
 }

@@ -7,6 +7,7 @@ mod answer;
 mod ingest;
 mod navigate;
 mod retrieve;
+mod session;
 
 use std::sync::Arc;
 
@@ -46,6 +47,16 @@ trees built lexically by quarry. Gives each dataset's document and node counts."
     ToolDef {
         read_only: false,
         ..rag_tool!(
+            "create_chat_session",
+            "Create a chat session",
+            "Creates a chat session over a dataset, stored in quarry's catalog folder with its title; answer_question \
+with the session_id records each question asked in it.",
+            session::create_chat_session
+        )
+    },
+    ToolDef {
+        read_only: false,
+        ..rag_tool!(
             "ingest_document",
             "Ingest a document",
             "Adds text to a dataset (created on first use): it is written as a Markdown file (front matter: source, tags) \
@@ -71,15 +82,17 @@ score_threshold; reranker is reported, never applied.",
     rag_tool!(
         "answer_question",
         "Answer a question from a dataset",
-        "Answers extractively: the sentences of the best nodes that match the question, quoted verbatim with node ids \
-and sources (document, page, line); mode is 'extractive' (no model writes text, temperature does not apply).",
+        "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
+verbatim with node ids and sources (document, page, line). With one: abstractive, the model's answer quoting the \
+numbered sources it was given, temperature applied (extractive with llm_error if it fails). session_id (from \
+create_chat_session) records the question.",
         answer::answer_question
     ),
     rag_tool!(
         "rag_summarize",
         "Summarise nodes",
-        "An extractive summary of the given nodes: their most central sentences with diversity, about 100 tokens, each \
-with its source.",
+        "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
+with its source), or abstractive through the [llm] model when one is configured.",
         answer::rag_summarize
     ),
     rag_tool!(

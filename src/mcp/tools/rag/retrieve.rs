@@ -29,9 +29,18 @@ pub fn list_datasets(
             "nodes": ds.nodes.len(),
             "trees_built": counters.trees_built,
             "nodes_written": counters.nodes_written,
+            "retrieval": if rag.model().is_some() && ds.has_vectors() { "hybrid" } else { "lexical" },
         }));
     }
-    Ok(ToolOutput::new(json!({ "datasets": out })))
+    let mut data = json!({
+        "datasets": out,
+        "model": rag.model().map(|m| m.dir().display().to_string()),
+        "llm": rag.llm().map(|l| l.model.clone()),
+    });
+    if let Some(e) = rag.model_error() {
+        data["model_error"] = json!(e);
+    }
+    Ok(ToolOutput::new(data))
 }
 
 #[derive(Deserialize)]
@@ -93,6 +102,7 @@ pub(super) fn options(args: &RetrieveArgs, default_expand: usize) -> Result<Opti
             .transpose()?,
         expand_k: count("expand_k", args.expand_k, default_expand, 20)?,
         score_threshold: args.score_threshold.map(|t| t as f32),
+        query_vector: None,
     })
 }
 
@@ -123,8 +133,9 @@ pub fn rag_retrieve(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: RetrieveArgs = parse_args("rag_retrieve", args)?;
-    let options = options(&args, 0)?;
+    let mut options = options(&args, 0)?;
     let ds = dataset(ctx, &args.dataset_id)?;
+    options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
     let hits = retrieve(&ds, &args.query, &options);
     let content: Vec<Value> = hits
         .iter()
@@ -149,7 +160,8 @@ pub fn rag_retrieve(
         "dataset_id": ds.name,
         "query": args.query,
         "mode": if options.mode == Mode::Collapsed { "collapsed" } else { "traversal" },
-        "score": "bm25",
+        "score": options.scoring(),
+        "retrieval": if options.query_vector.is_some() { "hybrid" } else { "lexical" },
         "reranker": { "requested": args.reranker.unwrap_or(false), "applied": false },
         "content": content,
         "hits": hit_values,
@@ -172,6 +184,7 @@ pub fn retrieve_documents(
     let top_documents = options.top_k;
     options.top_k = MAX_TOP_K;
     let ds = dataset(ctx, &args.dataset_id)?;
+    options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
     let hits = retrieve(&ds, &args.query, &options);
     let mut documents: Vec<(String, f32, Vec<Value>)> = Vec::new();
     // Held to the byte cap: a document's first node is always kept, further
@@ -205,7 +218,7 @@ pub fn retrieve_documents(
         .map(|(doc, score, nodes)| json!({ "document": doc, "score": round4(score), "nodes": nodes }))
         .collect();
     let mut out = ToolOutput::new(json!({ "dataset_id": ds.name, "query": args.query,
-        "documents": documents, "truncated": nodes_left_out > 0 }));
+        "score": options.scoring(), "documents": documents, "truncated": nodes_left_out > 0 }));
     if nodes_left_out > 0 {
         out = out.meta("nodes_left_out", nodes_left_out).suggest(format!(
             "{nodes_left_out} more matching node(s) were left out to stay under {cap} bytes: \
