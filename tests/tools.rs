@@ -60,8 +60,9 @@ async fn tools_list_serves_the_schema_files_with_read_only_hints() {
         let output = Value::Object((*tool.output_schema.clone().expect("output schema")).clone());
         assert_eq!(output, schema(&format!("{}.output.json", tool.name)));
         let ann = tool.annotations.as_ref().expect("annotations");
-        // Read-only unless the tool writes (ingest_document adds a file).
-        let writes = tool.name == "ingest_document";
+        // Read-only unless the tool writes (ingest_document adds a file,
+        // export_branches writes one under the export folder).
+        let writes = tool.name == "ingest_document" || tool.name == "export_branches";
         assert_eq!(ann.read_only_hint, Some(!writes), "{}", tool.name);
     }
     client.cancel().await.unwrap();
