@@ -3,7 +3,7 @@
 //! ```toml
 //! catalog = "~/quarry-catalog"   # `~/` is home; other relative paths are relative to this file
 //! socket = "/run/user/1000/quarry.sock"
-//! export_dir = "exports"
+//! export_dir = "exports"          # where export_branches and plots write; default: <catalog>/exports
 //!
 //! [[roots]]
 //! name = "data"
@@ -57,6 +57,8 @@ use crate::mcp::transport::TransportSettings;
 use crate::roots::{Roots, valid_root_name};
 
 pub const SOCKET_FILE: &str = "quarry.sock";
+/// The export folder inside the catalog folder, when the config names none.
+pub const EXPORT_DIR: &str = "exports";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -427,7 +429,11 @@ impl Settings {
             (None, Some(s)) => relative_to(base, s),
             (None, None) => catalog_dir.join(SOCKET_FILE),
         };
-        let export_dir = file.export_dir.map(|d| relative_to(base, d));
+        // Exports go under the catalog folder unless the config names another.
+        let export_dir = Some(
+            file.export_dir
+                .map_or_else(|| catalog_dir.join(EXPORT_DIR), |d| relative_to(base, d)),
+        );
         let defaults = Limits::default();
         let stats = file.index.stats.unwrap_or_default();
         let limits = Limits {

@@ -61,10 +61,11 @@ async fn tools_list_serves_the_schema_files_with_read_only_hints() {
         assert_eq!(output, schema(&format!("{}.output.json", tool.name)));
         let ann = tool.annotations.as_ref().expect("annotations");
         // Read-only unless the tool writes (ingest_document adds a file,
-        // create_chat_session a session).
+        // create_chat_session a session, export_branches a file under the
+        // export folder).
         let writes = matches!(
             tool.name.as_ref(),
-            "ingest_document" | "create_chat_session"
+            "ingest_document" | "create_chat_session" | "export_branches"
         );
         assert_eq!(ann.read_only_hint, Some(!writes), "{}", tool.name);
     }

@@ -5,6 +5,7 @@
 //! `formats::root` and knows nothing of the catalog or of MCP.
 
 pub mod eval;
+pub mod export;
 pub mod ops;
 pub mod plan;
 pub mod quantiles;

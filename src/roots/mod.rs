@@ -6,10 +6,12 @@
 //! `..` components, NUL bytes, absurd lengths, absolute paths elsewhere; and after
 //! resolution, symlinks whose target lies outside the root.
 
+mod create;
 mod open;
 
 use std::path::{Component, Path, PathBuf};
 
+pub use create::{CreateError, PendingFile, create_pending};
 pub use open::{OpenError, create_beneath, open_beneath};
 
 /// Longest tool path accepted, in bytes (Linux PATH_MAX).

@@ -140,7 +140,7 @@ pub fn create_beneath(root: &Path, folder: &str, name: &str, bytes: &[u8]) -> io
 }
 
 #[cfg(target_os = "linux")]
-fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
+pub(super) fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
     let c = c_path(Path::new(rel))?;
     // SAFETY: open_how is plain data; all-zero is its "nothing asked" value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
@@ -179,7 +179,7 @@ fn open_resolved(root: &Path, rel: &str) -> Result<File, OpenError> {
 }
 
 #[cfg(target_os = "linux")]
-fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+pub(super) fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
     let c = c_path(dir)?;
     // SAFETY: `c` is a NUL-terminated path; the flags ask for a path-only handle.
     let fd = unsafe {
@@ -272,7 +272,7 @@ fn clear_nonblocking(file: &File) -> io::Result<()> {
     Ok(())
 }
 
-fn c_path(p: &Path) -> io::Result<std::ffi::CString> {
+pub(super) fn c_path(p: &Path) -> io::Result<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::CString::new(p.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in a path"))

@@ -7,6 +7,7 @@ mod files;
 mod rag;
 mod root;
 mod root_analysis;
+mod root_export;
 mod root_rows;
 
 use std::path::PathBuf;
@@ -187,6 +188,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root::TOOLS)
         .chain(root_analysis::TOOLS)
         .chain(root_rows::TOOLS)
+        .chain(root_export::TOOLS)
         .chain(documents::TOOLS)
         .chain(code::TOOLS)
         .chain(rag::TOOLS)

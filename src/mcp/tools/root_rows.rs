@@ -76,7 +76,7 @@ fn checked_count(name: &str, value: Option<i64>, default: i64, max: i64) -> Resu
 }
 
 /// The columns named by a tool's `branches` (all columns when `None`).
-fn columns_of(
+pub(super) fn columns_of(
     t: &OpenTree,
     columns: &TreeColumns<'_>,
     names: Option<&[String]>,

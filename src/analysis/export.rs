@@ -1,0 +1,448 @@
+//! Exporting the entries that pass a cut to a file: JSON (an array of records),
+//! CSV (a header, then one line per entry; a collection is a JSON array in one
+//! cell) or Parquet (arrow-rs; a collection is a list column). The entries are
+//! streamed window by window (one basket of each column in memory, plus the
+//! Parquet writer's current row group), so memory does not grow with the
+//! number of entries exported.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use arrow_array::{
+    ArrayRef, ListArray, PrimitiveArray, RecordBatch,
+    types::{
+        Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+        UInt32Type, UInt64Type,
+    },
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use super::AnalysisError;
+use super::eval::{Inputs, SlotData, entry_mask, evaluate};
+use super::plan::{Plan, TreeColumns};
+use super::scan::{ColumnPart, scan};
+use crate::formats::root::{Column, RootFile, Values};
+use crate::job::Job;
+
+/// The file formats `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Parquet,
+}
+
+/// Rows per Parquet row group: bounds the writer's buffered, encoded rows.
+const ROW_GROUP: usize = 256 * 1024;
+
+/// Why an export failed: reading the tree, or writing the file.
+#[derive(Debug)]
+pub enum ExportError {
+    Analysis(AnalysisError),
+    Write(String),
+}
+
+impl From<AnalysisError> for ExportError {
+    fn from(e: AnalysisError) -> ExportError {
+        ExportError::Analysis(e)
+    }
+}
+
+impl From<io::Error> for ExportError {
+    fn from(e: io::Error) -> ExportError {
+        ExportError::Write(e.to_string())
+    }
+}
+
+impl From<parquet::errors::ParquetError> for ExportError {
+    fn from(e: parquet::errors::ParquetError) -> ExportError {
+        ExportError::Write(e.to_string())
+    }
+}
+
+impl From<arrow_schema::ArrowError> for ExportError {
+    fn from(e: arrow_schema::ArrowError) -> ExportError {
+        ExportError::Write(e.to_string())
+    }
+}
+
+/// What an export did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exported {
+    pub entries_scanned: u64,
+    pub entries_written: u64,
+}
+
+/// Writes the entries passing `cut` (all without one), at most `limit`, of the
+/// columns `columns` (names as the file shows them, indices into
+/// `tree.columns`) to `out` in `format`; returns `out` once complete.
+#[allow(clippy::too_many_arguments)]
+pub fn export<W: Write + Send>(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    columns: &[(String, usize)],
+    cut: Option<&Plan>,
+    limit: u64,
+    format: ExportFormat,
+    out: W,
+    job: &Job,
+) -> Result<(Exported, W), ExportError> {
+    // The scan reads the exported columns, then the cut's that are not among them.
+    let mut read: Vec<usize> = columns.iter().map(|&(_, c)| c).collect();
+    let cut_slots: Vec<usize> = cut.map_or(Vec::new(), |p| {
+        p.columns
+            .iter()
+            .map(|c| match read.iter().position(|r| r == c) {
+                Some(i) => i,
+                None => {
+                    read.push(*c);
+                    read.len() - 1
+                }
+            })
+            .collect()
+    });
+    let mut layouts = Vec::with_capacity(columns.len());
+    for &(_, c) in columns {
+        let info = &tree.columns[c];
+        layouts.push(
+            file.column_reader(info.branch, info.leaf)
+                .map_err(AnalysisError::from)?
+                .empty_column(),
+        );
+    }
+    let names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
+    let mut writer = Writer::new(format, out, &names, &layouts)?;
+    let mut done = Exported::default();
+    let mut failure: Option<ExportError> = None;
+    let map: Vec<usize> = (0..cut_slots.len()).collect();
+    let scanned = scan(file, tree, &read, 0..tree.entries, job, |w| {
+        let mask = match cut {
+            Some(plan) => {
+                let slots: Vec<SlotData> = cut_slots.iter().map(|&i| w.slot_data(i)).collect();
+                let inputs = Inputs {
+                    entries: w.len(),
+                    first_entry: w.entries.start,
+                    slots: &slots,
+                    map: &map,
+                };
+                Some(entry_mask(&evaluate(&plan.root, &inputs)?, w.len()))
+            }
+            None => None,
+        };
+        done.entries_scanned += w.len() as u64;
+        let room = (limit - done.entries_written) as usize;
+        let rows: Vec<usize> = match &mask {
+            Some(m) => m
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| **p)
+                .map(|(i, _)| i)
+                .take(room)
+                .collect(),
+            None => (0..w.len().min(room)).collect(),
+        };
+        if !rows.is_empty() {
+            let parts: Vec<ColumnPart> = (0..columns.len()).map(|i| w.part(i)).collect();
+            if let Err(e) = writer.window(&parts, &rows) {
+                failure = Some(e);
+                return Ok(false);
+            }
+            done.entries_written += rows.len() as u64;
+        }
+        Ok(done.entries_written < limit)
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    scanned?;
+    Ok((done, writer.finish()?))
+}
+
+enum Writer<W: Write + Send> {
+    Text {
+        out: io::BufWriter<W>,
+        json: bool,
+        names: Vec<String>,
+        first: bool,
+        line: Vec<u8>,
+    },
+    Parquet {
+        writer: Box<ArrowWriter<W>>,
+        schema: SchemaRef,
+    },
+}
+
+impl<W: Write + Send> Writer<W> {
+    fn new(
+        format: ExportFormat,
+        out: W,
+        names: &[String],
+        layouts: &[Column],
+    ) -> Result<Writer<W>, ExportError> {
+        match format {
+            ExportFormat::Parquet => {
+                let fields: Vec<Field> = names
+                    .iter()
+                    .zip(layouts)
+                    .map(|(n, c)| Field::new(n, arrow_type(c), false))
+                    .collect();
+                let schema = Arc::new(Schema::new(fields));
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .set_max_row_group_row_count(Some(ROW_GROUP))
+                    .build();
+                let writer = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
+                Ok(Writer::Parquet {
+                    writer: Box::new(writer),
+                    schema,
+                })
+            }
+            ExportFormat::Json | ExportFormat::Csv => {
+                let json = format == ExportFormat::Json;
+                let mut out = io::BufWriter::with_capacity(1 << 20, out);
+                if json {
+                    out.write_all(b"[")?;
+                } else {
+                    let header: Vec<String> = names.iter().map(|n| csv_quoted(n)).collect();
+                    out.write_all(header.join(",").as_bytes())?;
+                    out.write_all(b"\n")?;
+                }
+                Ok(Writer::Text {
+                    out,
+                    json,
+                    names: names.to_vec(),
+                    first: true,
+                    line: Vec::new(),
+                })
+            }
+        }
+    }
+
+    /// Writes entries `rows` (window positions) of the columns' parts.
+    fn window(&mut self, parts: &[ColumnPart<'_>], rows: &[usize]) -> Result<(), ExportError> {
+        match self {
+            Writer::Parquet { writer, schema } => {
+                let arrays: Vec<ArrayRef> = parts
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(p, f)| gather(p, rows, f.data_type()))
+                    .collect();
+                writer.write(&RecordBatch::try_new(schema.clone(), arrays)?)?;
+            }
+            Writer::Text {
+                out,
+                json,
+                names,
+                first,
+                line,
+            } => {
+                for &r in rows {
+                    line.clear();
+                    if *json {
+                        line.extend_from_slice(if *first { b"\n{" } else { b",\n{" });
+                    }
+                    *first = false;
+                    for (i, p) in parts.iter().enumerate() {
+                        if *json {
+                            if i > 0 {
+                                line.push(b',');
+                            }
+                            serde_json::to_writer(&mut *line, &names[i])
+                                .map_err(io::Error::from)?;
+                            line.push(b':');
+                            cell(line, p, r, true);
+                        } else {
+                            if i > 0 {
+                                line.push(b',');
+                            }
+                            let is_list = p.column.counts.is_some() || p.column.inner > 1;
+                            let quoted = is_list || matches!(p.column.values, Values::Str(_));
+                            if quoted {
+                                let mut text = Vec::new();
+                                cell(&mut text, p, r, is_list);
+                                let s = String::from_utf8_lossy(&text);
+                                line.extend_from_slice(csv_quoted(&s).as_bytes());
+                            } else {
+                                cell(line, p, r, false);
+                            }
+                        }
+                    }
+                    line.extend_from_slice(if *json { b"}" } else { b"\n" });
+                    out.write_all(line)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<W, ExportError> {
+        match self {
+            Writer::Parquet { writer, .. } => Ok(writer.into_inner()?),
+            Writer::Text { mut out, json, .. } => {
+                if json {
+                    out.write_all(b"\n]\n")?;
+                }
+                out.into_inner()
+                    .map_err(|e| ExportError::Write(e.error().to_string()))
+            }
+        }
+    }
+}
+
+fn csv_quoted(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with('[') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The value(s) of entry `r` of a part: JSON text (numbers, `null` for NaN and
+/// infinities, strings quoted, collections as arrays) when `json`, else CSV
+/// text (`nan`, `inf`, `-inf`; strings bare, quoted by the caller).
+fn cell(out: &mut Vec<u8>, p: &ColumnPart<'_>, r: usize, json: bool) {
+    let (a, b) = (p.offsets[r], p.offsets[r + 1]);
+    let is_list = p.column.counts.is_some() || p.column.inner > 1;
+    if is_list {
+        out.push(b'[');
+        for i in a..b {
+            if i > a {
+                out.push(b',');
+            }
+            number(out, &p.column.values, i, true);
+        }
+        out.push(b']');
+    } else {
+        number(out, &p.column.values, a, json);
+    }
+}
+
+fn number(out: &mut Vec<u8>, values: &Values, i: usize, json: bool) {
+    fn float(out: &mut Vec<u8>, x: impl Into<f64> + std::fmt::Display + Copy, json: bool) {
+        let v: f64 = x.into();
+        if v.is_finite() {
+            let _ = write!(out, "{x}");
+        } else if json {
+            out.extend_from_slice(b"null");
+        } else if v.is_nan() {
+            out.extend_from_slice(b"nan");
+        } else if v > 0.0 {
+            out.extend_from_slice(b"inf");
+        } else {
+            out.extend_from_slice(b"-inf");
+        }
+    }
+    let _ = match values {
+        Values::Bool(v) => write!(out, "{}", v[i]),
+        Values::I8(v) => write!(out, "{}", v[i]),
+        Values::U8(v) => write!(out, "{}", v[i]),
+        Values::I16(v) => write!(out, "{}", v[i]),
+        Values::U16(v) => write!(out, "{}", v[i]),
+        Values::I32(v) => write!(out, "{}", v[i]),
+        Values::U32(v) => write!(out, "{}", v[i]),
+        Values::I64(v) => write!(out, "{}", v[i]),
+        Values::U64(v) => write!(out, "{}", v[i]),
+        Values::F32(v) => {
+            float(out, v[i], json);
+            Ok(())
+        }
+        Values::F64(v) => {
+            float(out, v[i], json);
+            Ok(())
+        }
+        Values::Str(v) => {
+            if json {
+                let _ = serde_json::to_writer(&mut *out, &v[i]);
+            } else {
+                out.extend_from_slice(v[i].as_bytes());
+            }
+            Ok(())
+        }
+    };
+}
+
+fn value_type(values: &Values) -> DataType {
+    match values {
+        Values::Bool(_) => DataType::Boolean,
+        Values::I8(_) => DataType::Int8,
+        Values::U8(_) => DataType::UInt8,
+        Values::I16(_) => DataType::Int16,
+        Values::U16(_) => DataType::UInt16,
+        Values::I32(_) => DataType::Int32,
+        Values::U32(_) => DataType::UInt32,
+        Values::I64(_) => DataType::Int64,
+        Values::U64(_) => DataType::UInt64,
+        Values::F32(_) => DataType::Float32,
+        Values::F64(_) => DataType::Float64,
+        Values::Str(_) => DataType::Utf8,
+    }
+}
+
+/// A column's Arrow type: its values', or a list of them for a collection or
+/// a fixed array.
+fn arrow_type(c: &Column) -> DataType {
+    let inner = value_type(&c.values);
+    if c.counts.is_some() || c.inner > 1 {
+        DataType::List(Arc::new(Field::new("item", inner, false)))
+    } else {
+        inner
+    }
+}
+
+/// The values of entries `rows` of a part as an Arrow array of type `ty`.
+fn gather(p: &ColumnPart<'_>, rows: &[usize], ty: &DataType) -> ArrayRef {
+    let mut offsets: Vec<i32> = Vec::with_capacity(rows.len() + 1);
+    offsets.push(0);
+    let mut indices: Vec<usize> = Vec::with_capacity(rows.len());
+    for &r in rows {
+        let (a, b) = (p.offsets[r], p.offsets[r + 1]);
+        indices.extend(a..b);
+        offsets.push(indices.len() as i32);
+    }
+    macro_rules! prim {
+        ($v:expr, $t:ty) => {
+            Arc::new(PrimitiveArray::<$t>::from_iter_values(
+                indices.iter().map(|&i| $v[i]),
+            )) as ArrayRef
+        };
+    }
+    let values: ArrayRef = match &p.column.values {
+        Values::Bool(v) => {
+            let mut b = BooleanBuilder::with_capacity(indices.len());
+            indices.iter().for_each(|&i| b.append_value(v[i]));
+            Arc::new(b.finish())
+        }
+        Values::I8(v) => prim!(v, Int8Type),
+        Values::U8(v) => prim!(v, UInt8Type),
+        Values::I16(v) => prim!(v, Int16Type),
+        Values::U16(v) => prim!(v, UInt16Type),
+        Values::I32(v) => prim!(v, Int32Type),
+        Values::U32(v) => prim!(v, UInt32Type),
+        Values::I64(v) => prim!(v, Int64Type),
+        Values::U64(v) => prim!(v, UInt64Type),
+        Values::F32(v) => prim!(v, Float32Type),
+        Values::F64(v) => prim!(v, Float64Type),
+        Values::Str(v) => {
+            let mut b = StringBuilder::new();
+            indices.iter().for_each(|&i| b.append_value(&v[i]));
+            Arc::new(b.finish())
+        }
+    };
+    match ty {
+        DataType::List(field) => Arc::new(ListArray::new(
+            field.clone(),
+            arrow_buffer_offsets(offsets),
+            values,
+            None,
+        )),
+        _ => values,
+    }
+}
+
+fn arrow_buffer_offsets(offsets: Vec<i32>) -> arrow_buffer::OffsetBuffer<i32> {
+    arrow_buffer::OffsetBuffer::new(offsets.into())
+}

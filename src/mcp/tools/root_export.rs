@@ -1,0 +1,199 @@
+//! `export_branches`: the entries passing a cut written to a JSON, CSV or
+//! Parquet file under the export folder, streamed window by window, written
+//! under a temporary name and renamed into place when complete.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::root_analysis::{analysis_error, open_tree, plan_of};
+use super::root_rows::columns_of;
+use super::{Context, ToolDef, Toolset, parse_args};
+use crate::analysis::TreeColumns;
+use crate::analysis::export::{ExportError, ExportFormat, export};
+use crate::job::Job;
+use crate::mcp::response::{ToolError, ToolOutput};
+use crate::roots::{CreateError, create_pending};
+
+pub static TOOLS: &[ToolDef] = &[ToolDef {
+    name: "export_branches",
+    title: "Export entries to a file",
+    toolset: Toolset::Root,
+    description: "Writes the entries of a TTree passing an optional ROOT cut (branches chosen, up to 10,000,000 \
+entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
+(collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
+    input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
+    output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
+    read_only: false,
+    handler: export_branches,
+}];
+
+const EXPORT_MAX: i64 = 10_000_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportArgs {
+    path: String,
+    tree: String,
+    branches: Vec<String>,
+    selection: Option<String>,
+    limit: Option<i64>,
+    output_format: String,
+    output_path: String,
+}
+
+fn refused(output_path: &str, why: &str) -> ToolError {
+    ToolError::new(
+        "permission_denied",
+        format!("cannot write '{output_path}': {why}"),
+        "Give output_path relative to the export folder (e.g. 'muons.parquet' or 'study/muons.parquet'), without '..' or links",
+    )
+}
+
+/// The export folder (created if missing) and `output_path` relative to it, as
+/// `/`-separated components. Anything that would land elsewhere is refused.
+pub(super) fn export_target(
+    ctx: &Context,
+    output_path: &str,
+) -> Result<(PathBuf, String), ToolError> {
+    let Some(dir) = &ctx.settings.export_dir else {
+        return Err(ToolError::new(
+            "permission_denied",
+            "this server has no export folder",
+            "Set export_dir in the config file",
+        ));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| refused(output_path, &e.to_string()))?;
+    let base = dir
+        .canonicalize()
+        .map_err(|e| refused(output_path, &e.to_string()))?;
+    if output_path.contains('\0') || output_path.len() > 4096 {
+        return Err(refused(output_path, "not a usable file name"));
+    }
+    let p = Path::new(output_path);
+    let rel = if p.is_absolute() {
+        p.strip_prefix(dir)
+            .or_else(|_| p.strip_prefix(&base))
+            .map_err(|_| {
+                refused(
+                    output_path,
+                    &format!("only the export folder {} is written", base.display()),
+                )
+            })?
+    } else {
+        p
+    };
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => parts.push(
+                s.to_str()
+                    .ok_or_else(|| refused(output_path, "not UTF-8"))?
+                    .to_string(),
+            ),
+            Component::CurDir => {}
+            _ => return Err(refused(output_path, "'..' would leave the export folder")),
+        }
+    }
+    if parts.is_empty() {
+        return Err(refused(output_path, "no file name"));
+    }
+    Ok((base, parts.join("/")))
+}
+
+fn export_branches(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: ExportArgs = parse_args("export_branches", args)?;
+    let format = match args.output_format.as_str() {
+        "json" => ExportFormat::Json,
+        "csv" => ExportFormat::Csv,
+        "parquet" => ExportFormat::Parquet,
+        _ => {
+            return Err(ToolError::invalid_arguments(
+                "export_branches",
+                "output_format must be 'json', 'csv' or 'parquet'",
+            ));
+        }
+    };
+    let limit = args.limit.unwrap_or(EXPORT_MAX);
+    if !(0..=EXPORT_MAX).contains(&limit) {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            format!("limit {limit} is outside 0..={EXPORT_MAX}"),
+            "Export at most 10,000,000 entries per call; narrow the selection, or summarise with compute_histogram",
+        )
+        .retry_with(json!({ "limit": EXPORT_MAX })));
+    }
+    if args.branches.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "export_branches",
+            "branches must name at least one branch (see list_branches)",
+        ));
+    }
+    let (base, rel) = export_target(ctx, &args.output_path)?;
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let named = columns_of(&t, &columns, Some(&args.branches))?;
+    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let pending = create_pending(&base, &rel).map_err(|e| match e {
+        CreateError::Escapes => refused(&args.output_path, &e.to_string()),
+        CreateError::Io(io) => refused(&args.output_path, &io.to_string()),
+    })?;
+    let (done, pending) = export(
+        &t.file,
+        &columns,
+        &named,
+        cut.as_ref(),
+        limit as u64,
+        format,
+        pending,
+        job,
+    )
+    .map_err(|e| match e {
+        ExportError::Analysis(a) => analysis_error(a, &t, args.selection.as_deref()),
+        ExportError::Write(w) => ToolError::new(
+            "permission_denied",
+            format!("writing '{}' failed: {w}", args.output_path),
+            "Check the export folder's free space, then retry",
+        ),
+    })?;
+    pending
+        .commit()
+        .map_err(|e| refused(&args.output_path, &e.to_string()))?;
+    let written = base.join(&rel);
+    let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
+    let truncated = done.entries_written == limit as u64 && done.entries_scanned < columns.entries;
+    let mut out = ToolOutput::new(json!({
+        "output_path": written.display().to_string(),
+        "format": args.output_format,
+        "entries_written": done.entries_written,
+        "size_bytes": size,
+    }))
+    .meta("entries_scanned", done.entries_scanned)
+    .meta("truncated", truncated)
+    .suggest(format!(
+        "Exported {} entries to {} ({:.1} MB)",
+        done.entries_written,
+        args.output_format,
+        size as f64 / 1e6
+    ));
+    if truncated {
+        out = out.suggest(format!(
+            "The limit of {limit} entries stopped the export at entry {}; raise limit or narrow the selection",
+            done.entries_scanned
+        ));
+    }
+    Ok(out.suggest(match format {
+        ExportFormat::Parquet => {
+            "Use pandas.read_parquet() or pyarrow.parquet.read_table() to read it"
+        }
+        ExportFormat::Csv => {
+            "Use pandas.read_csv() to read it; collections are JSON arrays in one cell"
+        }
+        ExportFormat::Json => "Use json.load() or pandas.read_json() to read it",
+    }))
+}
