@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages quarry's build and tests need, when they are missing:
-# pkg-config for the build; poppler-utils (pdftotext, pdfinfo) as the independent PDF
+# pkg-config and libhdf5-dev for the build (the hdf5 crate links Debian's
+# libhdf5, found through pkg-config); poppler-utils (pdftotext, pdfinfo) as the independent PDF
 # reader the document tests compare quarry's extraction with.
 # Idempotent; does nothing on a machine that has them. Needs root (or sudo) only
 # when something is missing.
 set -euo pipefail
-packages=(pkg-config poppler-utils)
+packages=(pkg-config libhdf5-dev poppler-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
 //! max_document_read_chars = 100000   # read_document's character cap
+//! max_slice_elements = 100000        # read_dataset_slice's element cap
 //!
 //! [index]
 //! threads = 2        # default: the machine's cores
@@ -77,6 +78,7 @@ struct LimitsConfig {
     call_timeout_secs: Option<u64>,
     max_listed_failures: Option<usize>,
     max_document_read_chars: Option<usize>,
+    max_slice_elements: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -257,6 +259,11 @@ impl Settings {
                 .limits
                 .max_document_read_chars
                 .unwrap_or(defaults.max_document_read_chars)
+                .max(1),
+            max_slice_elements: file
+                .limits
+                .max_slice_elements
+                .unwrap_or(defaults.max_slice_elements)
                 .max(1),
         };
 

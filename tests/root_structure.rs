@@ -138,7 +138,7 @@ fn every_key_and_object_matches_uproot() {
 
 /// Reads everything the reader can reach; errors are fine, panics and hangs are not.
 fn read_all(path: &Path) {
-    let Ok(file) = RootFile::open(std::fs::File::open(&path).unwrap()) else {
+    let Ok(file) = RootFile::open(std::fs::File::open(path).unwrap()) else {
         return;
     };
     let Ok(keys) = file.walk() else { return };

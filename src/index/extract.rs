@@ -57,6 +57,7 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
     match kind {
         Kind::Root => guarded(kind, || super::root::root_rows(file)),
         Kind::Document => guarded(kind, || super::documents::rows(name, file)),
+        Kind::Hdf5 => guarded(kind, || super::hdf5::rows(file)),
         _ => guarded(kind, || {
             formats::validate(kind, name, file).map(|()| Vec::new())
         }),

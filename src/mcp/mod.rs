@@ -1,6 +1,7 @@
 //! The MCP front end: the tool registry, the server, and its transports.
 
 pub mod relay;
+pub mod resources;
 pub mod response;
 mod server;
 pub mod tools;

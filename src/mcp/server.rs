@@ -7,13 +7,16 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
+use super::resources::{self, ResourceError};
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
 use crate::job::Job;
@@ -39,6 +42,11 @@ impl QuarryServer {
             ctx: Arc::new(ctx),
             tools: Arc::new(listed),
         })
+    }
+
+    /// Whether the HDF5 toolset (and so `h5://` resources) is on.
+    fn serves_resources(&self) -> bool {
+        self.ctx.settings.toolsets.contains(&Toolset::Hdf5)
     }
 
     fn find(&self, name: &str) -> Option<&'static ToolDef> {
@@ -92,6 +100,28 @@ impl QuarryServer {
     }
 }
 
+/// A resource problem as the protocol error MCP prescribes.
+fn resource_mcp_error(uri: &str, e: ResourceError) -> McpError {
+    match e {
+        ResourceError::BadUri(why) => McpError::invalid_params(
+            format!("invalid resource URI: {why}"),
+            Some(json!({ "uri": uri })),
+        ),
+        ResourceError::Refused(p) => McpError::invalid_params(
+            p.to_string(),
+            Some(json!({ "uri": uri, "error": ToolError::from_path(&p).code })),
+        ),
+        ResourceError::NotFound { why, .. } => McpError::resource_not_found(
+            format!("resource not found: {why}"),
+            Some(json!({ "uri": uri })),
+        ),
+        ResourceError::Unreadable(why) => {
+            McpError::internal_error(why, Some(json!({ "uri": uri })))
+        }
+        ResourceError::Internal(why) => McpError::internal_error(why, None),
+    }
+}
+
 /// Cancels a job when dropped: a call whose future is dropped (its client hung
 /// up, or it timed out) stops its blocking work too.
 struct CancelOnDrop(Job);
@@ -131,7 +161,16 @@ fn describe(def: &ToolDef) -> anyhow::Result<Tool> {
 
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.serves_resources() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -144,6 +183,91 @@ impl ServerHandler for QuarryServer {
         Ok(ListToolsResult::with_all_items(
             self.tools.iter().map(|(_, t)| t.clone()).collect(),
         ))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        if !self.serves_resources() {
+            return Ok(ListResourcesResult::default());
+        }
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| McpError::invalid_params(format!("invalid cursor '{c}'"), None))?,
+        };
+        let files = resources::files(&self.ctx);
+        let page: Vec<Resource> = files
+            .iter()
+            .skip(start)
+            .take(resources::PAGE)
+            .map(|(abs, name)| {
+                Resource::new(resources::uri_of(abs, "/"), name.clone())
+                    .with_description(format!("HDF5 file {abs}: its root group"))
+                    .with_mime_type("application/json")
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(page);
+        if start + resources::PAGE < files.len() {
+            result.next_cursor = Some((start + resources::PAGE).to_string());
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        if !self.serves_resources() {
+            return Ok(ListResourceTemplatesResult::default());
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(resources::TEMPLATE, "HDF5 object")
+                .with_description(
+                    "A group, dataset or link of an HDF5 file: file is its absolute path, path the object's path in it (default /)",
+                )
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let ctx = self.ctx.clone();
+        let uri = request.uri.clone();
+        // The catalog read is quick but blocking (redb): off the async threads.
+        let read = tokio::task::spawn_blocking(move || resources::read(&ctx, &uri))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let value = read.map_err(|e| resource_mcp_error(&request.uri, e))?;
+        let text = value.to_string();
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, request.uri).with_mime_type("application/json"),
+        ])
+        .into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self.serves_resources() {
+            return;
+        }
+        // Tells this client whenever HDF5 files come or go; ends with the session.
+        let mut changes = self.ctx.catalog.activity().subscribe_hdf5();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            changes.mark_unchanged();
+            while changes.changed().await.is_ok() {
+                if peer.notify_resource_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

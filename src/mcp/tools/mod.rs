@@ -3,6 +3,7 @@
 
 mod documents;
 mod files;
+mod hdf5;
 mod root;
 
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ pub struct Limits {
     pub max_listed_failures: usize,
     /// Most characters `read_document` returns in one call.
     pub max_document_read_chars: usize,
+    /// Most elements `read_dataset_slice` returns in one call.
+    pub max_slice_elements: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +68,7 @@ impl Default for Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
             max_document_read_chars: 100_000,
+            max_slice_elements: 100_000,
         }
     }
 }
@@ -168,6 +172,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(root::TOOLS)
         .chain(documents::TOOLS)
+        .chain(hdf5::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they
