@@ -26,6 +26,11 @@ fn kinds_h5() -> PathBuf {
 fn sandbox() -> Sandbox {
     let s = Sandbox::with_testdata();
     std::fs::copy(kinds_h5(), s.root.join("hdf5/kinds.h5")).unwrap();
+    std::fs::copy(
+        kinds_h5().with_file_name("tiny.h5"),
+        s.root.join("hdf5/tiny.h5"),
+    )
+    .unwrap();
     s
 }
 
@@ -133,6 +138,7 @@ async fn every_object_of_every_file_matches_h5py() {
     wait_indexed(&client).await;
     for (file, fixture_name) in [
         ("hdf5/kinds.h5", "kinds.tree.json"),
+        ("hdf5/tiny.h5", "tiny.tree.json"),
         (
             "hdf5/detector_conditions.h5",
             "detector_conditions.h5.tree.json",
@@ -389,7 +395,8 @@ async fn stats_find_and_resource_listing() {
             "detector_conditions.h5",
             "detector_geometry.h5",
             "kinds.h5",
-            "pylhe-testfile-hpcgen.hdf5"
+            "pylhe-testfile-hpcgen.hdf5",
+            "tiny.h5",
         ]
     );
     assert!(
