@@ -11,6 +11,10 @@ use quarry::config::Settings;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     quarry::logging::init(cli.verbose);
+    // Everything quarry creates (catalog, text index, socket, exports) is the
+    // user's alone, whatever the folder it lands in allows.
+    // SAFETY: umask(2) has no memory-safety preconditions.
+    unsafe { libc::umask(0o077) };
     let outcome = match cli.command {
         Command::Serve(args) => Settings::load(&args).and_then(commands::serve::run),
         Command::Mcp(args) => Settings::load(&args).and_then(commands::mcp::run),

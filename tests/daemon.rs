@@ -252,9 +252,18 @@ fn killed_rebuild_restarts_onto_a_catalog_equal_to_a_clean_rebuild() {
     for delay_ms in [150, 400] {
         let mut child = rebuild(&s.catalog)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Kill inside the batches, whatever the machine's load: counted from the
+        // moment the rebuild says how many files it will index (its schema is
+        // committed by then).
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("files to index") {
+            line.clear();
+            assert!(std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0);
+        }
         std::thread::sleep(Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();

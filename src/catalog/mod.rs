@@ -19,6 +19,7 @@ mod file_list;
 pub mod hdf5;
 mod records;
 pub mod root;
+mod skipped;
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +41,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -102,17 +103,60 @@ pub fn db_path(dir: &Path) -> PathBuf {
     dir.join(DB_FILE)
 }
 
-/// Creates the catalog folder, private to the user (it may hold the socket).
+/// Creates the catalog folder, private to the user (it holds the full text of
+/// every document and may hold the socket). A folder that already exists keeps its
+/// mode, with a warning when others may enter it; what quarry keeps inside is made
+/// private either way (`make_private`).
 pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .with_context(|| format!("cannot create catalog folder {}", dir.display()))?;
+    } else if let Ok(meta) = std::fs::metadata(dir)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "catalog folder {} is open to other users (mode {:o}); quarry's files in it are private, but consider `chmod 700` on it",
+            dir.display(),
+            meta.permissions().mode() & 0o777
+        );
     }
     Ok(())
+}
+
+/// Makes the catalog's own files 0600 and folders 0700 (a catalog written by an
+/// older quarry, or under a looser umask, may have others' read bits).
+fn make_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fn tighten(path: &Path) {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        let wanted = if meta.is_dir() {
+            0o700
+        } else if meta.is_file() {
+            0o600
+        } else {
+            return; // links and sockets are left alone
+        };
+        if meta.permissions().mode() & 0o777 != wanted
+            && let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))
+        {
+            tracing::warn!("cannot make {} private: {e}", path.display());
+        }
+        if meta.is_dir()
+            && let Ok(entries) = std::fs::read_dir(path)
+        {
+            for entry in entries.flatten() {
+                tighten(&entry.path());
+            }
+        }
+    }
+    tighten(&db_path(dir));
+    tighten(&dir.join(documents::TEXT_INDEX_DIR));
 }
 
 impl Catalog {
@@ -136,6 +180,7 @@ impl Catalog {
             Err(e) => return Err(e),
         };
         let text = documents::TextIndex::open(&dir.join(documents::TEXT_INDEX_DIR))?;
+        make_private(dir);
         let catalog = Catalog {
             db,
             roots: roots.clone(),
@@ -225,6 +270,7 @@ impl Catalog {
             meta.insert(META_NEXT_FILE_ID, 1u64.to_le_bytes().as_slice())?;
             txn.open_table(ROOTS)?;
             txn.open_table(FILES)?;
+            txn.open_table(skipped::SKIPPED)?;
             for t in KIND_TABLES {
                 txn.open_table(kind_table(t.name))?;
             }
@@ -284,6 +330,18 @@ impl Catalog {
                 }
                 roots.remove(name.as_str())?;
                 meta.remove(scan_key(name).as_str())?;
+                let mut skipped = txn.open_table(skipped::SKIPPED)?;
+                let doomed: Vec<String> = skipped
+                    .range((name.as_str(), "")..)?
+                    .map_while(|item| {
+                        let (k, _) = item.ok()?;
+                        let (root, rel) = k.value();
+                        (root == name).then(|| rel.to_string())
+                    })
+                    .collect();
+                for rel in doomed {
+                    skipped.remove((name.as_str(), rel.as_str()))?;
+                }
             }
             for (name, dir) in &current {
                 roots.insert(name.as_str(), dir.as_str())?;

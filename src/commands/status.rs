@@ -189,6 +189,22 @@ pub fn render(dir: &Path, served: bool, status: &Value) -> String {
                 );
             }
         }
+        let skipped = root["skipped_paths"]
+            .as_array()
+            .map_or(&[][..], |v| v.as_slice());
+        if !skipped.is_empty() {
+            out += &format!(
+                "  skipped ({} in all):\n",
+                root["skipped_total"].as_u64().unwrap_or(0)
+            );
+            for f in skipped {
+                out += &format!(
+                    "    {}: {}\n",
+                    f["path"].as_str().unwrap_or("?"),
+                    f["reason"].as_str().unwrap_or("?")
+                );
+            }
+        }
     }
     out
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 pub use extract::{Extracted, extract};
-pub use walk::{Exclusions, Observed};
+pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::{self, Kind};
@@ -238,7 +238,14 @@ impl Indexer {
     ) -> anyhow::Result<SyncSummary> {
         let _one_at_a_time = self.sync_lock.lock().expect("sync lock");
         let spec = &self.catalog.roots().list()[root];
-        let observed = walk::observe_tree(spec, rel, &self.exclusions, self.options.threads);
+        let found = walk::observe_tree(spec, rel, &self.exclusions, self.options.threads);
+        let skipped: Vec<(String, String)> = found
+            .skipped
+            .into_iter()
+            .map(|s| (s.rel, s.reason))
+            .collect();
+        self.catalog.replace_skipped(root, rel, &skipped)?;
+        let observed = found.files;
         let known: HashMap<String, _> = self.catalog.files().under(root, rel).into_iter().collect();
 
         let mut summary = SyncSummary::default();

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::formats::{self, Kind};
-use crate::roots::{OpenError, Root, open_beneath, rel_string};
+use crate::roots::{
+    MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenError, Root, open_beneath, rel_string,
+};
 
 /// A file as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +19,22 @@ pub struct Observed {
     pub size: u64,
     pub mtime_ns: i64,
     pub fingerprint: u64,
+}
+
+/// A path the walk found but cannot index, with the reason (shown by
+/// `index_status` and `quarry status`, so that nothing is left out silently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Relative to the root; bytes that are not UTF-8 shown as `\xNN`.
+    pub rel: String,
+    pub reason: String,
+}
+
+/// What a walk found: the files to index and the paths it had to skip.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub files: Vec<Observed>,
+    pub skipped: Vec<Skipped>,
 }
 
 /// Which paths of a root the index never looks at: hidden names (dot files, editor
@@ -105,24 +123,42 @@ pub fn observe(root: &Root, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Ob
 
 /// Everything quarry indexes at `rel` inside `root`: the file itself, or every file
 /// below the folder (walked in parallel, links to folders not followed).
-pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> Vec<Observed> {
+///
+/// `rel` may come from the watcher, which reports paths by name: a path whose
+/// folders pass through a link (`link/secret.md`, with `link` leading out of the
+/// root) names nothing here, just as the walk never descends into linked folders.
+pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> Found {
     let abs = if rel.is_empty() {
         root.canonical.clone()
     } else {
         root.canonical.join(rel)
     };
-    if ex.excludes_rel(rel) || ex.excludes_abs(&abs) {
-        return Vec::new();
+    if ex.excludes_rel(rel) || ex.excludes_abs(&abs) || !folders_are_real(root, rel) {
+        return Found::default();
     }
     match fs::symlink_metadata(&abs) {
-        Err(_) => Vec::new(),
+        Err(_) => Found::default(),
         Ok(m) if m.is_dir() => walk_folder(root, &abs, ex, threads),
-        Ok(_) => observe(root, &abs, rel, ex).into_iter().collect(),
+        Ok(_) => Found {
+            files: observe(root, &abs, rel, ex).into_iter().collect(),
+            skipped: Vec::new(),
+        },
     }
 }
 
-fn walk_folder(root: &Root, folder: &Path, ex: &Exclusions, threads: usize) -> Vec<Observed> {
+/// Whether every folder on the way from the root to `rel` is a real folder (no
+/// link among them): its canonical form is itself.
+fn folders_are_real(root: &Root, rel: &str) -> bool {
+    let Some((parent, _)) = rel.rsplit_once('/') else {
+        return true;
+    };
+    let dir = root.canonical.join(parent);
+    dir.canonicalize().is_ok_and(|real| real == dir)
+}
+
+fn walk_folder(root: &Root, folder: &Path, ex: &Exclusions, threads: usize) -> Found {
     let (tx, rx) = mpsc::channel();
+    let (skip_tx, skip_rx) = mpsc::channel();
     let skip = ex.clone();
     ignore::WalkBuilder::new(folder)
         .standard_filters(false)
@@ -132,22 +168,98 @@ fn walk_folder(root: &Root, folder: &Path, ex: &Exclusions, threads: usize) -> V
         .filter_entry(move |e| !skip.excludes_abs(e.path()))
         .build_parallel()
         .run(|| {
-            let tx = tx.clone();
+            let (tx, skip_tx) = (tx.clone(), skip_tx.clone());
             Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        if let Some(s) = skipped_by_error(root, &e) {
+                            let _ = skip_tx.send(s);
+                        }
+                        return ignore::WalkState::Continue;
+                    }
                 };
-                if entry.file_type().is_some_and(|t| t.is_dir()) {
-                    return ignore::WalkState::Continue;
-                }
                 let path = entry.path();
-                let rel = path.strip_prefix(&root.canonical).ok().and_then(rel_string);
-                if let Some(o) = rel.and_then(|rel| observe(root, path, &rel, ex)) {
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                let rel = match addressable_rel(root, path) {
+                    Ok(rel) => rel,
+                    Err(skipped) => {
+                        // A folder that cannot be named cannot be entered either.
+                        let _ = skip_tx.send(skipped);
+                        return if is_dir {
+                            ignore::WalkState::Skip
+                        } else {
+                            ignore::WalkState::Continue
+                        };
+                    }
+                };
+                if !is_dir && let Some(o) = observe(root, path, &rel, ex) {
                     let _ = tx.send(o);
                 }
                 ignore::WalkState::Continue
             })
         });
-    drop(tx);
-    rx.into_iter().collect()
+    drop((tx, skip_tx));
+    Found {
+        files: rx.into_iter().collect(),
+        skipped: skip_rx.into_iter().collect(),
+    }
+}
+
+/// The root-relative name tools would use for `path`, or why it has none: a name
+/// that is not UTF-8 cannot be written in a tool's JSON arguments, and a path over
+/// the tool path limit would be refused by every tool.
+fn addressable_rel(root: &Root, path: &Path) -> Result<String, Skipped> {
+    let rest = path.strip_prefix(&root.canonical).unwrap_or(path);
+    let Some(rel) = rel_string(rest) else {
+        return Err(Skipped {
+            rel: escaped(rest),
+            reason: "the name is not valid UTF-8, so no tool can name it; rename it to index it"
+                .into(),
+        });
+    };
+    if rel.len() > MAX_PATH_BYTES || rel.split('/').any(|c| c.len() > MAX_COMPONENT_BYTES) {
+        return Err(Skipped {
+            rel,
+            reason: format!(
+                "the path is longer than tools accept ({MAX_PATH_BYTES} bytes, {MAX_COMPONENT_BYTES} per name)"
+            ),
+        });
+    }
+    Ok(rel)
+}
+
+/// A walk error as a skipped path: a folder that cannot be read (its files are not
+/// indexed), a path the system cannot resolve.
+fn skipped_by_error(root: &Root, e: &ignore::Error) -> Option<Skipped> {
+    let (path, why) = error_path(e)?;
+    let rest = path.strip_prefix(&root.canonical).unwrap_or(path);
+    Some(Skipped {
+        rel: escaped(rest),
+        reason: format!("cannot be read ({why}); nothing below it is indexed"),
+    })
+}
+
+fn error_path(e: &ignore::Error) -> Option<(&Path, String)> {
+    match e {
+        ignore::Error::WithPath { path, err } => Some((path.as_path(), err.to_string())),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
+        }
+        ignore::Error::Loop { child, .. } => Some((child.as_path(), "a folder loop".into())),
+        _ => None,
+    }
+}
+
+/// A relative path for display: UTF-8 as it is, other bytes as `\xNN`.
+pub fn escaped(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }

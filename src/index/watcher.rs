@@ -5,9 +5,18 @@
 //! deleted folder as a gone path whose entries are all dropped: `reconcile` looks at
 //! what is on disk now, so each is handled by the same code. An overflowed event
 //! queue triggers a full rescan.
+//!
+//! The watcher never follows links: each real folder of a root gets a watch of its
+//! own (a link to a folder is a name, not a folder to descend into), and a folder
+//! that appears later (created or moved in) gets watches for its subtree when its
+//! event arrives. Registering folder by folder also means that one folder that
+//! cannot be watched (unreadable, or the inotify limit reached) is skipped with a
+//! warning instead of turning live updates off for the whole root. Which paths an
+//! event may bring into the catalog is decided by the index (`observe_tree`), which
+//! refuses any path that passes through a link.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -15,16 +24,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, EventKind};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use super::{Indexer, Quiet};
 use crate::formats::{Kind, kind_from_name};
 
 /// How often the debouncer looks for settled paths.
 const TICK: Duration = Duration::from_millis(50);
+/// How long files deferred by transient errors wait before another try.
+const RETRY_DEFERRED: Duration = Duration::from_secs(2);
 
 pub struct Watcher {
-    _watcher: RecommendedWatcher,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -42,22 +52,50 @@ impl Drop for Watcher {
 /// are applied after it (the indexer runs one sync at a time).
 pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher> {
     let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(tx)?;
+    let mut watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
     for root in indexer.catalog().roots().list() {
-        watcher.watch(&root.canonical, RecursiveMode::Recursive)?;
+        watch_tree(&mut watcher, &root.canonical);
     }
     let stop = Arc::new(AtomicBool::new(false));
     let thread = std::thread::Builder::new()
         .name("quarry-watch".into())
         .spawn({
             let stop = stop.clone();
-            move || Debouncer::new(indexer, settle).run(rx, &stop)
+            move || Debouncer::new(indexer, watcher, settle).run(rx, &stop)
         })?;
     Ok(Watcher {
-        _watcher: watcher,
         stop,
         thread: Some(thread),
     })
+}
+
+/// Watches `dir` and every real folder below it, each on its own; links are not
+/// followed and hidden folders are left out (the index ignores them too). A
+/// folder that cannot be watched is skipped with a warning.
+fn watch_tree(watcher: &mut RecommendedWatcher, dir: &Path) {
+    let walk = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .hidden(true)
+        .follow_links(false)
+        .build();
+    for entry in walk {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!("not watching a folder: {e}");
+                continue;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        if let Err(e) = watcher.watch(entry.path(), RecursiveMode::NonRecursive) {
+            tracing::warn!(
+                "not watching {} ({e}); changes below it are seen at the next scan",
+                entry.path().display()
+            );
+        }
+    }
 }
 
 struct Waiting {
@@ -68,16 +106,21 @@ struct Waiting {
 
 struct Debouncer {
     indexer: Arc<Indexer>,
+    /// Owned here so that folders appearing later can be watched as they arrive.
+    watcher: RecommendedWatcher,
     settle: Duration,
+    last_retry: Instant,
     waiting: HashMap<PathBuf, Waiting>,
     rescan: bool,
 }
 
 impl Debouncer {
-    fn new(indexer: Arc<Indexer>, settle: Duration) -> Debouncer {
+    fn new(indexer: Arc<Indexer>, watcher: RecommendedWatcher, settle: Duration) -> Debouncer {
         Debouncer {
             indexer,
+            watcher,
             settle,
+            last_retry: Instant::now(),
             waiting: HashMap::new(),
             rescan: false,
         }
@@ -124,6 +167,11 @@ impl Debouncer {
             if self.indexer.ignores(&path) {
                 continue;
             }
+            // A folder created or moved in: watch its subtree (a link is not a
+            // folder here: symlink_metadata does not follow it).
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                watch_tree(&mut self.watcher, &path);
+            }
             let activity = self.indexer.catalog().activity();
             let w = self.waiting.entry(path).or_insert_with_key(|path| {
                 let pending = pending_kind(&self.indexer, path);
@@ -144,6 +192,12 @@ impl Debouncer {
             && let Err(e) = self.indexer.scan_all(&Quiet)
         {
             tracing::error!("rescan failed: {e:#}");
+        }
+        if self.indexer.has_deferred() && self.last_retry.elapsed() >= RETRY_DEFERRED {
+            self.last_retry = Instant::now();
+            if let Err(e) = self.indexer.retry_deferred() {
+                tracing::error!("retrying deferred files failed: {e:#}");
+            }
         }
         let now = Instant::now();
         let settled: Vec<PathBuf> = self

@@ -274,6 +274,9 @@ fn index_status(
         let failures = catalog
             .failures(r, max_errors)
             .map_err(ToolError::internal)?;
+        let (skipped_total, skipped) = catalog
+            .skipped(r, max_errors)
+            .map_err(ToolError::internal)?;
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
@@ -285,6 +288,11 @@ fn index_status(
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "kind": kind.as_str(),
                 "error": error,
+            })).collect::<Vec<_>>(),
+            "skipped_total": skipped_total,
+            "skipped_paths": skipped.iter().map(|(rel, reason)| json!({
+                "path": root.canonical.join(rel).to_string_lossy(),
+                "reason": reason,
             })).collect::<Vec<_>>(),
         }));
     }
