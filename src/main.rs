@@ -9,6 +9,18 @@ use quarry::commands;
 use quarry::config::Settings;
 
 fn main() -> ExitCode {
+    use quarry::formats::hdf5::isolated;
+    // The HDF5 index helper: this same binary, walking one file in a child
+    // process (a libhdf5 crash on a damaged file then costs only the child).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == isolated::HELPER_ARG || a == isolated::READ_ARG)
+    {
+        return isolated::helper_main();
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        isolated::set_helper(exe);
+    }
     let cli = Cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the

@@ -6,10 +6,10 @@ use std::fs::File;
 use crate::catalog::KindRow;
 use crate::catalog::hdf5::tree_rows;
 use crate::formats::FormatError;
-use crate::formats::hdf5::H5File;
+use crate::formats::hdf5::isolated::tree_of;
 
-/// The catalog rows of an open HDF5 file.
+/// The catalog rows of an open HDF5 file (walked in a child process when the
+/// program set one up: libhdf5 can crash on a damaged file).
 pub fn rows(file: File) -> Result<Vec<KindRow>, FormatError> {
-    let file = H5File::open(file)?;
-    Ok(tree_rows(&file.tree()?))
+    Ok(tree_rows(&tree_of(file)?))
 }

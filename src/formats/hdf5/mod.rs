@@ -7,7 +7,9 @@
 //! - `types`: NumPy-style type strings and the decoding of values;
 //! - `slice`: NumPy basic indexing parsed by hand and resolved to hyperslabs;
 //! - `read`: reading a selection (or streaming it block by block);
-//! - `signature`: the signature check that runs before libhdf5 sees a file.
+//! - `signature`: the signature check that runs before libhdf5 sees a file;
+//! - `isolated`: the tree walked in a child process, so a libhdf5 crash or hang
+//!   on a damaged file is that file's error.
 //!
 //! Files are opened from an already open descriptor (opened beneath its root by
 //! the caller): libhdf5 opens by name, so it is handed `/proc/self/fd/N`, which
@@ -17,6 +19,7 @@ mod attributes;
 mod buffer;
 mod dataset;
 mod ffi;
+pub mod isolated;
 mod read;
 mod signature;
 pub mod slice;
@@ -28,7 +31,7 @@ use std::os::fd::AsRawFd;
 
 pub use attributes::{Attribute, MAX_VALUE_CHARS};
 pub use dataset::{DatasetInfo, Filter};
-pub use read::{OpenDataset, SliceData};
+pub use read::{Moments, OpenDataset, SliceData};
 pub use signature::{SIGNATURE, check_signature};
 pub use tree::{Entry, MAX_OBJECTS, Member, MemberKind, Object, Tree, absolute_target};
 pub use types::DType;

@@ -33,6 +33,84 @@ pub struct SliceData {
     pub non_finite: u64,
 }
 
+/// Count, NaN and infinity counts, min, max, mean and squared deviations of
+/// numbers seen block by block (blocks merged pairwise, as Chan et al.).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Moments {
+    /// Finite values seen.
+    pub count: u64,
+    pub nan: u64,
+    pub inf: u64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub m2: f64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            count: 0,
+            nan: 0,
+            inf: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            mean: 0.0,
+            m2: 0.0,
+        }
+    }
+}
+
+impl Moments {
+    /// Adds a block of values.
+    pub fn add(&mut self, xs: &[f64]) {
+        let mut block = Moments::default();
+        let mut sum = 0.0;
+        for &x in xs {
+            if x.is_nan() {
+                block.nan += 1;
+            } else if x.is_infinite() {
+                block.inf += 1;
+            } else {
+                block.count += 1;
+                sum += x;
+                block.min = block.min.min(x);
+                block.max = block.max.max(x);
+            }
+        }
+        if block.count > 0 {
+            block.mean = sum / block.count as f64;
+            block.m2 = xs
+                .iter()
+                .filter(|x| x.is_finite())
+                .map(|x| (x - block.mean) * (x - block.mean))
+                .sum();
+        }
+        self.merge(&block);
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        self.nan += other.nan;
+        self.inf += other.inf;
+        if other.count == 0 {
+            return;
+        }
+        let n = self.count + other.count;
+        let delta = other.mean - self.mean;
+        let share = other.count as f64 / n as f64;
+        self.mean += delta * share;
+        self.m2 += other.m2 + delta * delta * self.count as f64 * share;
+        self.count = n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// The population standard deviation of the finite values.
+    pub fn std(&self) -> f64 {
+        (self.m2 / self.count.max(1) as f64).sqrt()
+    }
+}
+
 /// Refuses to follow external links: a dataset path never leads out of the
 /// file that was opened beneath its root.
 extern "C" fn refuse_external_link(
@@ -149,6 +227,22 @@ impl OpenDataset {
             }
         }
         Ok(true)
+    }
+
+    /// The moments of the selected values, read block by block; `Ok(None)`
+    /// when `keep_going` said to stop.
+    pub fn moments(
+        &self,
+        sel: &Selection,
+        block_elements: u64,
+        mut keep_going: impl FnMut(u64, u64) -> bool,
+    ) -> Result<Option<Moments>, FormatError> {
+        let mut m = Moments::default();
+        let finished = self.for_each_block(sel, block_elements, |values, done, total| {
+            m.add(values);
+            keep_going(done, total)
+        })?;
+        Ok(finished.then_some(m))
     }
 
     fn read_buffer(&self, sel: &Selection) -> Result<Buffer, FormatError> {

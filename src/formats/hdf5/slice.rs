@@ -119,7 +119,7 @@ fn parse_int(text: &str) -> Result<i64, String> {
 /// One axis of a selection: the ascending hyperslab `first, first + step, ...`
 /// (`count` elements) libhdf5 reads, whether the result runs backwards along it
 /// and whether the axis stays in the result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Axis {
     pub first: u64,
     pub step: u64,
@@ -129,7 +129,7 @@ pub struct Axis {
 }
 
 /// A resolved selection: one `Axis` per dimension of the dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Selection {
     pub axes: Vec<Axis>,
 }

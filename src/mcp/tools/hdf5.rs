@@ -7,10 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::hdf5::HDF5_OBJECTS;
-use crate::catalog::root::Accumulator;
 use crate::formats::FormatError;
 use crate::formats::hdf5::slice::{self, Selection, SliceError};
-use crate::formats::hdf5::{DatasetInfo, Entry, H5File, Object, OpenDataset};
+use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
 use crate::job::Job;
 use crate::mcp::resources::{self, KnownFile, ResourceError};
@@ -182,15 +181,12 @@ fn format_error(file: &KnownFile, e: FormatError) -> ToolError {
     }
 }
 
-/// Opens the file beneath its root, then the dataset.
-fn open_dataset(ctx: &Context, file: &KnownFile, path: &str) -> Result<OpenDataset, ToolError> {
-    let fd = ctx
-        .catalog
+/// Opens the file beneath its root (a link swapped in since indexing cannot lead out).
+fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError> {
+    ctx.catalog
         .roots()
         .open(file.root, &file.rel)
-        .map_err(|e| ToolError::from_path(&e))?;
-    let h5 = H5File::open(fd).map_err(|e| format_error(file, e))?;
-    h5.dataset(path).map_err(|e| format_error(file, e))
+        .map_err(|e| ToolError::from_path(&e))
 }
 
 /// The selection a slice string makes of a dataset of `shape` (`None`: empty).
@@ -212,9 +208,8 @@ fn read_dataset_slice(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: SliceArgs = parse_args("read_dataset_slice", args)?;
-    let (file, path, _) = dataset_of(ctx, &args.uri)?;
-    let ds = open_dataset(ctx, &file, &path)?;
-    let sel = selection(&args.slice_str, ds.shape.as_deref())?;
+    let (file, path, info) = dataset_of(ctx, &args.uri)?;
+    let sel = selection(&args.slice_str, info.shape.as_deref())?;
     let cap = ctx.settings.limits.max_slice_elements;
     if sel.len() > cap {
         let thinner = sel.thinned(cap);
@@ -229,12 +224,12 @@ fn read_dataset_slice(
         .details(json!({ "elements": sel.len(), "max_elements": cap, "shape": sel.shape() }))
         .retry_with(json!({ "uri": args.uri, "slice_str": thinner.to_string() })));
     }
-    if job.stopped().is_some() {
-        return Err(stopped());
-    }
-    let data = ds.read(&sel).map_err(|e| format_error(&file, e))?;
+    let fd = open_file(ctx, &file)?;
+    let data = isolated::read_slice(fd, &path, &sel, &|| job.is_stopped())
+        .map_err(|e| format_error(&file, e))?
+        .ok_or_else(stopped)?;
     let mut notes = Vec::new();
-    if ds.shape.is_none() {
+    if info.shape.is_none() {
         notes.push("the dataset has an empty (null) dataspace: it holds no values".to_string());
     }
     if data.non_finite > 0 {
@@ -248,7 +243,7 @@ fn read_dataset_slice(
         "path": path,
         "slice": args.slice_str,
         "shape": data.shape,
-        "dtype": ds.dtype.numpy(),
+        "dtype": info.dtype.numpy(),
         "data": data.data,
         "notes": notes,
     }))
@@ -270,7 +265,8 @@ struct StatsArgs {
     slice_str: Option<String>,
 }
 
-/// Elements read per block when streaming statistics.
+/// Elements read per block when streaming statistics (whole chunks along the
+/// first axis are read at a time, so the real block can be larger).
 const STATS_BLOCK: u64 = 1 << 20;
 
 fn get_dataset_stats(
@@ -279,36 +275,41 @@ fn get_dataset_stats(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: StatsArgs = parse_args("get_dataset_stats", args)?;
-    let (file, path, _) = dataset_of(ctx, &args.uri)?;
-    let ds = open_dataset(ctx, &file, &path)?;
-    let sel = selection(args.slice_str.as_deref().unwrap_or(""), ds.shape.as_deref())?;
-    let (mut acc, mut nan, mut inf) = (Accumulator::default(), 0u64, 0u64);
-    let finished = ds
-        .for_each_block(&sel, STATS_BLOCK, |values, done, total| {
-            acc.merge(&Accumulator::of_slice(values, |x| x));
-            nan += values.iter().filter(|x| x.is_nan()).count() as u64;
-            inf += values.iter().filter(|x| x.is_infinite()).count() as u64;
-            job.progress(done, Some(total));
-            job.stopped().is_none()
-        })
-        .map_err(|e| format_error(&file, e))?;
-    if !finished {
-        return Err(stopped());
+    let (file, path, info) = dataset_of(ctx, &args.uri)?;
+    if !info.dtype.is_numeric() && !matches!(info.dtype, DType::Enum { .. }) {
+        return Err(format_error(
+            &file,
+            FormatError::Unsupported(format!(
+                "statistics need numbers; this dataset holds {}",
+                info.dtype.numpy()
+            )),
+        ));
     }
-    let summary = acc.finish();
+    let sel = selection(
+        args.slice_str.as_deref().unwrap_or(""),
+        info.shape.as_deref(),
+    )?;
+    let total = sel.len();
+    job.progress(0, Some(total));
+    let fd = open_file(ctx, &file)?;
+    let m = isolated::dataset_moments(fd, &path, &sel, STATS_BLOCK, &|| job.is_stopped())
+        .map_err(|e| format_error(&file, e))?
+        .ok_or_else(stopped)?;
+    job.progress(total, Some(total));
+    let some = |x: f64| (m.count > 0).then_some(x);
     Ok(ToolOutput::new(json!({
         "uri": args.uri,
         "path": path,
         "slice": args.slice_str,
-        "dtype": ds.dtype.numpy(),
-        "count": sel.len(),
-        "finite_count": summary.map_or(0, |s| s.count),
-        "nan_count": nan,
-        "inf_count": inf,
-        "min": summary.map(|s| s.min),
-        "max": summary.map(|s| s.max),
-        "mean": summary.map(|s| s.mean),
-        "std": summary.map(|s| s.std),
+        "dtype": info.dtype.numpy(),
+        "count": total,
+        "finite_count": m.count,
+        "nan_count": m.nan,
+        "inf_count": m.inf,
+        "min": some(m.min),
+        "max": some(m.max),
+        "mean": some(m.mean),
+        "std": some(m.std()),
     })))
 }
 
