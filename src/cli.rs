@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,6 +28,46 @@ pub enum Command {
     Rebuild(RebuildArgs),
     /// Show what the catalog holds, how fresh it is, and what failed to index.
     Status(StatusArgs),
+    /// List the tools quarry serves.
+    Tools(ToolsArgs),
+    /// Call one tool and print its answer (through the running quarry, or in-process).
+    Call(CallArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ToolsArgs {
+    /// Config file whose [toolsets] decide which tools are listed.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct CallArgs {
+    /// The tool to call (`quarry tools` lists them).
+    pub tool: String,
+    /// Arguments as key=value; values are read as JSON where they parse
+    /// (5, true, [0,100]), else as strings.
+    #[arg(value_name = "KEY=VALUE")]
+    pub pairs: Vec<String>,
+    /// Arguments as one JSON object (key=value pairs are applied over it).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Print the tool's JSON result as it is (for jq).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to write completions for.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -65,6 +105,22 @@ pub struct StatusArgs {
     /// Print the status as JSON (the index_status tool's result).
     #[arg(long)]
     pub json: bool,
+}
+
+/// The command line's definition, with the tool list under `quarry call --help`.
+pub fn command() -> clap::Command {
+    let tools: Vec<&str> = crate::mcp::tools::all().map(|d| d.name).collect();
+    let listing = format!(
+        "Tools: {}\n\nExamples:\n  quarry call list_files kind=root limit=5 --root data=DIR\n  quarry call read_histogram path=hists.root name=h1 --catalog DIR --json",
+        tools.join(", ")
+    );
+    Cli::command().mut_subcommand("call", |c| c.after_help(listing))
+}
+
+/// Parses the process's arguments (clap exits with status 2 on a usage error).
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 impl From<RebuildArgs> for ServeArgs {

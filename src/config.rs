@@ -190,7 +190,81 @@ fn relative_to(base: Option<&Path>, p: PathBuf) -> PathBuf {
     }
 }
 
+/// The toolsets a config file switches on (every one unless it says otherwise).
+fn enabled_toolsets(file: &FileConfig) -> Vec<Toolset> {
+    let t = &file.toolsets;
+    let mut toolsets = vec![Toolset::Core];
+    for (set, on) in [
+        (Toolset::Root, t.root),
+        (Toolset::Hdf5, t.hdf5),
+        (Toolset::Docs, t.docs),
+        (Toolset::Code, t.code),
+        (Toolset::Rag, t.rag),
+    ] {
+        if on.unwrap_or(true) {
+            toolsets.push(set);
+        }
+    }
+    toolsets
+}
+
+/// Where a client command (`call`) finds the catalog's server, and the full
+/// settings when roots were given (so it can serve itself when none runs).
+#[derive(Debug)]
+pub struct Endpoint {
+    pub catalog_dir: PathBuf,
+    pub socket: PathBuf,
+    pub settings: Option<Settings>,
+}
+
 impl Settings {
+    /// The toolsets a config file (or, without one, the defaults) switches on.
+    pub fn toolsets_of(config: Option<&Path>) -> anyhow::Result<Vec<Toolset>> {
+        let file = config.map(load_file).transpose()?.unwrap_or_default();
+        Ok(enabled_toolsets(&file))
+    }
+
+    /// The catalog and socket a client command talks to. With roots (on the
+    /// command line or in the config) these are the full settings; without, the
+    /// catalog or socket must be named.
+    pub fn endpoint(args: &ServeArgs) -> anyhow::Result<Endpoint> {
+        let file = args
+            .config
+            .as_deref()
+            .map(load_file)
+            .transpose()?
+            .unwrap_or_default();
+        if !args.roots.is_empty() || !file.roots.is_empty() {
+            let settings = Settings::load(args)?;
+            return Ok(Endpoint {
+                catalog_dir: settings.catalog_dir.clone(),
+                socket: settings.socket.clone(),
+                settings: Some(settings),
+            });
+        }
+        let base = args.config.as_deref().and_then(Path::parent);
+        let catalog = match (&args.catalog, file.catalog) {
+            (Some(c), _) => Some(std::path::absolute(c)?),
+            (None, Some(c)) => Some(relative_to(base, c)),
+            (None, None) => None,
+        };
+        let socket = match (&args.socket, file.socket, &catalog) {
+            (Some(s), _, _) => std::path::absolute(s)?,
+            (None, Some(s), _) => relative_to(base, s),
+            (None, None, Some(c)) => c.join(SOCKET_FILE),
+            (None, None, None) => anyhow::bail!(
+                "no data roots and no catalog: pass --root DIR, or --catalog DIR (or --socket PATH) of a running `quarry serve`"
+            ),
+        };
+        let catalog_dir =
+            catalog.unwrap_or_else(|| socket.parent().unwrap_or(&socket).to_path_buf());
+        Ok(Endpoint {
+            catalog_dir,
+            socket,
+            settings: None,
+        })
+    }
+
     /// Settings for commands that need roots (serve, mcp, rebuild).
     pub fn load(args: &ServeArgs) -> anyhow::Result<Settings> {
         let file = args
@@ -201,6 +275,7 @@ impl Settings {
             .unwrap_or_default();
         let base = args.config.as_deref().and_then(Path::parent);
 
+        let toolsets = enabled_toolsets(&file);
         let mut specs = Vec::new();
         for r in file.roots {
             let path = relative_to(base, r.path);
@@ -230,20 +305,6 @@ impl Settings {
             (None, None) => catalog_dir.join(SOCKET_FILE),
         };
         let export_dir = file.export_dir.map(|d| relative_to(base, d));
-
-        let t = &file.toolsets;
-        let mut toolsets = vec![Toolset::Core];
-        for (set, on) in [
-            (Toolset::Root, t.root),
-            (Toolset::Hdf5, t.hdf5),
-            (Toolset::Docs, t.docs),
-            (Toolset::Code, t.code),
-            (Toolset::Rag, t.rag),
-        ] {
-            if on.unwrap_or(true) {
-                toolsets.push(set);
-            }
-        }
         let defaults = Limits::default();
         let stats = file.index.stats.unwrap_or_default();
         let limits = Limits {

@@ -3,8 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use quarry::cli::{Cli, Command};
+use quarry::cli::Command;
 use quarry::commands;
 use quarry::config::Settings;
 
@@ -21,7 +20,7 @@ fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         isolated::set_helper(exe);
     }
-    let cli = Cli::parse();
+    let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the
     // user's alone, whatever the folder it lands in allows.
@@ -32,12 +31,20 @@ fn main() -> ExitCode {
         Command::Mcp(args) => Settings::load(&args).and_then(commands::mcp::run),
         Command::Rebuild(args) => Settings::load(&args.into()).and_then(commands::rebuild::run),
         Command::Status(args) => commands::status::run(args),
+        Command::Tools(args) => commands::tools::run(args),
+        Command::Call(args) => commands::call::run(args),
+        Command::Completions(args) => commands::completions(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("quarry: {e:#}");
-            ExitCode::FAILURE
+            // A mistake in the command line, as clap reports its own.
+            if e.is::<commands::call::UsageError>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -50,18 +50,7 @@ impl Escape {
 /// event before it has been handled by then.
 async fn settle_with_marker(client: &Client, sandbox: &Sandbox, name: &str) {
     sandbox.write(name, b"# marker\n");
-    let start = Instant::now();
-    loop {
-        let files = listed(client, &sandbox.root, json!({"kind": "all", "limit": 1000})).await;
-        if files.iter().any(|f| f == name) {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{name} never appeared: {files:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_listed(client, sandbox, name).await;
 }
 
 async fn assert_nothing_leaked(client: &Client, sandbox: &Sandbox, prefix: &str) {

@@ -70,21 +70,6 @@ async fn status_of_root(client: &Client) -> Value {
     v["data"]["roots"][0].clone()
 }
 
-async fn wait_listed(client: &Client, sandbox: &Sandbox, name: &str) {
-    let start = Instant::now();
-    loop {
-        let files = listed(client, &sandbox.root, json!({"kind": "all", "limit": 1000})).await;
-        if files.iter().any(|f| f == name) {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{name} never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn skipped_reason<'a>(root: &'a Value, path_end: &str) -> Option<&'a str> {
     root["skipped_paths"]
         .as_array()?

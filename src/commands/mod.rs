@@ -1,12 +1,23 @@
 //! One module per command of the command line.
 
+pub mod call;
 pub mod mcp;
+mod notify;
 pub mod rebuild;
+mod render;
 pub mod serve;
 pub mod status;
+pub mod tools;
 
 use crate::catalog::{Catalog, OpenError};
 use crate::config::Settings;
+
+/// `quarry completions SHELL`: the shell's completion script on stdout.
+pub fn completions(args: crate::cli::CompletionsArgs) -> anyhow::Result<()> {
+    let mut command = crate::cli::command();
+    clap_complete::generate(args.shell, &mut command, "quarry", &mut std::io::stdout());
+    Ok(())
+}
 
 /// The message for a catalog another quarry process holds.
 pub(crate) fn in_use(settings: &Settings) -> anyhow::Error {

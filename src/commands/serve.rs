@@ -19,10 +19,12 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             settings.socket.display(),
             settings.catalog_dir.display()
         );
+        super::notify::ready();
         tokio::select! {
             _ = serve_socket(server, listener, Arc::new(Sessions::default())) => {}
             signal = shutdown_signal() => tracing::info!("{signal}: shutting down"),
         }
+        super::notify::stopping();
         let _ = std::fs::remove_file(&settings.socket);
         Ok(())
     })

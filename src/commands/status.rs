@@ -3,8 +3,6 @@
 //! holds it, and asks the process that does (over its socket) otherwise; both
 //! answers are the index_status tool's result, printed the same way.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{Catalog, OpenError};
 use crate::cli::StatusArgs;
 use crate::config::Settings;
+use crate::mcp::client::SocketClient;
 use crate::mcp::tools::{Context, ServerSettings};
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
@@ -72,55 +71,16 @@ fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
     Ok(out.into_json("index_status", 0.0))
 }
 
-/// A minimal MCP exchange over the daemon's socket: initialize, then one call.
+/// Asks the process serving the catalog, over its socket.
 fn ask_daemon(socket: &Path) -> anyhow::Result<Value> {
-    let stream = UnixStream::connect(socket).with_context(|| {
-        format!(
-            "the catalog is in use, but its socket {} does not answer",
-            socket.display()
-        )
-    })?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    let mut send = |v: Value| -> anyhow::Result<()> {
-        writeln!(writer, "{v}")?;
-        Ok(writer.flush()?)
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "quarry-status", "version": env!("CARGO_PKG_VERSION")}}}),
-    )?;
-    read_reply(&mut reader, 1)?;
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "index_status", "arguments": {"max_errors": 1000}}}))?;
-    let reply = read_reply(&mut reader, 2)?;
-    reply["result"]["structuredContent"]
-        .as_object()
-        .map(|o| Value::Object(o.clone()))
+    let mut client = SocketClient::connect(socket, "quarry-status", Duration::from_secs(30))
+        .context("the catalog is in use, but its socket does not answer")?;
+    let mut args = Map::new();
+    args.insert("max_errors".into(), json!(1000));
+    client
+        .call_tool("index_status", args)?
+        .structured
         .context("the daemon's index_status answer has no structured content")
-}
-
-fn read_reply(reader: &mut impl BufRead, id: u64) -> anyhow::Result<Value> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        anyhow::ensure!(
-            reader.read_line(&mut line)? > 0,
-            "the daemon closed the connection"
-        );
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if v["id"] == json!(id) {
-            if let Some(err) = v.get("error") {
-                anyhow::bail!("the daemon answered with an error: {err}");
-            }
-            return Ok(v);
-        }
-    }
 }
 
 /// The human-readable report.

@@ -1,5 +1,6 @@
 //! The MCP front end: the tool registry, the server, and its transports.
 
+pub mod client;
 pub mod relay;
 pub mod resources;
 pub mod response;

@@ -225,6 +225,23 @@ pub async fn wait_indexed(client: &Client) {
     }
 }
 
+/// Waits (up to 10 s) until list_files lists the root-relative path `name`.
+pub async fn wait_listed(client: &Client, sandbox: &Sandbox, name: &str) {
+    let start = Instant::now();
+    loop {
+        let all = serde_json::json!({"kind": "all", "limit": 1000});
+        let files = listed(client, &sandbox.root, all).await;
+        if files.iter().any(|f| f == name) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{name} never appeared: {files:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The root-relative paths list_files returns for a query (limit 1000).
 pub async fn listed(client: &Client, root: &Path, arguments: Value) -> Vec<String> {
     let (v, is_error) = call(client, "list_files", arguments).await;
