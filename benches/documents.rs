@@ -286,7 +286,12 @@ fn main() {
             deadline: None,
         };
         let outcome = catalog
-            .search_documents(&query::parse(q).unwrap(), &Scope::All, &all)
+            .search_documents(
+                &query::parse(q).unwrap(),
+                &Scope::All,
+                &all,
+                &quarry::job::Job::default(),
+            )
             .unwrap();
         let got: Hits = outcome
             .hits

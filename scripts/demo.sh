@@ -1,34 +1,58 @@
 #!/usr/bin/env bash
-# Builds quarry and runs it the way an assistant would: `quarry mcp` in-process on
-# the bundled sample data (testdata/), with a short scripted MCP session. The
-# catalog goes to a temporary folder that is removed afterwards.
+# A short story of what quarry does, on the bundled sample data (testdata/): it
+# builds quarry, starts the daemon on a temporary catalog, and asks it what an
+# assistant would, with `quarry call` (the same tools an MCP client calls). The
+# catalog is removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
 cargo build --release --quiet
+quarry=./target/release/quarry
 catalog=$(mktemp -d)
-trap 'rm -rf "$catalog"' EXIT
-
-session() {
-  cat <<'JSON'
-{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/list"}
-JSON
-  sleep 1 # let the initial scan of the sample data finish
-  cat <<'JSON'
-{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all","limit":5}}}
-{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_files","arguments":{"pattern":"*HZZ*"}}}
-{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"index_status","arguments":{}}}
-JSON
+daemon=
+cleanup() {
+  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  rm -rf "$catalog"
 }
+trap cleanup EXIT
 
-titles=("initialize" "tools/list" "list_files(kind=all, limit=5)" "list_files(pattern=*HZZ*)" "index_status()")
-n=0
-session | ./target/release/quarry mcp --root sample=testdata --catalog "$catalog" 2>/dev/null |
-  while IFS= read -r line; do
-    echo "=== ${titles[$n]:-message}"
-    echo "$line"
-    echo
-    n=$((n + 1))
+# ask "QUESTION" TOOL ARGS...: shows the command, then its answer (first lines).
+ask() {
+  printf '\n\033[1m▶ %s\033[0m\n  $ quarry call' "$1"
+  for arg in "${@:2}"; do
+    if [[ $arg =~ ^[A-Za-z0-9_./=:,-]+$ ]]; then printf ' %s' "$arg"; else printf " '%s'" "$arg"; fi
   done
+  printf '\n'
+  "$quarry" call "${@:2}" --socket "$catalog/quarry.sock" | head -n "${LINES_PER_STEP:-20}"
+}
+serves() { "$quarry" tools --json | grep -q "\"$1\""; }
+
+echo "quarry indexes testdata/ (ROOT, HDF5, documents, C++/Python) and serves it:"
+"$quarry" serve --root sample=testdata --catalog "$catalog" 2>/dev/null &
+daemon=$!
+until "$quarry" call index_status --json --socket "$catalog/quarry.sock" 2>/dev/null |
+  grep -q '"complete": true'; do sleep 0.2; done
+
+ask "What ROOT files are there?" list_files kind=root limit=4
+
+ask "What is inside the HZZ file? (from the catalog: the file is not opened)" \
+  inspect_file path=root/uproot-HZZ.root
+
+if serves compute_histogram; then
+  ask "Histogram the muons' momentum along x, in events with two muons or more" \
+    compute_histogram path=root/uproot-HZZ.root tree=events branch=Muon_Px \
+    'selection=NMuon >= 2' bins=10 'range=[-100,100]'
+else
+  ask "Read a stored histogram" read_histogram path=root/uproot-histograms.root name=one
+fi
+
+ask "Which documents mention calibration?" \
+  search_documents query=calibration max_results=5 'scope={"type":"global"}'
+
+if serves find_classes; then
+  ask "Which C++ classes does the calorimeter code define?" \
+    find_classes filepath=code/cpp/include
+fi
+
+printf '\nEvery tool: %s tools (quarry tools); any of them: quarry call TOOL key=value ...\n' \
+  "$("$quarry" tools --json | grep -c '"name"')"

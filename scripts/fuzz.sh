@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Fuzzes quarry's readers with libFuzzer (cargo-fuzz), seeded with the real test
-# files and the ones written for the tests. Usage: scripts/fuzz.sh [SECONDS] [TARGET]
-# (default 600 s, target root_reader; also hdf5_reader and hdf5_slice). Needs
-# `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it use the
-# sanitizer flags.
+# Fuzzes with libFuzzer (cargo-fuzz). Usage: scripts/fuzz.sh [SECONDS] [TARGET]
+# (default 600 s, target root_reader). Targets:
+#   root_reader    the ROOT reader, seeded with the real test files and the ones
+#                  written for the tests
+#   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
+#                  through, seeded with well-formed and malformed messages
+#   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
+#                  tests/fixtures/root/selections.json
+#   hdf5_reader    the HDF5 tree walk and slice reads (libhdf5), seeded with the
+#                  test files
+#   hdf5_slice     the NumPy slice parser and resolver: four shape bytes, then text
+# Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
+# use the sanitizer flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
@@ -11,14 +19,39 @@ target=${2:-root_reader}
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 case "$target" in
-  root_reader) cp testdata/root/*.root tests/data/root/*.root "$corpus/" ;;
-  hdf5_reader) cp testdata/hdf5/* tests/data/hdf5/*.h5 "$corpus/" ;;
+  root_reader)
+    cp testdata/root/*.root tests/data/root/*.root "$corpus/"
+    max_len=1048576
+    ;;
+  jsonrpc_codec)
+    printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}' >"$corpus/initialize"
+    printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all"}}}' >"$corpus/call"
+    printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}' >"$corpus/cancel"
+    printf '%s' '{"jsonrpc":"2.0","id":"x","method":"ping","params":{"s":"\ud800"}}' >"$corpus/surrogate"
+    printf '%s\n' '[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]' >"$corpus/batch"
+    max_len=65536
+    ;;
+  selection)
+    python3 - "$corpus" <<'PY'
+import json, pathlib, sys
+doc = json.load(open("tests/fixtures/root/selections.json"))
+cuts = [c["cut"] for f in doc["files"] for c in f["cuts"] + f["errors"]]
+for i, cut in enumerate(cuts):
+    (pathlib.Path(sys.argv[1]) / f"cut{i}").write_text(cut)
+PY
+    max_len=4096
+    ;;
+  hdf5_reader)
+    cp testdata/hdf5/* tests/data/hdf5/*.h5 "$corpus/"
+    max_len=1048576
+    ;;
   hdf5_slice)
-    # Four shape bytes, then the slice text.
     for s in ':' '::-1' '1:5:2' '..., 0' '-1' '0, ::3, -2:' '()' ''; do
-      printf '\x0a\x07\x05\x03%s' "$s" > "$corpus/$(echo -n "$s" | od -An -tx1 | tr -d ' \n')"
-    done ;;
+      printf '\x0a\x07\x05\x03%s' "$s" >"$corpus/$(echo -n "$s" | od -An -tx1 | tr -d ' \n')"
+    done
+    max_len=4096
+    ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=1048576 -timeout=10
+  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len="$max_len" -timeout=10

@@ -17,6 +17,14 @@
 //! max_listed_failures = 1000
 //! max_document_read_chars = 100000   # read_document's character cap
 //! max_slice_elements = 100000        # read_dataset_slice's element cap
+//! max_result_bytes = 100000          # read_branches / sample_tree result cap
+//!
+//! [server]
+//! max_connections = 256        # socket connections at once; more are refused
+//! max_in_flight = 16           # requests per connection being answered at once
+//! max_concurrent_calls = 8     # tool calls running at once, over all connections
+//! idle_timeout_secs = 10       # a connection silent this long before its first message is closed
+//! max_message_bytes = 4194304  # longest JSON-RPC line accepted
 //!
 //! [index]
 //! threads = 2        # default: the machine's cores
@@ -35,6 +43,7 @@ use serde::Deserialize;
 use crate::cli::ServeArgs;
 use crate::index::{IndexOptions, StatsMode};
 use crate::mcp::tools::{Limits, ServerSettings, Toolset};
+use crate::mcp::transport::TransportSettings;
 use crate::roots::{Roots, valid_root_name};
 
 pub const SOCKET_FILE: &str = "quarry.sock";
@@ -53,6 +62,58 @@ struct FileConfig {
     limits: LimitsConfig,
     #[serde(default)]
     index: IndexConfig,
+    #[serde(default)]
+    server: TransportConfig,
+    #[serde(default)]
+    rag: RagConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransportConfig {
+    max_connections: Option<usize>,
+    max_in_flight: Option<usize>,
+    max_concurrent_calls: Option<usize>,
+    idle_timeout_secs: Option<f64>,
+    max_message_bytes: Option<usize>,
+}
+
+impl TransportConfig {
+    fn settings(&self) -> anyhow::Result<TransportSettings> {
+        let d = TransportSettings::default();
+        let idle_timeout = match self.idle_timeout_secs {
+            None => d.connection.idle_timeout,
+            Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+            Some(s) => anyhow::bail!(
+                "[server] idle_timeout_secs must be a positive number of seconds, not {s}"
+            ),
+        };
+        Ok(TransportSettings {
+            max_connections: self.max_connections.unwrap_or(d.max_connections).max(1),
+            max_concurrent_calls: self
+                .max_concurrent_calls
+                .unwrap_or(d.max_concurrent_calls)
+                .max(1),
+            connection: crate::mcp::connection::ConnectionLimits {
+                max_in_flight: self
+                    .max_in_flight
+                    .unwrap_or(d.connection.max_in_flight)
+                    .max(1),
+                max_message_bytes: self
+                    .max_message_bytes
+                    .unwrap_or(d.connection.max_message_bytes)
+                    .max(1024),
+                idle_timeout,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RagConfig {
+    /// Folder ingest_document writes to, indexed as the root `ingest`.
+    ingest_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,6 +140,7 @@ struct LimitsConfig {
     max_listed_failures: Option<usize>,
     max_document_read_chars: Option<usize>,
     max_slice_elements: Option<u64>,
+    max_result_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,6 +161,8 @@ pub struct Settings {
     pub server: ServerSettings,
     pub index: IndexOptions,
     pub settle: Duration,
+    /// The socket's and each connection's limits.
+    pub transport: TransportSettings,
 }
 
 /// Where default catalogs live: `quarry/catalogs` in the user's XDG data dir.
@@ -288,6 +352,12 @@ impl Settings {
         for arg in &args.roots {
             specs.push(parse_root_arg(arg)?);
         }
+        let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
+        if let Some(dir) = &ingest_dir {
+            crate::catalog::create_private_dir(dir)?;
+            let dir = dir.canonicalize()?;
+            specs.push((crate::rag::INGEST_ROOT.to_string(), dir));
+        }
         anyhow::ensure!(
             !specs.is_empty(),
             "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
@@ -326,6 +396,11 @@ impl Settings {
                 .max_slice_elements
                 .unwrap_or(defaults.max_slice_elements)
                 .max(1),
+            max_result_bytes: file
+                .limits
+                .max_result_bytes
+                .unwrap_or(defaults.max_result_bytes)
+                .max(1024),
         };
 
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -339,6 +414,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
+                ingest_dir: ingest_dir.and_then(|d| d.canonicalize().ok()),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),
@@ -347,6 +423,7 @@ impl Settings {
                 stats: file.index.stats.unwrap_or_default(),
             },
             settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
+            transport: file.server.settings()?,
             catalog_dir,
         })
     }
@@ -433,6 +510,33 @@ mod tests {
         assert!(!s.server.toolsets.contains(&Toolset::Hdf5));
         assert!(s.server.toolsets.contains(&Toolset::Root));
         assert_eq!(s.settle, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn server_section_sets_the_transport_limits() {
+        let t = TransportConfig {
+            max_connections: Some(3),
+            max_in_flight: Some(0),
+            idle_timeout_secs: Some(0.5),
+            ..TransportConfig::default()
+        }
+        .settings()
+        .unwrap();
+        assert_eq!(t.max_connections, 3);
+        assert_eq!(
+            t.connection.max_in_flight, 1,
+            "at least one request at a time"
+        );
+        assert_eq!(t.connection.idle_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(
+            t.max_concurrent_calls,
+            TransportSettings::default().max_concurrent_calls
+        );
+        let bad = TransportConfig {
+            idle_timeout_secs: Some(-1.0),
+            ..TransportConfig::default()
+        };
+        assert!(bad.settings().is_err());
     }
 
     #[test]

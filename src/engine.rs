@@ -9,10 +9,12 @@ use crate::config::Settings;
 use crate::index::{Indexer, Quiet, watcher};
 use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
+use crate::mcp::tools::Toolset;
 
 pub struct Engine {
     pub catalog: Arc<Catalog>,
     pub indexer: Arc<Indexer>,
+    pub rag: Arc<crate::rag::Rag>,
     _watcher: Option<watcher::Watcher>,
 }
 
@@ -24,6 +26,17 @@ impl Engine {
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
         indexer.start_stats_pass()?;
+        let ingest = settings
+            .server
+            .ingest_dir
+            .as_ref()
+            .map(|_| crate::rag::INGEST_ROOT);
+        let rag = crate::rag::Rag::new(catalog.clone(), ingest);
+        // Trees cost CPU on every document change: build them only where the RAG
+        // tools are served.
+        if settings.server.toolsets.contains(&Toolset::Rag) {
+            indexer.set_document_listener(rag.start_pass()?);
+        }
         for root in 0..catalog.roots().list().len() {
             catalog.activity().set_scanning(root, true);
         }
@@ -59,20 +72,24 @@ impl Engine {
         Ok(Engine {
             catalog,
             indexer,
+            rag,
             _watcher: watcher,
         })
     }
 
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
-        QuarryServer::new(Context::new(self.catalog.clone(), settings.server.clone()))
+        let mut context = Context::new(self.catalog.clone(), settings.server.clone());
+        context.rag = Some(self.rag.clone());
+        Ok(QuarryServer::new(context)?
+            .with_concurrent_calls(settings.transport.max_concurrent_calls))
     }
 }
 
-/// Hands memory freed by the initial scan back to the system. glibc keeps freed
+/// Hands memory freed by the initial scan (or a burst of answers) back to the system. glibc keeps freed
 /// blocks in its per-thread arenas, so the scan's temporary buffers (walk
 /// results, extracted text, index batches) would otherwise stay in a daemon's
 /// resident memory for as long as it runs idle.
-fn release_freed_memory() {
+pub fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
@@ -80,10 +97,16 @@ fn release_freed_memory() {
     }
 }
 
+/// Most threads tokio runs blocking work on (tool calls, stdio). Tool calls are
+/// also held to `[server] max_concurrent_calls`; this bounds the rest, so that no
+/// burst of requests can start hundreds of threads.
+const MAX_BLOCKING_THREADS: usize = 32;
+
 /// The async runtime quarry's servers run on.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_name("quarry-rt")
         .enable_all()
         .build()?)

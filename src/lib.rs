@@ -11,6 +11,7 @@
 //! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and
 //! `commands` assemble a running program.
 
+pub mod analysis;
 pub mod catalog;
 pub mod cli;
 pub mod commands;
@@ -23,5 +24,6 @@ pub mod job;
 pub mod logging;
 pub mod mcp;
 pub mod panics;
+pub mod rag;
 pub mod roots;
 pub mod transient;

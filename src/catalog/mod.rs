@@ -8,12 +8,14 @@
 //! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes.
 //!
 //! Beside the database, `text-index/` holds the documents' full-text index
-//! (`documents::TextIndex`), which follows the committed tables.
+//! (`documents::TextIndex`), which follows the committed tables; in memory, the
+//! code symbols' name index (`code::SymbolIndex`) does the same.
 //!
 //! Every change goes through `apply`, one write transaction per batch, so a process
 //! killed at any instant leaves the last committed batch and nothing half-written.
 
 mod activity;
+pub mod code;
 pub mod documents;
 mod file_list;
 pub mod hdf5;
@@ -41,7 +43,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 9;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -97,6 +99,8 @@ pub struct Catalog {
     /// Set when updating the text index failed: the next batch reconciles it
     /// with the tables instead of applying only its own changes.
     text_stale: std::sync::atomic::AtomicBool,
+    /// Every source file's symbol names, for `find_symbol`.
+    symbols: code::SymbolIndex,
 }
 
 pub fn db_path(dir: &Path) -> PathBuf {
@@ -188,10 +192,12 @@ impl Catalog {
             activity: Activity::default(),
             text: Some(text),
             text_stale: Default::default(),
+            symbols: Default::default(),
         };
         catalog.ensure_schema().map_err(OpenError::Failed)?;
         catalog.sync_roots().map_err(OpenError::Failed)?;
         catalog.load_mirror().map_err(OpenError::Failed)?;
+        catalog.load_symbols().map_err(OpenError::Failed)?;
         catalog.reconcile_text().map_err(OpenError::Failed)?;
         if let Some(text) = &catalog.text {
             text.warm();
@@ -226,6 +232,7 @@ impl Catalog {
             activity: Activity::default(),
             text: None,
             text_stale: Default::default(),
+            symbols: Default::default(),
         };
         catalog.load_mirror().map_err(OpenError::Failed)?;
         Ok(catalog)
@@ -377,6 +384,8 @@ impl Catalog {
         let mut applied: Vec<(usize, &str, Option<FileEntry>)> = Vec::with_capacity(changes.len());
         let mut text_changes = documents::TextChanges::default();
         let mut hdf5_changed = false;
+        // (old file id, new entry) pairs for the symbol index, applied after commit.
+        let mut symbol_changes: Vec<SymbolChange<'_>> = Vec::new();
         {
             let mut files = txn.open_table(FILES)?;
             let mut meta = txn.open_table(META)?;
@@ -409,6 +418,10 @@ impl Catalog {
                             || old.as_ref().is_some_and(|o| o.info.kind == Kind::Hdf5);
                         let root_name = &self.roots.list()[*root].name;
                         text_changes.note_upsert(root_name, rel, id, old.as_ref(), file, rows);
+                        symbol_changes.push((
+                            old.as_ref().map(|o| o.id),
+                            Some((id, *root, rel.as_str(), rows.as_slice())),
+                        ));
                         for row in rows {
                             let mut table = txn.open_table(kind_table(row.table))?;
                             table.insert((id, row.key.as_slice()), row.value.as_slice())?;
@@ -427,6 +440,7 @@ impl Catalog {
                             hdf5_changed |= old.info.kind == Kind::Hdf5;
                             delete_kind_rows(&txn, old.info.kind, old.id)?;
                             text_changes.note_removal(&old);
+                            symbol_changes.push((Some(old.id), None));
                         }
                         applied.push((*root, rel, None));
                     }
@@ -442,10 +456,43 @@ impl Catalog {
             }
         }
         self.update_text(&text_changes);
+        self.update_symbols(symbol_changes);
         if hdf5_changed {
             self.activity.note_hdf5_change();
         }
         Ok(())
+    }
+
+    fn update_symbols(&self, changes: Vec<SymbolChange<'_>>) {
+        for (old, new) in changes {
+            if let Some(old) = old {
+                self.symbols.remove(old);
+            }
+            if let Some((id, root, rel, rows)) = new
+                && let Some(file) = code::code_file_of(rows)
+            {
+                self.symbols.insert(id, root, rel, file);
+            }
+        }
+    }
+
+    /// Every row of a kind table, decoded, with its file id.
+    pub(crate) fn all_kind_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+    ) -> anyhow::Result<Vec<(u64, T)>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind_table(table)) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for item in table.iter()? {
+            let (k, v) = item?;
+            out.push((k.value().0, decode(v.value())?));
+        }
+        Ok(out)
     }
 
     /// The full record of one file, read from the database.
@@ -629,6 +676,10 @@ fn stored_roots(db: &Database) -> anyhow::Result<Vec<(String, String)>> {
     }
     Ok(out)
 }
+
+/// A file's change as the symbol index sees it: the id it had, and its new id,
+/// root, path and rows.
+type SymbolChange<'a> = (Option<u64>, Option<(u64, usize, &'a str, &'a [KindRow])>);
 
 fn delete_kind_rows(txn: &redb::WriteTransaction, kind: Kind, id: u64) -> anyhow::Result<()> {
     for t in kind_tables(kind) {

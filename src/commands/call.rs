@@ -93,6 +93,7 @@ fn call(
 
 /// Opens the catalog as its owner, brings it up to date with the roots (only
 /// what changed since it was last used is read), and calls the tool here.
+/// A RAG tool first gets the trees of documents that changed.
 fn in_process(
     settings: &Settings,
     tool: &str,
@@ -101,7 +102,17 @@ fn in_process(
     let catalog = Arc::new(super::open_owned(settings)?);
     let indexer = Indexer::new(catalog.clone(), settings.index.clone())?;
     indexer.scan_all(&Quiet)?;
-    let ctx = Context::new(catalog, settings.server.clone());
+    let ingest = settings
+        .server
+        .ingest_dir
+        .as_ref()
+        .map(|_| crate::rag::INGEST_ROOT);
+    let rag = crate::rag::Rag::new(catalog.clone(), ingest);
+    if tool_is_rag(tool) {
+        rag.build_missing_trees();
+    }
+    let mut ctx = Context::new(catalog, settings.server.clone());
+    ctx.rag = Some(rag);
     let def = super::tools::served_tools(&settings.server.toolsets)
         .find(|d| d.name == tool)
         .ok_or_else(|| {
@@ -153,6 +164,10 @@ pub fn parse_arguments(
         arguments.insert(key.to_string(), value);
     }
     Ok(arguments)
+}
+
+fn tool_is_rag(tool: &str) -> bool {
+    crate::mcp::tools::all().any(|d| d.name == tool && d.toolset == crate::mcp::tools::Toolset::Rag)
 }
 
 #[cfg(test)]

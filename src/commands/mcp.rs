@@ -16,12 +16,15 @@ use crate::catalog::{Catalog, OpenError};
 use crate::config::Settings;
 use crate::engine::{Engine, runtime};
 use crate::mcp::QuarryServer;
+use crate::mcp::connection::serve_connection;
 use crate::mcp::relay::{Relay, RelayEnd, Upstream};
-use crate::mcp::transport::{Sessions, bind_socket, serve_socket};
-use rmcp::ServiceExt;
+use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
 /// How long a client waits for an owner to appear (one starting, or one leaving).
 const OWNER_WAIT: Duration = Duration::from_secs(20);
+
+/// The pause before connecting again after an upstream was lost.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
 
 /// This process as the catalog's owner.
 struct Owner {
@@ -29,6 +32,7 @@ struct Owner {
     server: QuarryServer,
     sessions: Arc<Sessions>,
     accepting: Option<tokio::task::JoinHandle<()>>,
+    limits: Arc<crate::mcp::connection::ConnectionLimits>,
 }
 
 impl Owner {
@@ -43,25 +47,33 @@ impl Owner {
         let engine = Engine::start(settings, catalog)?;
         let server = engine.server(settings)?;
         let sessions = Arc::new(Sessions::default());
-        let accepting =
-            listener.map(|l| tokio::spawn(serve_socket(server.clone(), l, sessions.clone())));
+        let accepting = listener.map(|l| {
+            tokio::spawn(serve_socket(
+                server.clone(),
+                l,
+                sessions.clone(),
+                settings.transport.clone(),
+            ))
+        });
         Ok(Owner {
             _engine: engine,
             server,
             sessions,
             accepting,
+            // The pipe is this process's own relay: never idle-closed.
+            limits: Arc::new(crate::mcp::connection::ConnectionLimits {
+                idle_timeout: None,
+                ..settings.transport.connection.clone()
+            }),
         })
     }
 
-    /// A fresh in-memory connection to this process's own server.
+    /// A fresh in-memory connection to this process's own server, framed and
+    /// checked like a socket connection.
     fn connect(&self) -> Box<dyn Upstream> {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
-        let server = self.server.clone();
-        tokio::spawn(async move {
-            if let Ok(running) = server.serve(theirs).await {
-                let _ = running.waiting().await;
-            }
-        });
+        let (server, limits) = (self.server.clone(), self.limits.clone());
+        tokio::spawn(async move { serve_connection(server, theirs, None, &limits).await });
         Box::new(ours)
     }
 
@@ -84,15 +96,23 @@ impl Owner {
 }
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
+    raise_open_file_limit();
     runtime()?.block_on(async {
-        let mut relay = Relay::new(tokio::io::stdin(), tokio::io::stdout());
+        let mut relay = Relay::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            settings.transport.connection.max_message_bytes,
+        );
         let mut owner: Option<Owner> = None;
         loop {
             let upstream = upstream(&settings, &mut owner).await?;
             match relay.run(upstream).await? {
                 RelayEnd::ClientClosed => break,
                 RelayEnd::UpstreamLost => {
-                    tracing::info!("the serving quarry went away; reconnecting")
+                    tracing::info!("the serving quarry went away; reconnecting");
+                    // An owner that refuses the connection (it serves its maximum)
+                    // closes it at once: do not hammer it.
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
                 }
             }
         }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::engine::{Engine, runtime};
-use crate::mcp::transport::{Sessions, bind_socket, serve_socket};
+use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
+    raise_open_file_limit();
     let catalog = super::open_owned(&settings)?;
     runtime()?.block_on(async {
         let listener = bind_socket(&settings.socket)?;
@@ -19,10 +20,13 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             settings.socket.display(),
             settings.catalog_dir.display()
         );
+        // Handlers first: a manager that sends SIGTERM as soon as it hears
+        // READY=1 must find them in place.
+        let shutdown = shutdown_signal()?;
         super::notify::ready();
         tokio::select! {
-            _ = serve_socket(server, listener, Arc::new(Sessions::default())) => {}
-            signal = shutdown_signal() => tracing::info!("{signal}: shutting down"),
+            _ = serve_socket(server, listener, Arc::new(Sessions::default()), settings.transport.clone()) => {}
+            signal = shutdown => tracing::info!("{signal}: shutting down"),
         }
         super::notify::stopping();
         let _ = std::fs::remove_file(&settings.socket);
@@ -30,16 +34,16 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     })
 }
 
-async fn shutdown_signal() -> &'static str {
+/// Installs the SIGTERM and SIGINT handlers now; the future resolves with the
+/// first of them to arrive.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = &'static str>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    })
 }

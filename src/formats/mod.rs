@@ -7,7 +7,7 @@
 //! so that a corrupt or mislabelled file is recorded with a precise error; their
 //! readers come with their tool families.
 
-mod code;
+pub mod code;
 pub mod document;
 pub mod hdf5;
 pub mod root;
@@ -137,7 +137,7 @@ pub fn validate(kind: Kind, name: &str, mut file: File) -> Result<(), FormatErro
         Kind::Root => root::RootFile::open(file)?.walk().map(|_| ()),
         Kind::Hdf5 => hdf5::H5File::open(file).map(|_| ()),
         Kind::Document => document::check(name, &mut file),
-        Kind::Code => code::check(&mut file),
+        Kind::Code => code::check(file),
     }
 }
 

@@ -4,6 +4,7 @@
 //! observe what is on disk, diff against the catalog's mirror, extract what is new
 //! or changed, drop what is gone.
 
+pub mod code;
 pub mod documents;
 mod extract;
 pub mod hdf5;
@@ -78,6 +79,19 @@ impl SyncSummary {
     }
 }
 
+/// What the indexer tells a document listener (the RAG pass) after a commit.
+#[derive(Debug, Clone)]
+pub enum DocumentEvent {
+    /// A document was indexed (new or changed; possibly failed).
+    Indexed {
+        root: usize,
+        rel: String,
+        fingerprint: u64,
+    },
+    /// Files of this root were removed.
+    Removed { root: usize },
+}
+
 pub struct Indexer {
     catalog: Arc<Catalog>,
     options: IndexOptions,
@@ -91,6 +105,8 @@ pub struct Indexer {
     /// Files whose extraction met only transient errors, to try again
     /// (`retry_deferred`).
     deferred: Mutex<BTreeSet<(usize, String)>>,
+    /// Told of committed document changes (the RAG pass), once set.
+    document_listener: Mutex<Option<std::sync::mpsc::Sender<DocumentEvent>>>,
 }
 
 pub fn now_ms() -> i64 {
@@ -113,6 +129,7 @@ impl Indexer {
             sync_lock: Mutex::new(()),
             stats_queue: Mutex::new(None),
             deferred: Mutex::new(BTreeSet::new()),
+            document_listener: Mutex::new(None),
         })
     }
 
@@ -159,6 +176,20 @@ impl Indexer {
                 }
             })?;
         Ok(())
+    }
+
+    /// Sends every committed document change to `tx` from now on.
+    pub fn set_document_listener(&self, tx: std::sync::mpsc::Sender<DocumentEvent>) {
+        *self.document_listener.lock().expect("document listener") = Some(tx);
+    }
+
+    fn tell_documents(&self, events: impl Iterator<Item = DocumentEvent>) {
+        let listener = self.document_listener.lock().expect("document listener");
+        if let Some(tx) = listener.as_ref() {
+            for e in events {
+                let _ = tx.send(e);
+            }
+        }
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -273,6 +304,9 @@ impl Indexer {
         summary.removed = removals.len();
         progress.found(&spec.name, to_index.len());
         self.catalog.apply(&removals)?;
+        if !removals.is_empty() {
+            self.tell_documents(std::iter::once(DocumentEvent::Removed { root }));
+        }
 
         if track_pending {
             self.mark_pending(root, &to_index);
@@ -345,6 +379,16 @@ impl Indexer {
             let changes: Vec<Change> = outcomes.into_iter().flatten().collect();
             self.catalog.apply(&changes)?;
             self.queue_stats(root, &changes);
+            self.tell_documents(changes.iter().filter_map(|c| match c {
+                Change::Upsert { rel, file, .. } if file.kind == Kind::Document => {
+                    Some(DocumentEvent::Indexed {
+                        root,
+                        rel: rel.clone(),
+                        fingerprint: file.fingerprint,
+                    })
+                }
+                _ => None,
+            }));
             if track_pending {
                 for o in chunk {
                     self.catalog.activity().finish_pending(root, o.kind, 1);

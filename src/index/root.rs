@@ -13,6 +13,7 @@ use crate::formats::FormatError;
 use crate::formats::root::{
     Branch, PathedKey, RootFile, Values, branch_type, compression_name, is_histogram, latest,
 };
+use crate::job::Job;
 
 fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
     KindRow {
@@ -185,10 +186,14 @@ fn summarize(values: &Values) -> Option<Accumulator> {
 }
 
 /// A branch's statistics, read basket by basket (memory holds a few baskets).
-fn branch_stats(file: &RootFile, branch: &Branch) -> StatsRow {
+/// A stopped `job` ends the read between chunks (the row is then not usable).
+fn branch_stats(file: &RootFile, branch: &Branch, job: &Job) -> StatsRow {
     let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
     let (mut numeric, mut jagged) = (true, false);
     let read = file.for_each_chunk(branch, |chunk| {
+        if job.is_stopped() {
+            return Err(stopped());
+        }
         match summarize(&chunk.values) {
             Some(part) => values.merge(&part),
             None => numeric = false,
@@ -213,12 +218,19 @@ fn branch_stats(file: &RootFile, branch: &Branch) -> StatsRow {
     }
 }
 
+/// The error of statistics whose job stopped: transient, since the file is fine.
+fn stopped() -> FormatError {
+    FormatError::Transient("the statistics were stopped before they were complete".into())
+}
+
 /// Statistics rows for every branch of the tree at `tree_path` (highest cycle),
-/// keyed like its `root_branches` rows.
+/// keyed like its `root_branches` rows. Reports progress in branches to `job`,
+/// and stops when it is stopped (an error: partial statistics are never rows).
 pub fn tree_stats_rows(
     file: &RootFile,
     keys: &[PathedKey],
     tree_path: &str,
+    job: &Job,
 ) -> Result<Vec<KindRow>, FormatError> {
     let key = latest(keys, tree_path, Some("TTree"))
         .ok_or_else(|| FormatError::Corrupt(format!("no tree '{tree_path}' in the file")))?;
@@ -229,17 +241,25 @@ pub fn tree_stats_rows(
     // summing of each basket's values then keep every core busy (one branch's
     // baskets in parallel would leave the cores idle while each is summed).
     use rayon::prelude::*;
-    Ok(all
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let total = all.len() as u64;
+    let rows = all
         .par_iter()
         .enumerate()
         .map(|(i, (_, b))| {
-            row(
-                ROOT_STATS,
-                branch_key(tree_path, i as u32),
-                &branch_stats(file, b),
-            )
+            if job.is_stopped() {
+                return Err(stopped());
+            }
+            let stats = branch_stats(file, b, job);
+            let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            job.progress(finished, Some(total));
+            Ok(row(ROOT_STATS, branch_key(tree_path, i as u32), &stats))
         })
-        .collect())
+        .collect::<Result<Vec<_>, _>>()?;
+    if job.is_stopped() {
+        return Err(stopped());
+    }
+    Ok(rows)
 }
 
 /// Statistics rows for every tree of an open ROOT file.
@@ -248,7 +268,7 @@ pub fn file_stats_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
     let keys = latest_cycles(file.walk()?);
     let mut rows = Vec::new();
     for k in keys.iter().filter(|k| k.key.class_name == "TTree") {
-        rows.extend(tree_stats_rows(&file, &keys, &k.path())?);
+        rows.extend(tree_stats_rows(&file, &keys, &k.path(), &Job::default())?);
     }
     Ok(rows)
 }

@@ -1,6 +1,8 @@
 //! The MCP front end: the tool registry, the server, and its transports.
 
 pub mod client;
+pub mod codec;
+pub mod connection;
 pub mod relay;
 pub mod resources;
 pub mod response;

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 
+use super::codec::{Frame, LineReader, too_long_reply};
+
 /// An upstream connection: anything that carries newline-delimited JSON-RPC.
 pub trait Upstream: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Upstream for T {}
@@ -102,16 +104,21 @@ impl SessionState {
 }
 
 pub struct Relay<R, W> {
-    client_in: Lines<BufReader<R>>,
+    /// The client's lines, capped at the largest message the server accepts;
+    /// they are passed on as bytes, so the upstream's codec answers malformed
+    /// ones (invalid UTF-8 included) just as it does on the socket.
+    client_in: LineReader<BufReader<R>>,
     client_out: W,
+    max_message_bytes: usize,
     pub state: SessionState,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
-    pub fn new(client_in: R, client_out: W) -> Relay<R, W> {
+    pub fn new(client_in: R, client_out: W, max_message_bytes: usize) -> Relay<R, W> {
         Relay {
-            client_in: BufReader::new(client_in).lines(),
+            client_in: LineReader::new(BufReader::new(client_in), max_message_bytes),
             client_out,
+            max_message_bytes,
             state: SessionState::default(),
         }
     }
@@ -136,7 +143,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
         if self.state.connections > 1 {
             for (line, deliveries) in self.state.in_flight.values_mut() {
                 *deliveries += 1;
-                if send_line(&mut up_write, line).await.is_err() {
+                if send_line(&mut up_write, line.as_bytes()).await.is_err() {
                     return self.upstream_lost().await;
                 }
             }
@@ -147,14 +154,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
                 return Ok(RelayEnd::ClientClosed);
             }
             tokio::select! {
-                line = self.client_in.next_line(), if client_open => match line? {
-                    Some(line) => {
-                        self.state.observe_client(&line);
+                frame = self.client_in.next_frame(), if client_open => match frame? {
+                    Frame::Line(line) => {
+                        if let Ok(text) = std::str::from_utf8(&line) {
+                            self.state.observe_client(text);
+                        }
                         if send_line(&mut up_write, &line).await.is_err() {
                             return self.upstream_lost().await;
                         }
                     }
-                    None => {
+                    // Never buffered, so never passed on: answered here.
+                    Frame::TooLong(len) => {
+                        let answer = too_long_reply(len, self.max_message_bytes).to_string();
+                        self.send_to_client(&answer).await?;
+                    }
+                    Frame::End => {
                         client_open = false;
                         let _ = up_write.shutdown().await;
                     }
@@ -195,7 +209,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
         let mut init = init.clone();
         init["id"] = replay_id.clone();
         let initialized = initialized.clone();
-        if send_line(up_write, &init.to_string()).await.is_err() {
+        if send_line(up_write, init.to_string().as_bytes())
+            .await
+            .is_err()
+        {
             return false;
         }
         loop {
@@ -210,12 +227,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
                 _ => return false,
             }
         }
-        send_line(up_write, &initialized).await.is_ok()
+        send_line(up_write, initialized.as_bytes()).await.is_ok()
     }
 }
 
-async fn send_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
-    w.write_all(line.as_bytes()).await?;
+async fn send_line<W: AsyncWrite + Unpin>(w: &mut W, line: &[u8]) -> std::io::Result<()> {
+    w.write_all(line).await?;
     w.write_all(b"\n").await?;
     w.flush().await
 }

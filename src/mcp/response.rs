@@ -102,6 +102,26 @@ impl ToolError {
         )
     }
 
+    /// The work stopped because its job did: the client cancelled or left (the
+    /// answer is then never read), or the call's time ran out.
+    pub fn stopped(job: &crate::job::Job) -> ToolError {
+        match job.stopped() {
+            Some(crate::job::Stop::TimedOut) => ToolError::new(
+                "timeout",
+                format!(
+                    "the call took longer than allowed ({:.0} s)",
+                    job.elapsed().as_secs_f64()
+                ),
+                "Reduce the scope: a tighter pattern, selection or smaller limit",
+            ),
+            _ => ToolError::new(
+                "cancelled",
+                "the call was cancelled",
+                "Call the tool again if the answer is still wanted",
+            ),
+        }
+    }
+
     pub fn internal(why: impl std::fmt::Display) -> ToolError {
         ToolError::new(
             "internal_error",

@@ -8,15 +8,16 @@ use std::time::Instant;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
-use super::resources::{self, ResourceError};
+use super::resources;
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
 use crate::job::Job;
@@ -30,7 +31,13 @@ and index_status() to know whether the catalog is complete. Paths returned by on
 pub struct QuarryServer {
     ctx: Arc<Context>,
     tools: Arc<Vec<(&'static ToolDef, Tool)>>,
+    /// Tool calls running at once, over every session: each holds a blocking
+    /// thread and its working memory, so a flood of requests waits here.
+    calls: Arc<Semaphore>,
 }
+
+/// Tool calls run at once unless configured otherwise.
+const DEFAULT_CONCURRENT_CALLS: usize = 8;
 
 impl QuarryServer {
     pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
@@ -41,12 +48,19 @@ impl QuarryServer {
         Ok(QuarryServer {
             ctx: Arc::new(ctx),
             tools: Arc::new(listed),
+            calls: Arc::new(Semaphore::new(DEFAULT_CONCURRENT_CALLS)),
         })
     }
 
-    /// Whether the HDF5 toolset (and so `h5://` resources) is on.
+    /// Runs at most `n` tool calls at once (the others wait their turn).
+    pub fn with_concurrent_calls(mut self, n: usize) -> QuarryServer {
+        self.calls = Arc::new(Semaphore::new(n.max(1)));
+        self
+    }
+
+    /// Whether `h5://` or `raptor://` resources are served (their toolset is on).
     fn serves_resources(&self) -> bool {
-        self.ctx.settings.toolsets.contains(&Toolset::Hdf5)
+        resources::served(&self.ctx)
     }
 
     fn find(&self, name: &str) -> Option<&'static ToolDef> {
@@ -68,14 +82,21 @@ impl QuarryServer {
         let ctx = self.ctx.clone();
         let limit = ctx.settings.limits.call_timeout;
         let _stop_on_drop = CancelOnDrop(job.clone());
-        let work = tokio::task::spawn_blocking({
-            let job = job.clone();
-            move || {
+        let calls = self.calls.clone();
+        let work = async move {
+            // Waiting for a turn counts against the call's time limit.
+            let _turn = calls.acquire_owned().await.expect("never closed");
+            tokio::task::spawn_blocking(move || {
                 let started = Instant::now();
+                // A call cancelled while it waited for its turn does no work.
+                if job.is_stopped() {
+                    return (Err(ToolError::stopped(&job)), 0.0);
+                }
                 let result = (def.handler)(&ctx, &job, args);
                 (result, started.elapsed().as_secs_f64() * 1000.0)
-            }
-        });
+            })
+            .await
+        };
         let outcome = match tokio::time::timeout(limit, work).await {
             Ok(Ok((Ok(output), ms))) => {
                 return CallToolResult::structured(output.into_json(def.name, ms));
@@ -100,26 +121,23 @@ impl QuarryServer {
     }
 }
 
-/// A resource problem as the protocol error MCP prescribes.
-fn resource_mcp_error(uri: &str, e: ResourceError) -> McpError {
-    match e {
-        ResourceError::BadUri(why) => McpError::invalid_params(
-            format!("invalid resource URI: {why}"),
-            Some(json!({ "uri": uri })),
-        ),
-        ResourceError::Refused(p) => McpError::invalid_params(
-            p.to_string(),
-            Some(json!({ "uri": uri, "error": ToolError::from_path(&p).code })),
-        ),
-        ResourceError::NotFound { why, .. } => McpError::resource_not_found(
-            format!("resource not found: {why}"),
-            Some(json!({ "uri": uri })),
-        ),
-        ResourceError::Unreadable(why) => {
-            McpError::internal_error(why, Some(json!({ "uri": uri })))
+/// Sends the job's progress reports to the client as `notifications/progress`
+/// for `token` (the request's `_meta.progressToken`). Reports come from the
+/// blocking thread doing the work, so each is handed to the runtime to send.
+fn report_progress(job: &Job, token: ProgressToken, peer: Peer<RoleServer>) {
+    let runtime = tokio::runtime::Handle::current();
+    job.on_progress(move |done, total| {
+        let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
+        if let Some(total) = total {
+            param = param.with_total(total as f64);
         }
-        ResourceError::Internal(why) => McpError::internal_error(why, None),
-    }
+        let peer = peer.clone();
+        runtime.spawn(async move {
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("progress notification not sent: {e}");
+            }
+        });
+    });
 }
 
 /// Cancels a job when dropped: a call whose future is dropped (its client hung
@@ -137,7 +155,7 @@ fn enabled<'a>(
     defs: impl IntoIterator<Item = &'a ToolDef>,
     toolsets: &[Toolset],
 ) -> impl Iterator<Item = &'a ToolDef> {
-    defs.into_iter().filter(|d| toolsets.contains(&d.toolset))
+    defs.into_iter().filter(|d| d.toolset.is_on(toolsets))
 }
 
 fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonObject>> {
@@ -190,31 +208,8 @@ impl ServerHandler for QuarryServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        if !self.serves_resources() {
-            return Ok(ListResourcesResult::default());
-        }
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(c) => c
-                .parse::<usize>()
-                .map_err(|_| McpError::invalid_params(format!("invalid cursor '{c}'"), None))?,
-        };
-        let files = resources::files(&self.ctx);
-        let page: Vec<Resource> = files
-            .iter()
-            .skip(start)
-            .take(resources::PAGE)
-            .map(|(abs, name)| {
-                Resource::new(resources::uri_of(abs, "/"), name.clone())
-                    .with_description(format!("HDF5 file {abs}: its root group"))
-                    .with_mime_type("application/json")
-            })
-            .collect();
-        let mut result = ListResourcesResult::with_all_items(page);
-        if start + resources::PAGE < files.len() {
-            result.next_cursor = Some((start + resources::PAGE).to_string());
-        }
-        Ok(result)
+        let cursor = request.and_then(|r| r.cursor);
+        resources::list_page(&self.ctx, cursor.as_deref())
     }
 
     async fn list_resource_templates(
@@ -222,16 +217,7 @@ impl ServerHandler for QuarryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        if !self.serves_resources() {
-            return Ok(ListResourceTemplatesResult::default());
-        }
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new(resources::TEMPLATE, "HDF5 object")
-                .with_description(
-                    "A group, dataset or link of an HDF5 file: file is its absolute path, path the object's path in it (default /)",
-                )
-                .with_mime_type("application/json"),
-        ]))
+        Ok(resources::templates(&self.ctx))
     }
 
     async fn read_resource(
@@ -245,16 +231,12 @@ impl ServerHandler for QuarryServer {
         let read = tokio::task::spawn_blocking(move || resources::read(&ctx, &uri))
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let value = read.map_err(|e| resource_mcp_error(&request.uri, e))?;
-        let text = value.to_string();
-        Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(text, request.uri).with_mime_type("application/json"),
-        ])
-        .into())
+        let contents = read.map_err(|e| resources::mcp_error(&request.uri, e))?;
+        Ok(ReadResourceResult::new(vec![contents.into_resource(request.uri)]).into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if !self.serves_resources() {
+        if !self.ctx.settings.toolsets.contains(&Toolset::Hdf5) {
             return;
         }
         // Tells this client whenever HDF5 files come or go; ends with the session.
@@ -290,6 +272,9 @@ impl ServerHandler for QuarryServer {
             ));
         };
         let job = Job::new(Some(self.ctx.settings.limits.call_timeout));
+        if let Some(token) = context.meta.get_progress_token() {
+            report_progress(&job, token, context.peer.clone());
+        }
         // notifications/cancelled for this request cancels rmcp's token.
         let cancelled = context.ct.clone();
         let watch = tokio::spawn({

@@ -10,7 +10,7 @@ mod open;
 
 use std::path::{Component, Path, PathBuf};
 
-pub use open::{OpenError, open_beneath};
+pub use open::{OpenError, create_beneath, open_beneath};
 
 /// Longest tool path accepted, in bytes (Linux PATH_MAX).
 pub const MAX_PATH_BYTES: usize = 4096;

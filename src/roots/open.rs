@@ -85,6 +85,94 @@ fn open_resolved(root: &Path, rel: &str) -> Result<File, OpenError> {
     }
 }
 
+/// Writes `bytes` as the new file `folder/name` beneath `root` (a canonical
+/// folder; `folder` and `name` single path components): the folder is created
+/// if missing, the bytes go to a temporary file created with
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, `O_CREAT | O_EXCL`, mode
+/// 0600, which is then renamed into place within the folder. A link anywhere on
+/// the way is refused, so nothing is ever written outside `root`.
+#[cfg(target_os = "linux")]
+pub fn create_beneath(root: &Path, folder: &str, name: &str, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let single = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains('/');
+    if !single(folder) || !single(name) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a single path component",
+        ));
+    }
+    let dir = open_dir(root)?;
+    let c_folder = c_path(Path::new(folder))?;
+    // SAFETY: `c_folder` is NUL-terminated; `dir` is an open directory handle.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c_folder.as_ptr(), 0o700) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
+        }
+    }
+    let temporary = format!("{folder}/.{name}.{}.tmp", std::process::id());
+    let mut file = openat2_create(&dir, &temporary)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let target = format!("{folder}/{name}");
+    let (c_tmp, c_target) = (c_path(Path::new(&temporary))?, c_path(Path::new(&target))?);
+    // SAFETY: both paths are NUL-terminated and relative to the same handle;
+    // their folder was just resolved beneath the root without links.
+    let renamed = written.and_then(|()| {
+        let rc = unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                c_tmp.as_ptr(),
+                dir.as_raw_fd(),
+                c_target.as_ptr(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    });
+    if renamed.is_err() {
+        // SAFETY: as above; removing our own temporary file.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), c_tmp.as_ptr(), 0) };
+    }
+    renamed
+}
+
+#[cfg(target_os = "linux")]
+fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
+    let c = c_path(Path::new(rel))?;
+    // SAFETY: open_how is plain data; all-zero is its "nothing asked" value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags =
+        (libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
+    how.mode = 0o600;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: the pointers are valid for the call; the size is the struct's.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from openat2(2), owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd as i32) })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn create_beneath(_root: &Path, _folder: &str, _name: &str, _bytes: &[u8]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "writing beneath a folder needs Linux",
+    ))
+}
+
 #[cfg(not(target_os = "linux"))]
 fn open_resolved(root: &Path, rel: &str) -> Result<File, OpenError> {
     open_then_check(root, rel)

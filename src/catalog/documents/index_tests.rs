@@ -45,8 +45,13 @@ fn search(c: &Catalog, query: &str, scope: &Scope, fuzzy: bool) -> SearchOutcome
         fuzzy,
         deadline: None,
     };
-    c.search_documents(&parse(query).unwrap(), scope, &options)
-        .unwrap()
+    c.search_documents(
+        &parse(query).unwrap(),
+        scope,
+        &options,
+        &crate::job::Job::default(),
+    )
+    .unwrap()
 }
 
 fn hits(out: &SearchOutcome) -> Vec<(String, u32)> {
@@ -247,7 +252,12 @@ fn scopes_results_limits_and_fuzzy() {
         deadline: None,
     };
     let limited = c
-        .search_documents(&parse("calibration").unwrap(), &Scope::All, &options)
+        .search_documents(
+            &parse("calibration").unwrap(),
+            &Scope::All,
+            &options,
+            &crate::job::Job::default(),
+        )
         .unwrap();
     assert_eq!(limited.total_matches, 4);
     assert_eq!(limited.documents_matched, 3);

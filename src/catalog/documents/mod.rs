@@ -38,8 +38,11 @@ use crate::formats::document::{Document, Heading, Metadata};
 pub const DOC_META: &str = "doc_meta";
 pub const DOC_TEXT: &str = "doc_text";
 pub const DOC_TOC: &str = "doc_toc";
+/// The document's RAPTOR tree, one row per node (the RAG engine's encoding),
+/// written by the RAG pass after indexing and dropped with the document's rows.
+pub const RAG_NODES: &str = "rag_nodes";
 
-pub const TABLES: [KindTable; 3] = [
+pub const TABLES: [KindTable; 4] = [
     KindTable {
         kind: Kind::Document,
         name: DOC_META,
@@ -54,6 +57,11 @@ pub const TABLES: [KindTable; 3] = [
         kind: Kind::Document,
         name: DOC_TOC,
         description: "table of contents, flat, in document order",
+    },
+    KindTable {
+        kind: Kind::Document,
+        name: RAG_NODES,
+        description: "RAPTOR tree nodes: text, level, source pieces, child and parent edges",
     },
 ];
 
@@ -336,19 +344,21 @@ impl Catalog {
         self.text.as_ref()
     }
 
-    /// The lines of the catalog's documents that match a query.
+    /// The lines of the catalog's documents that match a query; stops early
+    /// (`SearchError::Stopped`) when `job` is stopped.
     pub fn search_documents(
         &self,
         expr: &query::Expr,
         scope: &Scope,
         options: &SearchOptions,
+        job: &crate::job::Job,
     ) -> Result<SearchOutcome, SearchError> {
         let text = self.text.as_ref().ok_or_else(|| {
             SearchError::Failed(anyhow::anyhow!(
                 "this catalog was opened without its text index"
             ))
         })?;
-        text.search(expr, scope, options)
+        text.search(expr, scope, options, job)
     }
 
     /// Passes a batch just committed on to the text index. A failure is

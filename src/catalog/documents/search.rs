@@ -38,6 +38,7 @@ use super::query::Expr;
 use super::text_index::TextIndex;
 use super::tokenizer::LINE_BREAK;
 use super::vocabulary::{Fit, fuzzy_edits};
+use crate::job::Job;
 
 /// Which documents a search covers, by catalog path ("root name/relative path").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +81,9 @@ pub struct SearchOutcome {
 pub enum SearchError {
     #[error("the search took too long")]
     Timeout,
+    /// The caller's job was stopped (its client went away or cancelled).
+    #[error("the search was stopped")]
+    Stopped,
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }
@@ -122,6 +126,7 @@ impl TextIndex {
         expr: &Expr,
         scope: &Scope,
         options: &SearchOptions,
+        job: &Job,
     ) -> Result<SearchOutcome, SearchError> {
         let searcher = self.searcher();
         self.vocabulary.catch_up(&searcher, self.fields.text)?;
@@ -144,19 +149,31 @@ impl TextIndex {
                 .or_default()
                 .push(address.doc_id);
         }
+        if job.is_stopped() {
+            return Err(SearchError::Stopped);
+        }
         let folder = match scope {
             Scope::Folder(f) => Some(format!("{f}/")),
             _ => None,
         };
         let mut found = Vec::new();
+        let candidates: u64 = by_segment.values().map(|d| d.len() as u64).sum();
+        let mut examined = 0u64;
         for (ord, mut docs) in by_segment {
             docs.sort_unstable();
             let segment = searcher.segment_reader(ord);
             let mut lines = SegmentLines::open(self, segment, &leaves)?;
             for (n, doc) in docs.into_iter().enumerate() {
+                // A document costs milliseconds at most: checking before each
+                // one stops the work promptly when nobody waits for it.
+                if job.is_stopped() {
+                    return Err(SearchError::Stopped);
+                }
                 if n % 32 == 0 && options.deadline.is_some_and(|d| Instant::now() > d) {
                     return Err(SearchError::Timeout);
                 }
+                job.progress(examined, Some(candidates));
+                examined += 1;
                 let path = lines.path(doc)?;
                 if folder
                     .as_ref()

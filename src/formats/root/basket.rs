@@ -233,7 +233,7 @@ impl Header {
 /// branch keeps a window's worth of buffers instead of mapping (and faulting in)
 /// fresh pages for every basket, which cost a quarter of a read's time.
 #[derive(Default)]
-struct Buffers {
+pub(super) struct Buffers {
     bytes: Mutex<Vec<Vec<u8>>>,
 }
 
@@ -252,7 +252,7 @@ impl Buffers {
         }
     }
 
-    fn recycle(&self, basket: Basket) {
+    pub(super) fn recycle(&self, basket: Basket) {
         self.give_bytes(basket.buf);
     }
 }
@@ -368,6 +368,54 @@ impl RootFile {
         }
         out.extend(branch.embedded_baskets.iter().map(|b| Source::Embedded(b)));
         Ok(out)
+    }
+
+    /// The entries each basket of a branch holds, in basket order: the baskets
+    /// written as keys from the branch's entry table, then the embedded ones
+    /// from their headers (which are in memory already).
+    pub(super) fn basket_ranges(&self, branch: &Branch) -> Result<Vec<Range<u64>>, FormatError> {
+        let corrupt = || {
+            FormatError::Corrupt(format!(
+                "branch '{}' has an entry table out of order",
+                branch.name
+            ))
+        };
+        let mut ranges = Vec::with_capacity(branch.write_basket + branch.embedded_baskets.len());
+        let table = &branch.basket_entry;
+        for i in 0..branch.write_basket {
+            let (Some(&a), Some(&b)) = (table.get(i), table.get(i + 1)) else {
+                return Err(corrupt());
+            };
+            let (Ok(a), Ok(b)) = (u64::try_from(a), u64::try_from(b)) else {
+                return Err(corrupt());
+            };
+            if a > b {
+                return Err(corrupt());
+            }
+            ranges.push(a..b);
+        }
+        let mut at = ranges.last().map_or(0, |r| r.end);
+        for bytes in &branch.embedded_baskets {
+            let entries = Header::read(&mut Cursor::new(bytes, 0))?.entries as u64;
+            ranges.push(at..at + entries);
+            at += entries;
+        }
+        Ok(ranges)
+    }
+
+    /// Reads and decompresses basket `index` of a branch (in the order of
+    /// `basket_ranges`).
+    pub(super) fn basket(
+        &self,
+        branch: &Branch,
+        index: usize,
+        buffers: &Buffers,
+    ) -> Result<Basket, FormatError> {
+        let sources = self.basket_sources(branch)?;
+        let source = sources.get(index).ok_or_else(|| {
+            FormatError::Corrupt(format!("branch '{}' has no basket {index}", branch.name))
+        })?;
+        self.read_source(source, buffers)
     }
 
     /// Hands every basket of a branch, passed through `map`, to `each`, in entry

@@ -110,7 +110,7 @@ impl Column {
     }
 
     /// Empties the column, keeping its buffers' capacity.
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.entries = 0;
         self.values.clear();
         if let Some(counts) = &mut self.counts {
@@ -138,7 +138,15 @@ impl Column {
         }
     }
 
-    fn empty(d: Decoding) -> Column {
+    /// Whether this column was made for another layout than `d`'s.
+    pub(super) fn layout_differs(&self, d: Decoding) -> bool {
+        self.leaf_type != d.leaf_type
+            || self.inner != d.inner
+            || self.counts.is_some() != d.jagged
+            || self.layout != d.layout
+    }
+
+    pub(super) fn empty(d: Decoding) -> Column {
         Column {
             entries: 0,
             leaf_type: d.leaf_type,
@@ -160,7 +168,7 @@ fn check_entries(branch: &Branch, entries: usize) -> Result<(), FormatError> {
     Ok(())
 }
 
-fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
+pub(super) fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<(), FormatError> {
     let corrupt = |why: String| FormatError::Corrupt(format!("branch '{branch}': {why}"));
     // Entry starts, for the layouts that walk entry by entry.
     let entries_of = || {

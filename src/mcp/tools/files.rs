@@ -166,7 +166,7 @@ fn list_suggestions(
             s.push(format!(
                 "Browse {} with {tool}(uri='{}')",
                 first.rel,
-                crate::mcp::resources::uri_of(&path.to_string_lossy(), "/")
+                crate::mcp::resources::h5::uri_of(&path.to_string_lossy(), "/")
             ));
         } else {
             s.push(format!(

@@ -1,6 +1,6 @@
 //! The HDF5 tools: `read_dataset_slice` and `get_dataset_stats` read the file
-//! (only the selected hyperslab); `read_resource` and `find_datasets` answer
-//! from the catalog alone.
+//! (only the selected hyperslab); `find_datasets` answers from the catalog
+//! alone (as `read_resource`, in `resources.rs`, does for `h5://` URIs).
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -12,7 +12,8 @@ use crate::formats::hdf5::slice::{self, Selection, SliceError};
 use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
 use crate::job::Job;
-use crate::mcp::resources::{self, KnownFile, ResourceError};
+use crate::mcp::resources::h5::{self, KnownFile};
+use crate::mcp::resources::{self, ResourceError};
 use crate::mcp::response::{ToolError, ToolOutput};
 
 pub static TOOLS: &[ToolDef] = &[
@@ -29,19 +30,6 @@ retry_with that thins the slice with a step.",
         output_schema: include_str!("../../../schema/tools/read_dataset_slice.output.json"),
         read_only: true,
         handler: read_dataset_slice,
-    },
-    ToolDef {
-        name: "read_resource",
-        title: "Read a quarry resource",
-        toolset: Toolset::Hdf5,
-        description: "Returns what MCP resources/read returns for a quarry resource URI, for clients that cannot browse \
-resources. h5://<absolute file path>?path=<object path>: a group (attributes, members with kind, shape and dtype), a \
-dataset (shape, dtype, size, chunks, compression, fill value, attributes) or a link (kind and target), from the catalog. \
-Start from h5://<file>?path=/ with a file from list_files(kind='hdf5').",
-        input_schema: include_str!("../../../schema/tools/read_resource.input.json"),
-        output_schema: include_str!("../../../schema/tools/read_resource.output.json"),
-        read_only: true,
-        handler: read_resource,
     },
     ToolDef {
         name: "find_datasets",
@@ -70,66 +58,19 @@ left out of the other figures.",
     },
 ];
 
-/// A resource problem as the tool error the model can act on.
-fn resource_error(e: ResourceError) -> ToolError {
-    match e {
-        ResourceError::BadUri(why) => ToolError::new(
-            "invalid_uri",
-            why,
-            "Use h5://<absolute file path>?path=<object path>, as resources/list and find_datasets give them",
-        ),
-        ResourceError::Refused(p) => ToolError::from_path(&p),
-        ResourceError::NotFound { uri, why } => ToolError::new(
-            "resource_not_found",
-            why,
-            "Read the file's root group (read_resource with ?path=/) to see its members, or search with find_datasets",
-        )
-        .details(json!({ "uri": uri })),
-        ResourceError::Unreadable(why) => ToolError::new(
-            "corrupted_file",
-            why,
-            "Verify the file's integrity; index_status() lists files that failed to index",
-        ),
-        ResourceError::Internal(why) => ToolError::internal(why),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResourceArgs {
-    uri: String,
-}
-
-fn read_resource(
-    ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
-) -> Result<ToolOutput, ToolError> {
-    let args: ResourceArgs = parse_args("read_resource", args)?;
-    let value = resources::read(ctx, &args.uri).map_err(resource_error)?;
-    let mut out = ToolOutput::new(value.clone());
-    if value["kind"] == "dataset" {
-        out = out.suggest(format!(
-            "Read values with read_dataset_slice(uri='{}', slice_str='0:10')",
-            args.uri
-        ));
-    }
-    Ok(out)
-}
-
 /// The dataset a URI names, through soft links, with its file.
 fn dataset_of(ctx: &Context, uri: &str) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
     let parsed =
-        resources::parse_uri(uri).map_err(|why| resource_error(ResourceError::BadUri(why)))?;
-    let file = resources::known_file(ctx, uri, &parsed.file).map_err(resource_error)?;
+        h5::parse_uri(uri).map_err(|why| resources::tool_error(ResourceError::BadUri(why)))?;
+    let file = h5::known_file(ctx, uri, &parsed.file).map_err(resources::tool_error)?;
     let missing = || {
-        resource_error(ResourceError::NotFound {
+        resources::tool_error(ResourceError::NotFound {
             uri: uri.to_string(),
             why: format!("no dataset '{}' in {}", parsed.path, file.abs),
         })
     };
-    let object: Object = resources::follow(ctx, file.id, &parsed.path)
-        .map_err(resource_error)?
+    let object: Object = h5::follow(ctx, file.id, &parsed.path)
+        .map_err(resources::tool_error)?
         .ok_or_else(missing)?;
     match object.entry {
         Entry::Dataset(info) => Ok((file, object.path, *info)),
@@ -367,12 +308,12 @@ fn find_datasets(
     let on_path = args.name.as_deref().is_some_and(|n| n.contains('/'));
     let mut found = Vec::new();
     let mut matched = 0usize;
-    for (abs, _) in resources::files(ctx) {
+    for (abs, _) in h5::files(ctx) {
         if job.stopped().is_some() {
             return Err(stopped());
         }
-        let uri0 = resources::uri_of(&abs, "/");
-        let Ok(file) = resources::known_file(ctx, &uri0, &abs) else {
+        let uri0 = h5::uri_of(&abs, "/");
+        let Ok(file) = h5::known_file(ctx, &uri0, &abs) else {
             continue;
         };
         let objects: Vec<Object> = ctx
@@ -422,7 +363,7 @@ fn find_datasets(
             matched += 1;
             if found.len() < limit {
                 let mut v = json!({
-                    "uri": resources::uri_of(&abs, &o.path),
+                    "uri": h5::uri_of(&abs, &o.path),
                     "file": abs,
                     "path": o.path,
                     "shape": d.shape,

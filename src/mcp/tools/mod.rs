@@ -1,10 +1,15 @@
 //! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
 //! annotations and handler. A file per tool family.
 
+mod code;
 mod documents;
 mod files;
 mod hdf5;
+mod rag;
+mod resources;
 mod root;
+mod root_analysis;
+mod root_rows;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,6 +31,8 @@ pub enum Toolset {
     Docs,
     Code,
     Rag,
+    /// `read_resource`: on when a toolset with resources (hdf5, rag) is on.
+    Resources,
 }
 
 impl Toolset {
@@ -45,6 +52,17 @@ impl Toolset {
             Toolset::Docs => "docs",
             Toolset::Code => "code",
             Toolset::Rag => "rag",
+            Toolset::Resources => "resources",
+        }
+    }
+
+    /// Whether tools of this set are served when `enabled` are switched on.
+    pub fn is_on(self, enabled: &[Toolset]) -> bool {
+        match self {
+            Toolset::Resources => {
+                enabled.contains(&Toolset::Hdf5) || enabled.contains(&Toolset::Rag)
+            }
+            set => enabled.contains(&set),
         }
     }
 }
@@ -60,6 +78,9 @@ pub struct Limits {
     pub max_document_read_chars: usize,
     /// Most elements `read_dataset_slice` returns in one call.
     pub max_slice_elements: u64,
+    /// Most bytes of JSON a data tool (read_branches, sample_tree) returns;
+    /// beyond it rows are cut at a row boundary and `truncated` is set.
+    pub max_result_bytes: usize,
 }
 
 impl Default for Limits {
@@ -69,6 +90,7 @@ impl Default for Limits {
             max_listed_failures: 1000,
             max_document_read_chars: 100_000,
             max_slice_elements: 100_000,
+            max_result_bytes: 100_000,
         }
     }
 }
@@ -82,6 +104,9 @@ pub struct ServerSettings {
     pub export_dir: Option<PathBuf>,
     /// Whether statistics computed on request are stored in the catalog.
     pub cache_stats: bool,
+    /// Where ingest_document writes (indexed as the `ingest` root); `None`
+    /// disables ingesting.
+    pub ingest_dir: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -93,6 +118,7 @@ impl Default for ServerSettings {
             limits: Limits::default(),
             export_dir: None,
             cache_stats: true,
+            ingest_dir: None,
         }
     }
 }
@@ -103,6 +129,10 @@ pub struct Context {
     pub settings: ServerSettings,
     /// Decoded catalog rows that tools read on every call.
     pub cache: RowCache,
+    /// Recently parsed source files, for `execute_query`.
+    pub trees: code::TreeCache,
+    /// The RAG engine (trees, datasets); `None` where no pass runs (status).
+    pub rag: Option<Arc<crate::rag::Rag>>,
 }
 
 impl Context {
@@ -111,6 +141,8 @@ impl Context {
             catalog,
             settings,
             cache: RowCache::default(),
+            trees: code::TreeCache::default(),
+            rag: None,
         }
     }
 }
@@ -149,7 +181,7 @@ impl RowCache {
 impl Context {
     /// Whether this server offers the tool `name` (it exists and its toolset is on).
     pub fn serves(&self, name: &str) -> bool {
-        all().any(|d| d.name == name && self.settings.toolsets.contains(&d.toolset))
+        all().any(|d| d.name == name && d.toolset.is_on(&self.settings.toolsets))
     }
 }
 
@@ -171,8 +203,13 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
     files::TOOLS
         .iter()
         .chain(root::TOOLS)
+        .chain(root_analysis::TOOLS)
+        .chain(root_rows::TOOLS)
         .chain(documents::TOOLS)
         .chain(hdf5::TOOLS)
+        .chain(code::TOOLS)
+        .chain(rag::TOOLS)
+        .chain(resources::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they

@@ -60,15 +60,15 @@ const LIMIT_DEFAULT: usize = 100;
 const LIMIT_MAX: usize = 1000;
 
 /// A ROOT file the catalog knows: where it is and its record.
-struct Known {
-    root: usize,
-    rel: String,
-    abs: std::path::PathBuf,
-    record: FileRecord,
+pub(super) struct Known {
+    pub(super) root: usize,
+    pub(super) rel: String,
+    pub(super) abs: std::path::PathBuf,
+    pub(super) record: FileRecord,
 }
 
 /// Finds a ROOT file in the catalog by a tool path, without touching the disk.
-fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
+pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
     let roots = ctx.catalog.roots();
     let (root, rel) = roots
         .resolve_lexically(path, None)
@@ -113,7 +113,7 @@ fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
 impl Known {
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
-    fn open(&self, ctx: &Context) -> Result<RootFile, ToolError> {
+    pub(super) fn open(&self, ctx: &Context) -> Result<RootFile, ToolError> {
         let file = ctx
             .catalog
             .roots()
@@ -123,7 +123,7 @@ impl Known {
     }
 }
 
-fn rows<T: serde::de::DeserializeOwned>(
+pub(super) fn rows<T: serde::de::DeserializeOwned>(
     ctx: &Context,
     table: &'static str,
     id: u64,
@@ -199,7 +199,7 @@ fn inspect_file(
 }
 
 /// The tree named by a tool argument: its path, or its name when that is unique.
-fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
+pub(super) fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
     let trees: Vec<TreeRow> = rows(ctx, ROOT_TREES, file.record.id, b"")?;
     let wanted = tree.split(';').next().unwrap_or(tree).trim_matches('/');
     if let Some(t) = trees.iter().find(|t| t.path == wanted) {
@@ -234,7 +234,7 @@ struct ListBranchesArgs {
 
 fn list_branches(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: ListBranchesArgs = parse_args("list_branches", args)?;
@@ -275,7 +275,7 @@ fn list_branches(
         .collect();
     let shown: Vec<(usize, &BranchRow)> = matched.iter().take(limit).copied().collect();
     let stats = if args.include_stats.unwrap_or(false) {
-        Some(tree_stats(ctx, &file, &tree, all.len())?)
+        Some(tree_stats(ctx, job, &file, &tree, all.len())?)
     } else {
         None
     };
@@ -320,6 +320,7 @@ fn list_branches(
 /// when cached, else computed from the file (and cached unless configured off).
 fn tree_stats(
     ctx: &Context,
+    job: &Job,
     file: &Known,
     tree: &TreeRow,
     branches: usize,
@@ -330,8 +331,14 @@ fn tree_stats(
     }
     let root = file.open(ctx)?;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let computed =
-        tree_stats_rows(&root, &keys, &tree.path).map_err(|e| corrupted(&file.abs, &e))?;
+    let computed = tree_stats_rows(&root, &keys, &tree.path, job).map_err(|e| {
+        // Stopped work is not the file's fault (and leaves nothing to store).
+        if job.is_stopped() {
+            ToolError::stopped(job)
+        } else {
+            corrupted(&file.abs, &e)
+        }
+    })?;
     if ctx.settings.cache_stats {
         ctx.catalog
             .add_rows(
@@ -369,7 +376,7 @@ fn stats_json(s: &StatsRow) -> Value {
     v
 }
 
-fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError) -> ToolError {
+pub(super) fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError) -> ToolError {
     match e {
         crate::formats::FormatError::Unsupported(why) => ToolError::new(
             "unsupported_type",

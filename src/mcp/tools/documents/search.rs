@@ -64,7 +64,7 @@ fn result_bounds(
 
 pub fn search_documents(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = "search_documents";
@@ -77,7 +77,7 @@ pub fn search_documents(
         fuzzy: args.fuzzy.unwrap_or(false),
         deadline: Some(deadline(ctx)),
     };
-    let result = run_query(ctx, &args.query, &scope, &options, context)?;
+    let result = run_query(ctx, job, &args.query, &scope, &options, context)?;
     let mut out = ToolOutput::new(json!({
         "matches": result.matches,
         "total_matches": result.total_matches,
@@ -176,6 +176,7 @@ struct QueryResult {
 
 fn run_query(
     ctx: &Context,
+    job: &Job,
     text: &str,
     scope: &Scope,
     options: &SearchOptions,
@@ -184,8 +185,9 @@ fn run_query(
     let expr = query::parse(text).map_err(|e| invalid_query(text, &e.0))?;
     let outcome = ctx
         .catalog
-        .search_documents(&expr, scope, options)
+        .search_documents(&expr, scope, options, job)
         .map_err(|e| match e {
+            SearchError::Stopped => ToolError::stopped(job),
             SearchError::Timeout => ToolError::new(
                 "SEARCH_TIMEOUT",
                 format!("the search for '{text}' took longer than allowed"),
@@ -305,7 +307,7 @@ struct MultipleArgs {
 
 pub fn search_multiple(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = "search_multiple";
@@ -338,7 +340,7 @@ pub fn search_multiple(
     let answers: Vec<(String, Result<QueryResult, ToolError>)> = distinct
         .into_par_iter()
         .map(|q| {
-            let r = run_query(ctx, &q, &scope, &options, context);
+            let r = run_query(ctx, job, &q, &scope, &options, context);
             (q, r)
         })
         .collect();

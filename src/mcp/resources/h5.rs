@@ -1,6 +1,6 @@
 //! `h5://` resources, answered from the catalog alone: the URI syntax, the
 //! listing of HDF5 files, and the JSON of a group, dataset or link. Shared by
-//! MCP's `resources/*` requests and by the `read_resource` tool.
+//! MCP's `resources/*` requests (through `super::read`) and by the HDF5 tools.
 //!
 //! URI: `h5://<absolute file path>?path=<path in the file>` (`path` defaults to
 //! `/`); `%XX` escapes are decoded in both parts, and `%`, `?`, `#` and
@@ -8,34 +8,15 @@
 
 use serde_json::{Map, Value, json};
 
-use super::tools::Context;
+use super::ResourceError;
 use crate::catalog::FileStatus;
 use crate::catalog::hdf5::{HDF5_ALIASES, HDF5_OBJECTS};
 use crate::formats::Kind;
 use crate::formats::hdf5::{Attribute, DatasetInfo, Entry, Object};
-use crate::roots::PathError;
+use crate::mcp::tools::Context;
 
 pub const SCHEME: &str = "h5://";
 pub const TEMPLATE: &str = "h5://{+file}{?path}";
-/// Files per `resources/list` page.
-pub const PAGE: usize = 100;
-
-/// Why a resource cannot be read.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ResourceError {
-    /// The URI does not parse: a protocol error saying why.
-    BadUri(String),
-    /// The file path is refused (outside the roots, traversal, ...).
-    Refused(PathError),
-    /// No such file or object: MCP's resource-not-found (-32002).
-    NotFound {
-        uri: String,
-        why: String,
-    },
-    /// The file failed to index.
-    Unreadable(String),
-    Internal(String),
-}
 
 /// A parsed `h5://` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]

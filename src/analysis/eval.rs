@@ -1,0 +1,455 @@
+//! Columnar evaluation of a plan over one window of entries. Everything is
+//! computed in double precision, as `TTree::Draw` does. A value is a constant,
+//! one number per entry, or one number per element with the entries' offsets;
+//! entries where a value is missing (`x[3]` of an entry with three elements)
+//! are marked invalid and never pass.
+
+use std::sync::Arc;
+
+use super::AnalysisError;
+use super::plan::{Aggregate, Node, mixed_collections};
+use super::syntax::{BinOp, UnOp};
+
+/// One column's numbers for a window: values flattened in entry order, and for
+/// collections the offsets of each entry's elements (`entries + 1` of them).
+#[derive(Debug, Clone, Default)]
+pub struct SlotData {
+    pub values: Vec<f64>,
+    pub offsets: Option<Arc<Vec<usize>>>,
+    /// The column's path, for messages.
+    pub name: Arc<str>,
+}
+
+/// The columns of a plan for a window of `entries` entries, by slot.
+pub struct Inputs<'a> {
+    pub entries: usize,
+    /// The first entry of the window in the tree (for messages).
+    pub first_entry: u64,
+    pub slots: &'a [SlotData],
+    /// A plan's slot -> its index in `slots` (plans evaluated together share
+    /// one window of columns).
+    pub map: &'a [usize],
+}
+
+#[derive(Debug, Clone)]
+pub enum Val {
+    Const(f64),
+    Scalar {
+        v: Vec<f64>,
+        valid: Option<Vec<bool>>,
+    },
+    Jagged {
+        v: Vec<f64>,
+        offsets: Arc<Vec<usize>>,
+        /// Entries whose elements all count as missing.
+        valid: Option<Vec<bool>>,
+        name: Arc<str>,
+    },
+}
+
+fn and_masks(a: Option<Vec<bool>>, b: Option<Vec<bool>>) -> Option<Vec<bool>> {
+    match (a, b) {
+        (None, m) | (m, None) => m,
+        (Some(mut a), Some(b)) => {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x &= y);
+            Some(a)
+        }
+    }
+}
+
+/// A per-entry value repeated for each element of the entries (`offsets`).
+fn spread(v: &[f64], offsets: &[usize]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(offsets.last().copied().unwrap_or(0));
+    for (x, w) in v.iter().zip(offsets.windows(2)) {
+        out.extend(std::iter::repeat_n(*x, w[1] - w[0]));
+    }
+    out
+}
+
+pub fn truth(x: f64) -> bool {
+    x != 0.0
+}
+
+fn apply(op: BinOp, a: f64, b: f64) -> f64 {
+    let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
+    match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Div => a / b,
+        // C's `%` on the integers TTreeFormula converts to.
+        BinOp::Mod => {
+            let (a, b) = (a as i64, b as i64);
+            if b == 0 { f64::NAN } else { (a % b) as f64 }
+        }
+        BinOp::Lt => bool_of(a < b),
+        BinOp::Le => bool_of(a <= b),
+        BinOp::Gt => bool_of(a > b),
+        BinOp::Ge => bool_of(a >= b),
+        BinOp::Eq => bool_of(a == b),
+        BinOp::Ne => bool_of(a != b),
+        BinOp::And => bool_of(truth(a) && truth(b)),
+        BinOp::Or => bool_of(truth(a) || truth(b)),
+    }
+}
+
+/// Evaluates a plan's tree over one window.
+pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
+    Ok(match node {
+        Node::Const(c) => Val::Const(*c),
+        Node::Column(slot) => {
+            let d = &inputs.slots[inputs.map[*slot]];
+            match &d.offsets {
+                None => Val::Scalar {
+                    v: d.values.clone(),
+                    valid: None,
+                },
+                Some(offsets) => Val::Jagged {
+                    v: d.values.clone(),
+                    offsets: offsets.clone(),
+                    valid: None,
+                    name: d.name.clone(),
+                },
+            }
+        }
+        Node::Index { slot, index } => {
+            index_of(&inputs.slots[inputs.map[*slot]], *index, inputs.entries)
+        }
+        Node::Unary(op, inner) => {
+            let f = match op {
+                UnOp::Neg => |x: f64| -x,
+                UnOp::Not => |x: f64| if truth(x) { 0.0 } else { 1.0 },
+            };
+            map(evaluate(inner, inputs)?, f)
+        }
+        Node::Func1(f, inner) => map(evaluate(inner, inputs)?, *f),
+        Node::Binary(op, l, r) => {
+            let op = *op;
+            zip(
+                evaluate(l, inputs)?,
+                evaluate(r, inputs)?,
+                inputs,
+                move |a, b| apply(op, a, b),
+            )?
+        }
+        Node::Func2(f, a, b) => zip(evaluate(a, inputs)?, evaluate(b, inputs)?, inputs, *f)?,
+        Node::Alt(primary, alternative) => alt(
+            evaluate(primary, inputs)?,
+            evaluate(alternative, inputs)?,
+            inputs,
+        )?,
+        Node::Aggregate(kind, value, condition) => {
+            let value = evaluate(value, inputs)?;
+            let condition = condition
+                .as_ref()
+                .map(|c| evaluate(c, inputs))
+                .transpose()?;
+            aggregate(*kind, value, condition, inputs)?
+        }
+    })
+}
+
+fn index_of(d: &SlotData, index: usize, entries: usize) -> Val {
+    let offsets = d.offsets.as_ref().expect("indexed columns are collections");
+    let mut v = vec![0.0; entries];
+    let mut valid = vec![false; entries];
+    for (e, w) in offsets.windows(2).enumerate() {
+        if w[0] + index < w[1] {
+            v[e] = d.values[w[0] + index];
+            valid[e] = true;
+        }
+    }
+    Val::Scalar {
+        v,
+        valid: Some(valid),
+    }
+}
+
+fn map(v: Val, f: impl Fn(f64) -> f64) -> Val {
+    match v {
+        Val::Const(c) => Val::Const(f(c)),
+        Val::Scalar { mut v, valid } => {
+            v.iter_mut().for_each(|x| *x = f(*x));
+            Val::Scalar { v, valid }
+        }
+        Val::Jagged {
+            mut v,
+            offsets,
+            valid,
+            name,
+        } => {
+            v.iter_mut().for_each(|x| *x = f(*x));
+            Val::Jagged {
+                v,
+                offsets,
+                valid,
+                name,
+            }
+        }
+    }
+}
+
+/// Two values brought to one shape: constants and per-entry values spread over
+/// a collection's elements; two collections must have the same lengths.
+pub fn zip(
+    a: Val,
+    b: Val,
+    inputs: &Inputs<'_>,
+    f: impl Fn(f64, f64) -> f64,
+) -> Result<Val, AnalysisError> {
+    Ok(match (a, b) {
+        (Val::Const(x), Val::Const(y)) => Val::Const(f(x, y)),
+        (Val::Const(x), Val::Scalar { mut v, valid }) => {
+            v.iter_mut().for_each(|y| *y = f(x, *y));
+            Val::Scalar { v, valid }
+        }
+        (Val::Scalar { mut v, valid }, Val::Const(y)) => {
+            v.iter_mut().for_each(|x| *x = f(*x, y));
+            Val::Scalar { v, valid }
+        }
+        (
+            Val::Const(x),
+            Val::Jagged {
+                mut v,
+                offsets,
+                valid,
+                name,
+            },
+        ) => {
+            v.iter_mut().for_each(|y| *y = f(x, *y));
+            Val::Jagged {
+                v,
+                offsets,
+                valid,
+                name,
+            }
+        }
+        (
+            Val::Jagged {
+                mut v,
+                offsets,
+                valid,
+                name,
+            },
+            Val::Const(y),
+        ) => {
+            v.iter_mut().for_each(|x| *x = f(*x, y));
+            Val::Jagged {
+                v,
+                offsets,
+                valid,
+                name,
+            }
+        }
+        (Val::Scalar { mut v, valid }, Val::Scalar { v: w, valid: wv }) => {
+            v.iter_mut().zip(&w).for_each(|(x, y)| *x = f(*x, *y));
+            Val::Scalar {
+                v,
+                valid: and_masks(valid, wv),
+            }
+        }
+        (
+            Val::Scalar { v: s, valid: sv },
+            Val::Jagged {
+                mut v,
+                offsets,
+                valid,
+                name,
+            },
+        ) => {
+            let s = spread(&s, &offsets);
+            v.iter_mut().zip(&s).for_each(|(y, x)| *y = f(*x, *y));
+            Val::Jagged {
+                v,
+                offsets,
+                valid: and_masks(valid, sv),
+                name,
+            }
+        }
+        (
+            Val::Jagged {
+                mut v,
+                offsets,
+                valid,
+                name,
+            },
+            Val::Scalar { v: s, valid: sv },
+        ) => {
+            let s = spread(&s, &offsets);
+            v.iter_mut().zip(&s).for_each(|(x, y)| *x = f(*x, *y));
+            Val::Jagged {
+                v,
+                offsets,
+                valid: and_masks(valid, sv),
+                name,
+            }
+        }
+        (
+            Val::Jagged {
+                mut v,
+                offsets,
+                valid,
+                name,
+            },
+            Val::Jagged {
+                v: w,
+                offsets: wo,
+                valid: wv,
+                name: wname,
+            },
+        ) => {
+            if !Arc::ptr_eq(&offsets, &wo) && offsets != wo {
+                let entry = offsets
+                    .windows(2)
+                    .zip(wo.windows(2))
+                    .position(|(a, b)| a[1] - a[0] != b[1] - b[0])
+                    .unwrap_or(0);
+                let AnalysisError::InvalidSelection {
+                    column,
+                    expected,
+                    message,
+                } = mixed_collections(&name, &wname, 0)
+                else {
+                    unreachable!("an invalid selection")
+                };
+                return Err(AnalysisError::InvalidSelection {
+                    column,
+                    expected,
+                    message: format!(
+                        "{message} (entry {} has different lengths)",
+                        inputs.first_entry + entry as u64
+                    ),
+                });
+            }
+            v.iter_mut().zip(&w).for_each(|(x, y)| *x = f(*x, *y));
+            Val::Jagged {
+                v,
+                offsets,
+                valid: and_masks(valid, wv),
+                name,
+            }
+        }
+    })
+}
+
+fn alt(primary: Val, alternative: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
+    match primary {
+        Val::Scalar {
+            mut v,
+            valid: Some(valid),
+        } => {
+            let alternative = per_entry(&alternative, inputs.entries);
+            for (e, ok) in valid.iter().enumerate() {
+                if !ok {
+                    v[e] = alternative.0[e];
+                }
+            }
+            Ok(Val::Scalar {
+                v,
+                valid: alternative.1,
+            })
+        }
+        other => Ok(other),
+    }
+}
+
+/// A value as one number per entry (a constant repeated), with its validity.
+fn per_entry(v: &Val, entries: usize) -> (Vec<f64>, Option<Vec<bool>>) {
+    match v {
+        Val::Const(c) => (vec![*c; entries], None),
+        Val::Scalar { v, valid } => (v.clone(), valid.clone()),
+        Val::Jagged {
+            v, offsets, valid, ..
+        } => {
+            // A collection where one value per entry is wanted: its first element.
+            let mut out = vec![0.0; entries];
+            let mut ok = valid.clone().unwrap_or_else(|| vec![true; entries]);
+            for (e, w) in offsets.windows(2).enumerate() {
+                if w[0] < w[1] {
+                    out[e] = v[w[0]];
+                } else {
+                    ok[e] = false;
+                }
+            }
+            (out, Some(ok))
+        }
+    }
+}
+
+fn aggregate(
+    kind: Aggregate,
+    value: Val,
+    condition: Option<Val>,
+    inputs: &Inputs<'_>,
+) -> Result<Val, AnalysisError> {
+    let n = inputs.entries;
+    // The condition brought to the value's shape (element by element).
+    let (value, keep) = match condition {
+        None => (value, None),
+        Some(c) => {
+            let pair = zip(value.clone(), c, inputs, |_, c| c)?;
+            let keep = match pair {
+                Val::Const(c) => Keep::Const(truth(c)),
+                Val::Scalar { v, .. } | Val::Jagged { v, .. } => {
+                    Keep::Each(v.iter().map(|&c| truth(c)).collect())
+                }
+            };
+            (value, Some(keep))
+        }
+    };
+    let (v, offsets, valid): (Vec<f64>, Arc<Vec<usize>>, Option<Vec<bool>>) = match value {
+        Val::Const(c) => (vec![c; n], Arc::new((0..=n).collect()), None),
+        Val::Scalar { v, valid } => (v, Arc::new((0..=n).collect()), valid),
+        Val::Jagged {
+            v, offsets, valid, ..
+        } => (v, offsets, valid),
+    };
+    let kept = |i: usize| match &keep {
+        None => true,
+        Some(Keep::Const(k)) => *k,
+        Some(Keep::Each(k)) => k.get(i).copied().unwrap_or(false),
+    };
+    let mut out = vec![0.0; n];
+    for (e, w) in offsets.windows(2).enumerate() {
+        if valid.as_ref().is_some_and(|m| !m[e]) {
+            continue; // a missing value contributes nothing
+        }
+        let elements = (w[0]..w[1]).filter(|&i| kept(i)).map(|i| v[i]);
+        out[e] = match kind {
+            Aggregate::Length => (w[1] - w[0]) as f64,
+            Aggregate::Sum => elements.sum(),
+            Aggregate::Min | Aggregate::MinIf => elements.reduce(f64::min).unwrap_or(0.0),
+            Aggregate::Max | Aggregate::MaxIf => elements.reduce(f64::max).unwrap_or(0.0),
+        };
+    }
+    Ok(Val::Scalar {
+        v: out,
+        valid: None,
+    })
+}
+
+enum Keep {
+    Const(bool),
+    Each(Vec<bool>),
+}
+
+/// Which entries pass a cut: valid and, for a collection, any element true.
+pub fn entry_mask(v: &Val, entries: usize) -> Vec<bool> {
+    match v {
+        Val::Const(c) => vec![truth(*c); entries],
+        Val::Scalar { v, valid } => v
+            .iter()
+            .enumerate()
+            .map(|(e, x)| truth(*x) && valid.as_ref().is_none_or(|m| m[e]))
+            .collect(),
+        Val::Jagged {
+            v, offsets, valid, ..
+        } => offsets
+            .windows(2)
+            .enumerate()
+            .map(|(e, w)| {
+                valid.as_ref().is_none_or(|m| m[e]) && v[w[0]..w[1]].iter().any(|x| truth(*x))
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,487 @@
+//! The operations the data tools are made of: counting the entries a cut
+//! selects, and filling 1-D and 2-D histograms, each in one streamed pass over
+//! the columns its plans name.
+
+use std::ops::Range;
+
+use super::AnalysisError;
+use super::eval::{Inputs, SlotData, Val, entry_mask, evaluate, truth, zip};
+use super::plan::{Plan, TreeColumns};
+use super::scan::scan;
+use crate::formats::root::RootFile;
+use crate::job::Job;
+
+/// Plans evaluated together over one scan: the union of their columns, and
+/// each plan's slots mapped into it.
+struct Together<'p> {
+    plans: Vec<&'p Plan>,
+    columns: Vec<usize>,
+    maps: Vec<Vec<usize>>,
+}
+
+impl<'p> Together<'p> {
+    fn new(plans: Vec<&'p Plan>) -> Together<'p> {
+        let mut columns: Vec<usize> = Vec::new();
+        let maps = plans
+            .iter()
+            .map(|p| {
+                p.columns
+                    .iter()
+                    .map(|c| match columns.iter().position(|x| x == c) {
+                        Some(i) => i,
+                        None => {
+                            columns.push(*c);
+                            columns.len() - 1
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Together {
+            plans,
+            columns,
+            maps,
+        }
+    }
+
+    /// Evaluates every plan over a window's columns.
+    fn evaluate(
+        &self,
+        slots: &[SlotData],
+        entries: usize,
+        first_entry: u64,
+    ) -> Result<Vec<Val>, AnalysisError> {
+        self.plans
+            .iter()
+            .zip(&self.maps)
+            .map(|(p, map)| {
+                evaluate(
+                    &p.root,
+                    &Inputs {
+                        entries,
+                        first_entry,
+                        slots,
+                        map,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// How many entries a scan looked at and how many passed the cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counted {
+    pub scanned: u64,
+    pub selected: u64,
+}
+
+/// Counts the entries of `range` that pass `cut` (an entry passes when any of
+/// its elements does).
+pub fn count_selected(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    cut: &Plan,
+    range: Range<u64>,
+    job: &Job,
+) -> Result<Counted, AnalysisError> {
+    let together = Together::new(vec![cut]);
+    let mut counted = Counted::default();
+    scan(file, tree, &together.columns, range, job, |w| {
+        let slots: Vec<SlotData> = (0..together.columns.len())
+            .map(|i| w.slot_data(i))
+            .collect();
+        let vals = together.evaluate(&slots, w.len(), w.entries.start)?;
+        counted.scanned += w.len() as u64;
+        counted.selected += entry_mask(&vals[0], w.len()).iter().filter(|&&p| p).count() as u64;
+        Ok(true)
+    })?;
+    Ok(counted)
+}
+
+/// Equal-width bins over `[lo, hi)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Axis {
+    pub bins: usize,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Axis {
+    /// The bin of `x`: `Err(false)` below, `Err(true)` at or above the range
+    /// (NaN counts as overflow, as `TH1::Fill` puts it there).
+    pub fn bin(&self, x: f64) -> Result<usize, bool> {
+        if x < self.lo {
+            return Err(false);
+        }
+        if x >= self.hi || x.is_nan() {
+            return Err(true);
+        }
+        let b = ((x - self.lo) / (self.hi - self.lo) * self.bins as f64) as usize;
+        Ok(b.min(self.bins - 1))
+    }
+
+    pub fn edges(&self) -> Vec<f64> {
+        let width = (self.hi - self.lo) / self.bins as f64;
+        (0..=self.bins)
+            .map(|i| {
+                if i == self.bins {
+                    self.hi
+                } else {
+                    self.lo + width * i as f64
+                }
+            })
+            .collect()
+    }
+}
+
+/// A filled 1-D histogram.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hist1 {
+    pub counts: Vec<f64>,
+    /// Σw² per bin (for the errors).
+    pub sumw2: Vec<f64>,
+    pub underflow: f64,
+    pub overflow: f64,
+    /// Every value filled, in range or not.
+    pub entries: u64,
+    /// Σw, Σw·x, Σw·x² of the values in range (ROOT's statistics).
+    pub sum_w: f64,
+    pub sum_wx: f64,
+    pub sum_wx2: f64,
+    /// Entries scanned, and entries with at least one value filled.
+    pub scanned: u64,
+    pub selected: u64,
+}
+
+impl Hist1 {
+    fn fill(&mut self, axis: &Axis, x: f64, w: f64) {
+        self.entries += 1;
+        match axis.bin(x) {
+            Ok(b) => {
+                self.counts[b] += w;
+                self.sumw2[b] += w * w;
+                self.sum_w += w;
+                self.sum_wx += w * x;
+                self.sum_wx2 += w * x * x;
+            }
+            Err(false) => self.underflow += w,
+            Err(true) => self.overflow += w,
+        }
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.sum_w != 0.0).then(|| self.sum_wx / self.sum_w)
+    }
+
+    pub fn std(&self) -> Option<f64> {
+        let mean = self.mean()?;
+        Some((self.sum_wx2 / self.sum_w - mean * mean).max(0.0).sqrt())
+    }
+}
+
+/// What to histogram: a value, the cut, the weight, and whether collections
+/// are flattened (false: one entry per passing entry, its number of passing
+/// elements).
+pub struct HistRequest<'p> {
+    pub value: &'p Plan,
+    pub cut: Option<&'p Plan>,
+    pub weight: Option<&'p Plan>,
+    pub flatten: bool,
+}
+
+/// The numbers to fill for one window: (value, weight) pairs, and how many
+/// entries contributed.
+struct Fills {
+    pairs: Vec<(f64, f64)>,
+    entries_selected: u64,
+}
+
+/// One value per element (or entry) of `value`, with the cut and the weight
+/// brought to its shape. A per-entry value with a cut on a collection is
+/// filled once for each entry where any element passes.
+fn fills(
+    value: Val,
+    cut: Option<Val>,
+    weight: Option<Val>,
+    flatten: bool,
+    inputs: &Inputs<'_>,
+) -> Result<Fills, AnalysisError> {
+    let n = inputs.entries;
+    let weight_of = |w: Option<Val>, like: &Val| -> Result<Option<Val>, AnalysisError> {
+        w.map(|w| zip(like.clone(), w, inputs, |_, w| w))
+            .transpose()
+    };
+    match &value {
+        Val::Jagged {
+            v, offsets, valid, ..
+        } => {
+            let passing = match cut {
+                None => None,
+                Some(c) => Some(zip(value.clone(), c, inputs, |_, c| c)?),
+            };
+            let weights = weight_of(weight, &value)?;
+            let element_ok = |i: usize| match &passing {
+                None => true,
+                Some(Val::Jagged { v, .. }) => truth(v[i]),
+                Some(Val::Const(c)) => truth(*c),
+                Some(Val::Scalar { .. }) => unreachable!("a collection zipped stays a collection"),
+            };
+            let entry_ok = |e: usize| {
+                valid.as_ref().is_none_or(|m| m[e])
+                    && match &passing {
+                        Some(Val::Jagged { valid: Some(m), .. }) => m[e],
+                        _ => true,
+                    }
+            };
+            let weight_at = |i: usize| match &weights {
+                Some(Val::Jagged { v, .. }) => v[i],
+                Some(Val::Const(c)) => *c,
+                _ => 1.0,
+            };
+            let mut out = Fills {
+                pairs: Vec::new(),
+                entries_selected: 0,
+            };
+            for (e, w) in offsets.windows(2).enumerate() {
+                if !entry_ok(e) {
+                    continue;
+                }
+                let passed: Vec<usize> = (w[0]..w[1]).filter(|&i| element_ok(i)).collect();
+                if flatten {
+                    out.entries_selected += u64::from(!passed.is_empty());
+                    out.pairs
+                        .extend(passed.iter().map(|&i| (v[i], weight_at(i))));
+                } else if passing.is_none() || !passed.is_empty() {
+                    // The multiplicity of the entry's passing elements, weighted by
+                    // the entry's weight (its first element's for a collection).
+                    out.entries_selected += 1;
+                    let weight = passed
+                        .first()
+                        .map_or_else(|| entry_weight(&weights, e, w[0]), |&i| weight_at(i));
+                    out.pairs.push((passed.len() as f64, weight));
+                }
+            }
+            Ok(out)
+        }
+        _ => {
+            let mask = match &cut {
+                None => vec![true; n],
+                Some(c) => entry_mask(c, n),
+            };
+            let (values, valid) = match value {
+                Val::Const(c) => (vec![c; n], None),
+                Val::Scalar { v, valid } => (v, valid),
+                Val::Jagged { .. } => unreachable!("handled above"),
+            };
+            let weights = match weight {
+                None => None,
+                Some(Val::Jagged { name, .. }) => {
+                    return Err(AnalysisError::invalid(
+                        0,
+                        "a weight with one value per entry",
+                        format!(
+                            "the weight '{name}' is a collection but the histogrammed value has one value per entry"
+                        ),
+                    ));
+                }
+                Some(w) => Some(w),
+            };
+            let mut out = Fills {
+                pairs: Vec::new(),
+                entries_selected: 0,
+            };
+            for e in 0..n {
+                let weight_valid = match &weights {
+                    Some(Val::Scalar { valid: Some(m), .. }) => m[e],
+                    _ => true,
+                };
+                if mask[e] && valid.as_ref().is_none_or(|m| m[e]) && weight_valid {
+                    let weight = match &weights {
+                        Some(Val::Scalar { v, .. }) => v[e],
+                        Some(Val::Const(c)) => *c,
+                        _ => 1.0,
+                    };
+                    out.entries_selected += 1;
+                    out.pairs.push((values[e], weight));
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn entry_weight(weights: &Option<Val>, _entry: usize, first_element: usize) -> f64 {
+    match weights {
+        Some(Val::Jagged { v, .. }) => v.get(first_element).copied().unwrap_or(1.0),
+        Some(Val::Const(c)) => *c,
+        _ => 1.0,
+    }
+}
+
+/// Evaluates a request's plans over a window and returns what to fill.
+fn window_fills(
+    together: &Together<'_>,
+    req: &HistRequest<'_>,
+    w: &super::scan::Window<'_, '_>,
+) -> Result<Fills, AnalysisError> {
+    let slots: Vec<SlotData> = (0..together.columns.len())
+        .map(|i| w.slot_data(i))
+        .collect();
+    let mut vals = together
+        .evaluate(&slots, w.len(), w.entries.start)?
+        .into_iter();
+    let value = vals.next().expect("the value plan");
+    let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
+    let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
+    let map: Vec<usize> = Vec::new();
+    let inputs = Inputs {
+        entries: w.len(),
+        first_entry: w.entries.start,
+        slots: &slots,
+        map: &map,
+    };
+    fills(value, cut, weight, req.flatten, &inputs)
+}
+
+fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan> {
+    let mut plans = vec![req.value];
+    plans.extend(extra);
+    plans.extend(req.cut);
+    plans.extend(req.weight);
+    plans
+}
+
+/// Fills a 1-D histogram in one pass.
+pub fn histogram(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    axis: Axis,
+    job: &Job,
+) -> Result<Hist1, AnalysisError> {
+    let together = Together::new(plans_of(req, None));
+    let mut h = Hist1 {
+        counts: vec![0.0; axis.bins],
+        sumw2: vec![0.0; axis.bins],
+        ..Hist1::default()
+    };
+    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
+        let f = window_fills(&together, req, w)?;
+        h.scanned += w.len() as u64;
+        h.selected += f.entries_selected;
+        for (x, weight) in f.pairs {
+            h.fill(&axis, x, weight);
+        }
+        Ok(true)
+    })?;
+    Ok(h)
+}
+
+/// Hands `each` every value a request would fill (with its weight), window
+/// by window, in entry order.
+pub fn for_each_value(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    job: &Job,
+    mut each: impl FnMut(f64, f64),
+) -> Result<Counted, AnalysisError> {
+    let together = Together::new(plans_of(req, None));
+    let mut counted = Counted::default();
+    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
+        let f = window_fills(&together, req, w)?;
+        counted.scanned += w.len() as u64;
+        counted.selected += f.entries_selected;
+        for (x, weight) in f.pairs {
+            each(x, weight);
+        }
+        Ok(true)
+    })?;
+    Ok(counted)
+}
+
+/// The smallest and largest finite value a request would fill (for a range
+/// the caller did not give), with the entries scanned.
+pub fn value_range(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    job: &Job,
+) -> Result<Option<(f64, f64)>, AnalysisError> {
+    let together = Together::new(plans_of(req, None));
+    let mut range: Option<(f64, f64)> = None;
+    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
+        for (x, _) in window_fills(&together, req, w)?.pairs {
+            if x.is_finite() {
+                range = Some(range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+            }
+        }
+        Ok(true)
+    })?;
+    Ok(range)
+}
+
+/// A filled 2-D histogram: `counts[y][x]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hist2 {
+    pub counts: Vec<Vec<f64>>,
+    /// Pairs filled, in range or not, and those outside the range.
+    pub entries: u64,
+    pub outside: f64,
+    pub scanned: u64,
+    pub selected: u64,
+}
+
+/// Fills a 2-D histogram of `req.value` (x) against `y` in one pass; x and y
+/// are per entry, or of one collection.
+pub fn histogram_2d(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    y: &Plan,
+    axes: (Axis, Axis),
+    job: &Job,
+) -> Result<Hist2, AnalysisError> {
+    let together = Together::new(plans_of(req, Some(y)));
+    let (ax, ay) = axes;
+    let mut h = Hist2 {
+        counts: vec![vec![0.0; ax.bins]; ay.bins],
+        ..Hist2::default()
+    };
+    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
+        let slots: Vec<SlotData> = (0..together.columns.len())
+            .map(|i| w.slot_data(i))
+            .collect();
+        let mut vals = together
+            .evaluate(&slots, w.len(), w.entries.start)?
+            .into_iter();
+        let x = vals.next().expect("x");
+        let yv = vals.next().expect("y");
+        let cut = req.cut.map(|_| vals.next().expect("cut"));
+        let map: Vec<usize> = Vec::new();
+        let inputs = Inputs {
+            entries: w.len(),
+            first_entry: w.entries.start,
+            slots: &slots,
+            map: &map,
+        };
+        // Pair y with x (same collection, or broadcast), then fill x with y as
+        // its "weight" slot and read the pairs back.
+        let paired_y = zip(x.clone(), yv, &inputs, |_, y| y)?;
+        let paired_x = zip(paired_y.clone(), x, &inputs, |_, x| x)?;
+        let xs = fills(paired_x, cut.clone(), None, true, &inputs)?;
+        let ys = fills(paired_y, cut, None, true, &inputs)?;
+        h.scanned += w.len() as u64;
+        h.selected += xs.entries_selected;
+        for ((x, _), (y, _)) in xs.pairs.into_iter().zip(ys.pairs) {
+            h.entries += 1;
+            match (ax.bin(x), ay.bin(y)) {
+                (Ok(i), Ok(j)) => h.counts[j][i] += 1.0,
+                _ => h.outside += 1.0,
+            }
+        }
+        Ok(true)
+    })?;
+    Ok(h)
+}

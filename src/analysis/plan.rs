@@ -1,0 +1,545 @@
+//! Type checking: a parsed cut's names resolved against a tree's columns, its
+//! functions checked, and every node given a shape (one value per entry, or one
+//! per element of a collection), into a `Plan` the evaluator runs.
+
+use super::AnalysisError;
+use super::syntax::{BinOp, Expr, UnOp, parse};
+use crate::formats::root::{Branch, ColumnLayout, LeafType, Tree, column_layout};
+
+/// A column of a tree: a branch, or one leaf of a leaf list (`point.x`).
+#[derive(Debug, Clone)]
+pub struct ColumnInfo<'t> {
+    /// As `list_branches` prints it: the '/'-joined branch path, and
+    /// `path.leaf` for a leaf of a leaf list.
+    pub path: String,
+    pub branch: &'t Branch,
+    pub leaf: Option<usize>,
+    pub layout: Result<ColumnLayout, String>,
+    /// The counter leaf of a jagged branch (`nMuon`).
+    pub counter: Option<String>,
+}
+
+/// Every column of a tree, in branch order (depth first).
+pub struct TreeColumns<'t> {
+    pub entries: u64,
+    pub columns: Vec<ColumnInfo<'t>>,
+}
+
+impl<'t> TreeColumns<'t> {
+    pub fn new(tree: &'t Tree) -> TreeColumns<'t> {
+        let mut columns = Vec::new();
+        add_columns(&tree.branches, "", &mut columns);
+        TreeColumns {
+            entries: u64::try_from(tree.entries).unwrap_or(0),
+            columns,
+        }
+    }
+
+    /// The column a name means: its path, else its last part (`Px` for
+    /// `evt/P3/P3.Px`, or the part after the last '/') when that is unique.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        if let Some(i) = self.columns.iter().position(|c| c.path == name) {
+            return Some(i);
+        }
+        let short = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+        let matches: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| {
+                let p = &self.columns[i].path;
+                short(p) == name || p.ends_with(&format!(".{name}")) && !name.contains('/')
+            })
+            .collect();
+        match matches.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        }
+    }
+
+    /// A column looked up for a tool argument, `branch_not_found` otherwise.
+    pub fn require(&self, name: &str) -> Result<usize, AnalysisError> {
+        self.find(name)
+            .ok_or_else(|| AnalysisError::BranchNotFound {
+                name: name.to_string(),
+                closest: self.closest(name),
+            })
+    }
+
+    /// Up to five column paths closest to `name` (edit distance, case folded).
+    pub fn closest(&self, name: &str) -> Vec<String> {
+        let lower = name.to_lowercase();
+        let mut scored: Vec<(usize, &str)> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let short = c.path.rsplit('/').next().unwrap_or(&c.path).to_lowercase();
+                let d = edit_distance(&lower, &short)
+                    .min(edit_distance(&lower, &c.path.to_lowercase()));
+                (d, c.path.as_str())
+            })
+            .collect();
+        scored.sort();
+        let limit = (name.chars().count() / 2).max(3);
+        scored
+            .into_iter()
+            .filter(|(d, _)| *d <= limit)
+            .take(5)
+            .map(|(_, p)| p.to_string())
+            .collect()
+    }
+
+    fn is_path_prefix(&self, prefix: &str) -> bool {
+        self.columns.iter().any(|c| {
+            c.path == prefix
+                || c.path
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('.'))
+        })
+    }
+}
+
+fn add_columns<'t>(branches: &'t [Branch], parent: &str, out: &mut Vec<ColumnInfo<'t>>) {
+    for b in branches {
+        let path = if parent.is_empty() {
+            b.name.clone()
+        } else {
+            format!("{parent}/{}", b.name)
+        };
+        let counter = b.leaves.first().and_then(|l| l.count.clone());
+        out.push(ColumnInfo {
+            path: path.clone(),
+            branch: b,
+            leaf: None,
+            layout: column_layout(b, None).map_err(|e| e.to_string()),
+            counter: counter.clone(),
+        });
+        if b.element.is_none() && b.leaves.len() > 1 {
+            for (i, leaf) in b.leaves.iter().enumerate() {
+                out.push(ColumnInfo {
+                    path: format!("{path}.{}", leaf.name),
+                    branch: b,
+                    leaf: Some(i),
+                    layout: column_layout(b, Some(i)).map_err(|e| e.to_string()),
+                    counter: None,
+                });
+            }
+        }
+        add_columns(&b.branches, &path, out);
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for j in 0..b.len() {
+            let next = (diag + usize::from(ca != b[j]))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Which collection a per-element value runs over. Two values of the same
+/// collection pair up element by element; `certain` collections (a counter
+/// leaf, a fixed size) are known to differ from other certain ones, the others
+/// (`std::vector` branches) are compared entry by entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    pub key: String,
+    pub certain: bool,
+    /// A branch of the collection, for messages.
+    pub branch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// One value per entry.
+    Scalar,
+    /// One value per element of a collection.
+    Jagged(Collection),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    Length,
+    Sum,
+    Min,
+    Max,
+    MinIf,
+    MaxIf,
+}
+
+/// A checked expression: what the evaluator runs.
+#[derive(Debug, Clone)]
+pub enum Node {
+    Const(f64),
+    /// A column, by its slot in `Plan::columns`.
+    Column(usize),
+    /// Element `index` of each entry of a collection column (missing = invalid).
+    Index {
+        slot: usize,
+        index: usize,
+    },
+    Unary(UnOp, Box<Node>),
+    Binary(BinOp, Box<Node>, Box<Node>),
+    Func1(fn(f64) -> f64, Box<Node>),
+    Func2(fn(f64, f64) -> f64, Box<Node>, Box<Node>),
+    Aggregate(Aggregate, Box<Node>, Option<Box<Node>>),
+    /// `Alt$(primary, alternative)`: the alternative where the primary is missing.
+    Alt(Box<Node>, Box<Node>),
+}
+
+/// A checked cut (or value expression): its tree, and the columns it reads.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub root: Node,
+    pub shape: Shape,
+    /// Indices into `TreeColumns::columns` of the columns read, by slot.
+    pub columns: Vec<usize>,
+    /// The text it was parsed from.
+    pub text: String,
+}
+
+impl Plan {
+    /// Parses and checks a cut or value expression against a tree's columns.
+    pub fn new(text: &str, tree: &TreeColumns<'_>) -> Result<Plan, AnalysisError> {
+        let expr = parse(text, &|p| tree.is_path_prefix(p))?;
+        let mut checker = Checker {
+            tree,
+            columns: Vec::new(),
+        };
+        let (root, shape) = checker.check(&expr)?;
+        Ok(Plan {
+            root,
+            shape,
+            columns: checker.columns,
+            text: text.to_string(),
+        })
+    }
+
+    /// A plan that reads one column as it is (a histogrammed or read branch).
+    pub fn column(name: &str, tree: &TreeColumns<'_>) -> Result<Plan, AnalysisError> {
+        let index = tree.require(name)?;
+        let mut checker = Checker {
+            tree,
+            columns: Vec::new(),
+        };
+        let (root, shape) = checker.column(index, name, 0)?;
+        Ok(Plan {
+            root,
+            shape,
+            columns: checker.columns,
+            text: name.to_string(),
+        })
+    }
+
+    pub fn is_jagged(&self) -> bool {
+        matches!(self.shape, Shape::Jagged(_))
+    }
+}
+
+struct Checker<'a, 't> {
+    tree: &'a TreeColumns<'t>,
+    columns: Vec<usize>,
+}
+
+type Checked = (Node, Shape);
+
+impl Checker<'_, '_> {
+    fn slot(&mut self, column: usize) -> usize {
+        match self.columns.iter().position(|&c| c == column) {
+            Some(s) => s,
+            None => {
+                self.columns.push(column);
+                self.columns.len() - 1
+            }
+        }
+    }
+
+    fn check(&mut self, e: &Expr) -> Result<Checked, AnalysisError> {
+        match e {
+            Expr::Num(n) => Ok((Node::Const(*n), Shape::Scalar)),
+            Expr::Name { name, at } => {
+                let index = self.tree.find(name).ok_or_else(|| self.not_found(name))?;
+                self.column(index, name, *at)
+            }
+            Expr::Index { name, index, at } => {
+                // ROOT keeps a fixed array's size in its branch name
+                // (`ArrayI32[10]`): that name means the whole column.
+                let whole = format!("{name}[{index}]");
+                if self.tree.find(name).is_none()
+                    && let Some(column) = self.tree.find(&whole)
+                {
+                    return self.column(column, &whole, *at);
+                }
+                let column = self.tree.find(name).ok_or_else(|| self.not_found(name))?;
+                let (node, shape) = self.column(column, name, *at)?;
+                let Node::Column(slot) = node else {
+                    unreachable!("a column checks to a column")
+                };
+                if shape == Shape::Scalar {
+                    return Err(AnalysisError::invalid(
+                        *at,
+                        "a collection before '['",
+                        format!(
+                            "at column {at}: '{name}' holds one value per entry and cannot be indexed"
+                        ),
+                    ));
+                }
+                Ok((
+                    Node::Index {
+                        slot,
+                        index: *index,
+                    },
+                    Shape::Scalar,
+                ))
+            }
+            Expr::Unary(op, inner) => {
+                let (node, shape) = self.check(inner)?;
+                Ok((Node::Unary(*op, Box::new(node)), shape))
+            }
+            Expr::Binary(op, l, r) => {
+                let (ln, ls) = self.check(l)?;
+                let (rn, rs) = self.check(r)?;
+                let shape = combine(&ls, &rs, first_column(e))?;
+                Ok((Node::Binary(*op, Box::new(ln), Box::new(rn)), shape))
+            }
+            Expr::Call { func, args, at } => self.call(func, args, *at),
+        }
+    }
+
+    fn not_found(&self, name: &str) -> AnalysisError {
+        AnalysisError::BranchNotFound {
+            name: name.to_string(),
+            closest: self.tree.closest(name),
+        }
+    }
+
+    fn column(&mut self, index: usize, name: &str, at: usize) -> Result<Checked, AnalysisError> {
+        let info = &self.tree.columns[index];
+        let layout = match &info.layout {
+            Ok(l) => *l,
+            Err(why) => {
+                return Err(AnalysisError::UnsupportedType {
+                    name: info.path.clone(),
+                    why: why.clone(),
+                });
+            }
+        };
+        if layout.leaf_type == LeafType::Str {
+            return Err(AnalysisError::UnsupportedType {
+                name: info.path.clone(),
+                why: format!(
+                    "a string branch{} cannot be used in a cut or a numeric result",
+                    if at > 0 {
+                        format!(" (column {at})")
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+        }
+        if layout.jagged && layout.inner > 1 {
+            return Err(AnalysisError::UnsupportedType {
+                name: info.path.clone(),
+                why: "a collection of fixed-size arrays ([][N]) cannot be used in a cut yet".into(),
+            });
+        }
+        let shape = if layout.jagged {
+            Shape::Jagged(match &info.counter {
+                Some(counter) => Collection {
+                    key: format!("counter:{counter}"),
+                    certain: true,
+                    branch: info.path.clone(),
+                },
+                None => Collection {
+                    key: format!("branch:{}", info.path),
+                    certain: false,
+                    branch: info.path.clone(),
+                },
+            })
+        } else if layout.inner > 1 {
+            Shape::Jagged(Collection {
+                key: format!("fixed:{}", layout.inner),
+                certain: true,
+                branch: info.path.clone(),
+            })
+        } else {
+            Shape::Scalar
+        };
+        let _ = name;
+        Ok((Node::Column(self.slot(index)), shape))
+    }
+
+    fn call(&mut self, func: &str, args: &[Expr], at: usize) -> Result<Checked, AnalysisError> {
+        let bare = func.strip_prefix("TMath::").unwrap_or(func);
+        let arity = |n: usize| -> Result<(), AnalysisError> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(AnalysisError::invalid(
+                    at,
+                    &format!("{n} argument(s) for {func}"),
+                    format!(
+                        "at column {at}: {func} takes {n} argument(s), got {}",
+                        args.len()
+                    ),
+                ))
+            }
+        };
+        if let Some(value) = constant(func) {
+            arity(0)?;
+            return Ok((Node::Const(value), Shape::Scalar));
+        }
+        if let Some(f) = unary_function(func, bare) {
+            arity(1)?;
+            let (n, s) = self.check(&args[0])?;
+            return Ok((Node::Func1(f, Box::new(n)), s));
+        }
+        if let Some(f) = binary_function(func, bare) {
+            arity(2)?;
+            let (a, sa) = self.check(&args[0])?;
+            let (b, sb) = self.check(&args[1])?;
+            let shape = combine(&sa, &sb, at)?;
+            return Ok((Node::Func2(f, Box::new(a), Box::new(b)), shape));
+        }
+        let aggregate = match func {
+            "Length$" => Aggregate::Length,
+            "Sum$" => Aggregate::Sum,
+            "Min$" => Aggregate::Min,
+            "Max$" => Aggregate::Max,
+            "MinIf$" => Aggregate::MinIf,
+            "MaxIf$" => Aggregate::MaxIf,
+            "Alt$" => {
+                arity(2)?;
+                let (a, sa) = self.check(&args[0])?;
+                let (b, sb) = self.check(&args[1])?;
+                let shape = combine(&sa, &sb, at)?;
+                return Ok((Node::Alt(Box::new(a), Box::new(b)), shape));
+            }
+            _ => {
+                return Err(AnalysisError::invalid(
+                    at,
+                    "a known function",
+                    format!(
+                        "at column {at}: unknown function '{func}' (cuts know abs sqrt exp log log10 pow sin cos tan \
+asin acos atan atan2 sinh cosh tanh min max floor ceil hypot, their TMath:: spellings, TMath::Pi(), and Length$ Sum$ \
+Min$ Max$ MinIf$ MaxIf$ Alt$)"
+                    ),
+                ));
+            }
+        };
+        let conditional = matches!(aggregate, Aggregate::MinIf | Aggregate::MaxIf);
+        arity(if conditional { 2 } else { 1 })?;
+        let (value, vs) = self.check(&args[0])?;
+        let condition = if conditional {
+            let (c, cs) = self.check(&args[1])?;
+            combine(&vs, &cs, at)?;
+            Some(Box::new(c))
+        } else {
+            None
+        };
+        Ok((
+            Node::Aggregate(aggregate, Box::new(value), condition),
+            Shape::Scalar,
+        ))
+    }
+}
+
+/// The column where an expression starts, for messages.
+fn first_column(e: &Expr) -> usize {
+    match e {
+        Expr::Num(_) => 0,
+        Expr::Name { at, .. } | Expr::Index { at, .. } | Expr::Call { at, .. } => *at,
+        Expr::Unary(_, inner) => first_column(inner),
+        Expr::Binary(_, l, r) => match first_column(l) {
+            0 => first_column(r),
+            at => at,
+        },
+    }
+}
+
+/// The shape of an element-wise combination: scalars broadcast over a
+/// collection; two collections must be the same one.
+fn combine(a: &Shape, b: &Shape, at: usize) -> Result<Shape, AnalysisError> {
+    match (a, b) {
+        (Shape::Scalar, s) | (s, Shape::Scalar) => Ok(s.clone()),
+        (Shape::Jagged(x), Shape::Jagged(y)) => {
+            if x.key == y.key || !(x.certain && y.certain) {
+                Ok(a.clone())
+            } else {
+                Err(mixed_collections(&x.branch, &y.branch, at))
+            }
+        }
+    }
+}
+
+/// The error for two collections of different lengths paired element-wise.
+pub fn mixed_collections(a: &str, b: &str, at: usize) -> AnalysisError {
+    AnalysisError::invalid(
+        at,
+        "collections of one length, or an aggregate",
+        format!(
+            "'{a}' and '{b}' are collections of different lengths, so an element-wise cut cannot pair their \
+elements; reduce one to a value per entry with an aggregate, e.g. Sum$({b} > 0) > 0, Max$({b}), Length$({b}) or {b}[0]"
+        ),
+    )
+}
+
+fn constant(func: &str) -> Option<f64> {
+    Some(match func {
+        "TMath::Pi" => std::f64::consts::PI,
+        "TMath::TwoPi" => std::f64::consts::TAU,
+        "TMath::PiOver2" => std::f64::consts::FRAC_PI_2,
+        "TMath::PiOver4" => std::f64::consts::FRAC_PI_4,
+        "TMath::E" => std::f64::consts::E,
+        "TMath::Sqrt2" => std::f64::consts::SQRT_2,
+        "TMath::Ln10" => std::f64::consts::LN_10,
+        _ => return None,
+    })
+}
+
+fn unary_function(func: &str, bare: &str) -> Option<fn(f64) -> f64> {
+    let tmath = func.starts_with("TMath::");
+    let f: fn(f64) -> f64 = match (tmath, bare) {
+        (false, "abs" | "fabs") | (true, "Abs") => f64::abs,
+        (false, "sqrt") | (true, "Sqrt") => f64::sqrt,
+        (false, "exp") | (true, "Exp") => f64::exp,
+        (false, "log") | (true, "Log") => f64::ln,
+        (false, "log10") | (true, "Log10") => f64::log10,
+        (true, "Log2") | (false, "log2") => f64::log2,
+        (false, "sin") | (true, "Sin") => f64::sin,
+        (false, "cos") | (true, "Cos") => f64::cos,
+        (false, "tan") | (true, "Tan") => f64::tan,
+        (false, "asin") | (true, "ASin") => f64::asin,
+        (false, "acos") | (true, "ACos") => f64::acos,
+        (false, "atan") | (true, "ATan") => f64::atan,
+        (false, "sinh") | (true, "SinH") => f64::sinh,
+        (false, "cosh") | (true, "CosH") => f64::cosh,
+        (false, "tanh") | (true, "TanH") => f64::tanh,
+        (false, "floor") | (true, "Floor") => f64::floor,
+        (false, "ceil") | (true, "Ceil") => f64::ceil,
+        (true, "Sq") => |x| x * x,
+        _ => return None,
+    };
+    Some(f)
+}
+
+fn binary_function(func: &str, bare: &str) -> Option<fn(f64, f64) -> f64> {
+    let tmath = func.starts_with("TMath::");
+    let f: fn(f64, f64) -> f64 = match (tmath, bare) {
+        (false, "pow") | (true, "Power") => f64::powf,
+        (false, "atan2") | (true, "ATan2") => f64::atan2,
+        (false, "hypot") | (true, "Hypot") => f64::hypot,
+        (false, "fmod") => |a, b| a % b,
+        // C's fmin/fmax and TMath::Min/Max: the smaller or larger.
+        (false, "min" | "fmin") | (true, "Min") => |a: f64, b: f64| if b < a { b } else { a },
+        (false, "max" | "fmax") | (true, "Max") => |a: f64, b: f64| if b > a { b } else { a },
+        _ => return None,
+    };
+    Some(f)
+}

@@ -1,0 +1,161 @@
+//! Reading entries as rows: which entries a page of a selection holds (only the
+//! cut's branches are scanned), then the values of those entries, reading only
+//! the baskets that hold them (a page at entry 5,000,000 decodes no basket
+//! before it).
+
+use super::AnalysisError;
+use super::eval::{Inputs, SlotData, entry_mask, evaluate};
+use super::ops::Counted;
+use super::plan::{Plan, TreeColumns};
+use super::scan::{entry_offsets, scan};
+use crate::formats::root::{Column, ColumnReader, RootFile, Values};
+use crate::job::Job;
+
+/// One value as read, exactly (integers stay integers, uint64 included).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    List(Vec<Cell>),
+}
+
+/// The entries at positions `offset..offset + limit` among those passing `cut`
+/// (all entries without one), with how many were scanned and selected.
+pub fn page_entries(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    cut: Option<&Plan>,
+    offset: u64,
+    limit: u64,
+    job: &Job,
+) -> Result<(Vec<u64>, Counted), AnalysisError> {
+    let Some(cut) = cut else {
+        let start = offset.min(tree.entries);
+        let end = offset.saturating_add(limit).min(tree.entries);
+        let counted = Counted {
+            scanned: tree.entries,
+            selected: tree.entries,
+        };
+        return Ok(((start..end).collect(), counted));
+    };
+    let map: Vec<usize> = (0..cut.columns.len()).collect();
+    let mut page = Vec::new();
+    let mut counted = Counted::default();
+    scan(file, tree, &cut.columns, 0..tree.entries, job, |w| {
+        let slots: Vec<SlotData> = (0..cut.columns.len()).map(|i| w.slot_data(i)).collect();
+        let inputs = Inputs {
+            entries: w.len(),
+            first_entry: w.entries.start,
+            slots: &slots,
+            map: &map,
+        };
+        let mask = entry_mask(&evaluate(&cut.root, &inputs)?, w.len());
+        counted.scanned += w.len() as u64;
+        for (i, pass) in mask.into_iter().enumerate() {
+            if pass {
+                if counted.selected >= offset && counted.selected - offset < limit {
+                    page.push(w.entries.start + i as u64);
+                }
+                counted.selected += 1;
+            }
+        }
+        Ok(true)
+    })?;
+    Ok((page, counted))
+}
+
+/// The values of `columns` (indices into `tree.columns`) at `entries`
+/// (ascending): `rows[i][c]` is column `c` of entry `entries[i]`. A collection
+/// or fixed array is a `Cell::List`.
+pub fn read_rows(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    columns: &[usize],
+    entries: &[u64],
+    job: &Job,
+) -> Result<Vec<Vec<Cell>>, AnalysisError> {
+    let mut rows: Vec<Vec<Cell>> = entries
+        .iter()
+        .map(|_| Vec::with_capacity(columns.len()))
+        .collect();
+    for &c in columns {
+        let info = &tree.columns[c];
+        let reader = file.column_reader(info.branch, info.leaf)?;
+        let mut current = BasketCursor::new(&reader);
+        for (row, &entry) in rows.iter_mut().zip(entries) {
+            if let Some(stop) = job.stopped() {
+                return Err(AnalysisError::Stopped {
+                    stop,
+                    entries_done: 0,
+                });
+            }
+            row.push(current.cell(entry)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The basket of one column holding the entry last asked for.
+struct BasketCursor<'r, 'f> {
+    reader: &'r ColumnReader<'f>,
+    basket: Option<usize>,
+    column: Column,
+    offsets: Vec<usize>,
+}
+
+impl<'r, 'f> BasketCursor<'r, 'f> {
+    fn new(reader: &'r ColumnReader<'f>) -> Self {
+        BasketCursor {
+            reader,
+            basket: None,
+            column: reader.empty_column(),
+            offsets: Vec::new(),
+        }
+    }
+
+    fn cell(&mut self, entry: u64) -> Result<Cell, AnalysisError> {
+        let ranges = self.reader.basket_ranges();
+        let index = ranges.partition_point(|r| r.end <= entry);
+        let Some(range) = ranges.get(index).filter(|r| r.contains(&entry)) else {
+            return Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
+                format!("no basket holds entry {entry}"),
+            )));
+        };
+        let first = range.start;
+        if self.basket != Some(index) {
+            self.reader.read_basket(index, &mut self.column)?;
+            self.basket = Some(index);
+            entry_offsets(&self.column, &mut self.offsets);
+        }
+        let e = (entry - first) as usize;
+        let (a, b) = (self.offsets[e], self.offsets[e + 1]);
+        let is_list = self.column.counts.is_some() || self.column.inner > 1;
+        if is_list {
+            Ok(Cell::List(
+                (a..b).map(|i| cell_at(&self.column.values, i)).collect(),
+            ))
+        } else {
+            Ok(cell_at(&self.column.values, a))
+        }
+    }
+}
+
+fn cell_at(values: &Values, i: usize) -> Cell {
+    match values {
+        Values::Bool(v) => Cell::Bool(v[i]),
+        Values::I8(v) => Cell::Int(v[i].into()),
+        Values::U8(v) => Cell::UInt(v[i].into()),
+        Values::I16(v) => Cell::Int(v[i].into()),
+        Values::U16(v) => Cell::UInt(v[i].into()),
+        Values::I32(v) => Cell::Int(v[i].into()),
+        Values::U32(v) => Cell::UInt(v[i].into()),
+        Values::I64(v) => Cell::Int(v[i]),
+        Values::U64(v) => Cell::UInt(v[i]),
+        Values::F32(v) => Cell::Float(v[i].into()),
+        Values::F64(v) => Cell::Float(v[i]),
+        Values::Str(v) => Cell::Str(v[i].clone()),
+    }
+}

@@ -1,0 +1,474 @@
+//! The symbols of a parsed source file: classes (C++ `class_specifier` and
+//! `struct_specifier` with a body, Python `class_definition`) and functions
+//! (every `function_definition`), each placed in its namespace/class scope.
+//!
+//! A symbol's line (1-based) and column (0-based, in bytes) are those of its
+//! name as written: for an out-of-line C++ definition `void A::f()` that is
+//! where `A::f` starts, as the reference server reports it.
+
+use serde::{Deserialize, Serialize};
+use tree_sitter::Node;
+
+use super::{Language, ParsedSource};
+
+/// Most syntax-error ranges kept per file: a file that is not code at all would
+/// otherwise store one per line.
+pub const MAX_ERROR_RANGES: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SymbolKind {
+    Class,
+    Struct,
+    /// A function at namespace or module level, or nested in a function.
+    Function,
+    /// A function defined in a class body, or out of line as `A::f`.
+    Method,
+}
+
+impl SymbolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymbolKind::Class => "class",
+            SymbolKind::Struct => "struct",
+            SymbolKind::Function => "function",
+            SymbolKind::Method => "method",
+        }
+    }
+
+    pub fn is_class(self) -> bool {
+        matches!(self, SymbolKind::Class | SymbolKind::Struct)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    pub name: String,
+    /// Namespace and class scope joined by `::` (C++) or `.` (Python).
+    pub qualified_name: String,
+    pub kind: SymbolKind,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    /// Qualified name of the enclosing class, if any.
+    pub parent: Option<String>,
+}
+
+/// A syntax error or missing token: start and end as (line 1-based, column 0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorRange {
+    pub start_line: u32,
+    pub start_column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+/// What quarry keeps of a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeFile {
+    pub language: Language,
+    /// Classes and functions in source order.
+    pub symbols: Vec<Symbol>,
+    /// `#include` lines (C++) or import statements (Python).
+    pub include_count: u32,
+    pub has_errors: bool,
+    pub error_ranges: Vec<ErrorRange>,
+}
+
+impl CodeFile {
+    pub fn classes(&self) -> impl Iterator<Item = &Symbol> {
+        self.symbols.iter().filter(|s| s.kind.is_class())
+    }
+
+    pub fn functions(&self) -> impl Iterator<Item = &Symbol> {
+        self.symbols.iter().filter(|s| !s.kind.is_class())
+    }
+}
+
+/// One enclosing scope while walking.
+struct Scope {
+    /// The scope's qualified name.
+    qualified: String,
+    is_class: bool,
+}
+
+enum Step<'t> {
+    Visit(Node<'t>),
+    Leave,
+}
+
+pub(super) fn extract(source: &ParsedSource) -> CodeFile {
+    let mut walk = Walk {
+        text: &source.text,
+        language: source.language,
+        scopes: Vec::new(),
+        out: CodeFile {
+            language: source.language,
+            symbols: Vec::new(),
+            include_count: 0,
+            has_errors: source.tree.root_node().has_error(),
+            error_ranges: Vec::new(),
+        },
+    };
+    // An explicit stack: hostile input nests deeper than the thread's stack allows.
+    let mut steps = vec![Step::Visit(source.tree.root_node())];
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Leave => {
+                walk.scopes.pop();
+            }
+            Step::Visit(node) => {
+                if walk.visit(node) {
+                    steps.push(Step::Leave);
+                }
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                steps.extend(children.into_iter().rev().map(Step::Visit));
+            }
+        }
+    }
+    walk.out
+}
+
+struct Walk<'a> {
+    text: &'a str,
+    language: Language,
+    scopes: Vec<Scope>,
+    out: CodeFile,
+}
+
+impl Walk<'_> {
+    /// Records what `node` declares; true when it opened a scope its children are in.
+    fn visit(&mut self, node: Node) -> bool {
+        if node.is_error() || node.is_missing() {
+            self.note_error(node);
+        }
+        match (self.language, node.kind()) {
+            (Language::Cpp, "namespace_definition") => {
+                let name = node
+                    .child_by_field_name("name")
+                    .map_or_else(|| "(anonymous)".to_string(), |n| self.compact(n));
+                self.open_scope(&name, false);
+                true
+            }
+            (Language::Cpp, "class_specifier" | "struct_specifier") => self.cpp_class(node),
+            (Language::Python, "class_definition") => self.python_class(node),
+            (Language::Cpp, "function_definition") => self.cpp_function(node),
+            (Language::Python, "function_definition") => self.python_function(node),
+            (Language::Cpp, "preproc_include")
+            | (
+                Language::Python,
+                "import_statement" | "import_from_statement" | "future_import_statement",
+            ) => {
+                self.out.include_count += 1;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn note_error(&mut self, node: Node) {
+        if self.out.error_ranges.len() < MAX_ERROR_RANGES {
+            let (s, e) = (node.start_position(), node.end_position());
+            self.out.error_ranges.push(ErrorRange {
+                start_line: s.row as u32 + 1,
+                start_column: s.column as u32,
+                end_line: e.row as u32 + 1,
+                end_column: e.column as u32,
+            });
+        }
+    }
+
+    fn cpp_class(&mut self, node: Node) -> bool {
+        // `struct stat st;` and `class A;` name a class without defining one.
+        if node.child_by_field_name("body").is_none() {
+            return false;
+        }
+        let kind = if node.kind() == "struct_specifier" {
+            SymbolKind::Struct
+        } else {
+            SymbolKind::Class
+        };
+        let Some(name_node) = node.child_by_field_name("name") else {
+            self.open_scope("(anonymous)", true);
+            return true;
+        };
+        let written = self.compact(name_node);
+        let (qualifier, name) = split_qualified(&written);
+        self.record(node, name_node, name, qualifier, kind);
+        let qualified = self.symbol_qualified_name(qualifier, name);
+        self.scopes.push(Scope {
+            qualified,
+            is_class: true,
+        });
+        true
+    }
+
+    fn python_class(&mut self, node: Node) -> bool {
+        let Some(name_node) = node.child_by_field_name("name") else {
+            return false;
+        };
+        let name = self.compact(name_node);
+        self.record(node, name_node, &name, "", SymbolKind::Class);
+        self.open_scope(&name, true);
+        true
+    }
+
+    fn cpp_function(&mut self, node: Node) -> bool {
+        let Some(name_node) = cpp_function_name(node) else {
+            return false;
+        };
+        let written = self.compact(name_node);
+        let (qualifier, name) = split_qualified(&written);
+        let kind = if !qualifier.is_empty() || self.in_class() {
+            SymbolKind::Method
+        } else {
+            SymbolKind::Function
+        };
+        self.record(node, name_node, name, qualifier, kind);
+        let qualified = self.symbol_qualified_name(qualifier, name);
+        self.scopes.push(Scope {
+            qualified,
+            is_class: false,
+        });
+        true
+    }
+
+    fn python_function(&mut self, node: Node) -> bool {
+        let Some(name_node) = node.child_by_field_name("name") else {
+            return false;
+        };
+        let name = self.compact(name_node);
+        let kind = if self.in_class() {
+            SymbolKind::Method
+        } else {
+            SymbolKind::Function
+        };
+        self.record(node, name_node, &name, "", kind);
+        self.open_scope(&name, false);
+        true
+    }
+
+    fn in_class(&self) -> bool {
+        self.scopes.last().is_some_and(|s| s.is_class)
+    }
+
+    fn separator(&self) -> &'static str {
+        match self.language {
+            Language::Cpp => "::",
+            Language::Python => ".",
+        }
+    }
+
+    fn open_scope(&mut self, name: &str, is_class: bool) {
+        let qualified = self.symbol_qualified_name("", name);
+        self.scopes.push(Scope {
+            qualified,
+            is_class,
+        });
+    }
+
+    /// The enclosing scope, then the qualifier written with the name, then the name.
+    fn symbol_qualified_name(&self, qualifier: &str, name: &str) -> String {
+        let sep = self.separator();
+        let mut out = self
+            .scopes
+            .last()
+            .map(|s| s.qualified.clone())
+            .unwrap_or_default();
+        for part in [qualifier, name] {
+            if part.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(sep);
+            }
+            out.push_str(part);
+        }
+        out
+    }
+
+    fn record(
+        &mut self,
+        node: Node,
+        name_node: Node,
+        name: &str,
+        qualifier: &str,
+        kind: SymbolKind,
+    ) {
+        let qualified_name = self.symbol_qualified_name(qualifier, name);
+        let parent = if qualifier.is_empty() {
+            self.scopes
+                .iter()
+                .rev()
+                .find(|s| s.is_class)
+                .filter(|_| self.in_class() || kind.is_class())
+                .map(|s| s.qualified.clone())
+        } else {
+            Some(self.symbol_qualified_name("", qualifier))
+        };
+        let at = name_node.start_position();
+        self.out.symbols.push(Symbol {
+            name: name.to_string(),
+            qualified_name,
+            kind,
+            line: at.row as u32 + 1,
+            column: at.column as u32,
+            end_line: node.end_position().row as u32 + 1,
+            parent,
+        });
+    }
+
+    /// A node's text with whitespace removed (`operator +` and `A :: f` as one word).
+    fn compact(&self, node: Node) -> String {
+        let text = self.text.get(node.byte_range()).unwrap_or_default();
+        let mut out = String::with_capacity(text.len());
+        let mut last_was_space = false;
+        for c in text.chars() {
+            if c.is_whitespace() {
+                last_was_space = true;
+                continue;
+            }
+            // Keep one space between two words (`operator new`, `unsigned int`).
+            if last_was_space && is_word_char(c) && out.chars().last().is_some_and(is_word_char) {
+                out.push(' ');
+            }
+            last_was_space = false;
+            out.push(c);
+        }
+        out
+    }
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The node naming a C++ function definition: the declarator of its
+/// `function_declarator`, under any pointer, reference or parenthesised
+/// declarators (`int *f()`, `T& operator=(...)`).
+fn cpp_function_name(node: Node) -> Option<Node> {
+    let mut declarator = node.child_by_field_name("declarator")?;
+    for _ in 0..16 {
+        if declarator.kind() == "function_declarator" {
+            return declarator.child_by_field_name("declarator");
+        }
+        declarator = declarator
+            .child_by_field_name("declarator")
+            .or_else(|| last_named_child(declarator))?;
+    }
+    None
+}
+
+fn last_named_child(node: Node) -> Option<Node> {
+    node.named_child(node.named_child_count().checked_sub(1)?)
+}
+
+/// `A::B::f` as (`A::B`, `f`); `::` inside template arguments does not split.
+fn split_qualified(written: &str) -> (&str, &str) {
+    let mut depth = 0i32;
+    let mut split = None;
+    let bytes = written.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => split = Some(i),
+            _ => {}
+        }
+    }
+    match split {
+        // `::f` (global scope) has an empty qualifier.
+        Some(i) => (&written[..i], &written[i + 2..]),
+        None => ("", written),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::code::{PARSE_BUDGET, parse};
+
+    fn symbols(language: Language, text: &str) -> CodeFile {
+        extract(&parse(language, text.to_string(), PARSE_BUDGET).unwrap())
+    }
+
+    fn summary(file: &CodeFile) -> Vec<(String, &'static str, u32, u32, Option<String>)> {
+        file.symbols
+            .iter()
+            .map(|s| {
+                (
+                    s.qualified_name.clone(),
+                    s.kind.as_str(),
+                    s.line,
+                    s.column,
+                    s.parent.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cpp_scopes_out_of_line_definitions_and_operators() {
+        let file = symbols(
+            Language::Cpp,
+            "#include <vector>\n#include \"a.h\"\nnamespace calo {\nstruct P { int x; };\nclass A {\n public:\n  A() = default;\n  ~A() {}\n  bool operator==(const A& o) const { return true; }\n};\nvoid A::f() {}\ntemplate <typename T> T* make() { return nullptr; }\n}\nstruct stat st;\n",
+        );
+        let owned = |s: &str| Some(s.to_string());
+        assert_eq!(
+            summary(&file),
+            vec![
+                ("calo::P".into(), "struct", 4, 7, None),
+                ("calo::A".into(), "class", 5, 6, None),
+                ("calo::A::A".into(), "method", 7, 2, owned("calo::A")),
+                ("calo::A::~A".into(), "method", 8, 2, owned("calo::A")),
+                (
+                    "calo::A::operator==".into(),
+                    "method",
+                    9,
+                    7,
+                    owned("calo::A")
+                ),
+                ("calo::A::f".into(), "method", 11, 5, owned("calo::A")),
+                ("calo::make".into(), "function", 12, 25, None),
+            ]
+        );
+        assert_eq!(file.include_count, 2);
+        assert!(!file.has_errors);
+    }
+
+    #[test]
+    fn python_methods_nested_functions_async_and_imports() {
+        let file = symbols(
+            Language::Python,
+            "import os\nfrom x import y\n\nclass C:\n    @property\n    def v(self):\n        def inner():\n            pass\n\nasync def main():\n    pass\n",
+        );
+        let owned = |s: &str| Some(s.to_string());
+        assert_eq!(
+            summary(&file),
+            vec![
+                ("C".into(), "class", 4, 6, None),
+                ("C.v".into(), "method", 6, 8, owned("C")),
+                ("C.v.inner".into(), "function", 7, 12, None),
+                ("main".into(), "function", 10, 10, None),
+            ]
+        );
+        assert_eq!(file.include_count, 2);
+        assert_eq!(file.symbols[1].end_line, 8);
+    }
+
+    #[test]
+    fn syntax_errors_are_flagged_with_their_ranges() {
+        let file = symbols(Language::Python, "def ok():\n    pass\n\ndef broken(:\n");
+        assert!(file.has_errors);
+        assert!(!file.error_ranges.is_empty());
+        assert_eq!(file.symbols[0].name, "ok");
+    }
+
+    #[test]
+    fn qualified_names_split_outside_template_arguments() {
+        assert_eq!(split_qualified("A::B::f"), ("A::B", "f"));
+        assert_eq!(split_qualified("f"), ("", "f"));
+        assert_eq!(split_qualified("A<x::y>::g"), ("A<x::y>", "g"));
+        assert_eq!(split_qualified("::g"), ("", "g"));
+    }
+}

@@ -1,0 +1,117 @@
+//! Reading a branch one basket at a time, in any order the caller picks: the
+//! analysis engine lines several branches up on entry ranges and reads only the
+//! baskets that hold the entries it needs (a page of `read_branches` at a large
+//! offset never decodes the baskets before it).
+
+use std::ops::Range;
+
+use super::RootFile;
+use super::basket::Buffers;
+use super::column::{Column, append};
+use super::tree::Branch;
+use super::types::{Decoding, LeafType, decoding, leaf_decoding};
+use crate::formats::FormatError;
+
+/// What one column (a branch, or one leaf of a leaf list) holds per entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnLayout {
+    pub leaf_type: LeafType,
+    /// Elements per item: a fixed array's length, 1 otherwise.
+    pub inner: usize,
+    /// Whether entries hold a varying number of items.
+    pub jagged: bool,
+}
+
+impl From<Decoding> for ColumnLayout {
+    fn from(d: Decoding) -> ColumnLayout {
+        ColumnLayout {
+            leaf_type: d.leaf_type,
+            inner: d.inner,
+            jagged: d.jagged,
+        }
+    }
+}
+
+/// The layout of a branch (`leaf: None`) or of one leaf of a leaf list; an
+/// `Unsupported` error for what the decoder cannot read.
+pub fn column_layout(branch: &Branch, leaf: Option<usize>) -> Result<ColumnLayout, FormatError> {
+    Ok(match leaf {
+        None => decoding(branch)?.into(),
+        Some(i) => leaf_decoding(branch, i)?.into(),
+    })
+}
+
+/// A branch's baskets, decoded on request.
+pub struct ColumnReader<'a> {
+    file: &'a RootFile,
+    branch: &'a Branch,
+    decoding: Decoding,
+    /// The entries each basket holds, in basket order.
+    ranges: Vec<Range<u64>>,
+    buffers: Buffers,
+}
+
+impl RootFile {
+    /// A reader of a branch (`leaf: None`) or of one leaf of a leaf list.
+    pub fn column_reader<'a>(
+        &'a self,
+        branch: &'a Branch,
+        leaf: Option<usize>,
+    ) -> Result<ColumnReader<'a>, FormatError> {
+        let decoding = match leaf {
+            None => decoding(branch)?,
+            Some(i) => leaf_decoding(branch, i)?,
+        };
+        let ranges = self.basket_ranges(branch)?;
+        Ok(ColumnReader {
+            file: self,
+            branch,
+            decoding,
+            ranges,
+            buffers: Buffers::default(),
+        })
+    }
+}
+
+impl ColumnReader<'_> {
+    pub fn layout(&self) -> ColumnLayout {
+        self.decoding.into()
+    }
+
+    /// The entries of each basket, in order; together they tile the branch.
+    pub fn basket_ranges(&self) -> &[Range<u64>] {
+        &self.ranges
+    }
+
+    /// Decodes basket `index` into `into` (emptied first, its buffers reused).
+    pub fn read_basket(&self, index: usize, into: &mut Column) -> Result<(), FormatError> {
+        let want = self.ranges.get(index).ok_or_else(|| {
+            FormatError::Corrupt(format!(
+                "branch '{}' has no basket {index}",
+                self.branch.name
+            ))
+        })?;
+        if into.layout_differs(self.decoding) {
+            *into = Column::empty(self.decoding);
+        }
+        into.clear();
+        let basket = self.file.basket(self.branch, index, &self.buffers)?;
+        let appended = append(into, &basket, &self.branch.name);
+        self.buffers.recycle(basket);
+        appended?;
+        if into.entries as u64 != want.end - want.start {
+            return Err(FormatError::Corrupt(format!(
+                "basket {index} of '{}' holds {} entries, the branch records {}",
+                self.branch.name,
+                into.entries,
+                want.end - want.start
+            )));
+        }
+        Ok(())
+    }
+
+    /// An empty column of this reader's layout, to read baskets into.
+    pub fn empty_column(&self) -> Column {
+        Column::empty(self.decoding)
+    }
+}

@@ -1,0 +1,442 @@
+//! quarry's own framing of newline-delimited JSON-RPC, in front of rmcp.
+//!
+//! Every byte a client sends passes through here first. Lines are read with a
+//! size cap; each is checked as JSON-RPC 2.0 and either handed on as a typed
+//! message, or answered here with the error the JSON-RPC spec asks for (a parse
+//! error with `"id": null`, an invalid request with the request's id when it can
+//! be read, invalid params for a known method whose params do not fit). rmcp's
+//! own codec would drop such lines silently and leave the client waiting.
+//!
+//! The functions here are pure over bytes (the fuzz target drives `classify`),
+//! apart from `LineReader`, which only frames.
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ConstString as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// JSON-RPC's error codes.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The default cap on one message (one line), in bytes.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
+
+/// One unit read off the wire.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A line without its terminator (a last line may have none).
+    Line(Vec<u8>),
+    /// A line longer than the cap, skipped up to its end; its length so far.
+    TooLong(usize),
+    /// The input has ended.
+    End,
+}
+
+/// Reads lines of at most `max` bytes. A longer line is skipped to its newline
+/// without being kept, so a client cannot make the server buffer more than the
+/// cap; a last line that ends at EOF without a newline is still a line.
+pub struct LineReader<R> {
+    input: R,
+    max: usize,
+    line: Vec<u8>,
+    ended: bool,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    pub fn new(input: R, max: usize) -> LineReader<R> {
+        LineReader {
+            input,
+            max: max.max(1),
+            line: Vec::new(),
+            ended: false,
+        }
+    }
+
+    pub async fn next_frame(&mut self) -> std::io::Result<Frame> {
+        let mut skipped = 0usize;
+        loop {
+            if self.ended {
+                return Ok(Frame::End);
+            }
+            let available = self.input.fill_buf().await?;
+            if available.is_empty() {
+                self.ended = true;
+                if skipped > 0 {
+                    return Ok(Frame::TooLong(skipped));
+                }
+                if self.line.is_empty() {
+                    return Ok(Frame::End);
+                }
+                return Ok(Frame::Line(std::mem::take(&mut self.line)));
+            }
+            let newline = memchr::memchr(b'\n', available);
+            let chunk = &available[..newline.unwrap_or(available.len())];
+            if skipped > 0 || self.line.len() + chunk.len() > self.max {
+                skipped += self.line.len() + chunk.len();
+                self.line.clear();
+            } else {
+                self.line.extend_from_slice(chunk);
+            }
+            let used = chunk.len() + usize::from(newline.is_some());
+            self.input.consume(used);
+            if newline.is_some() {
+                if skipped > 0 {
+                    return Ok(Frame::TooLong(skipped));
+                }
+                return Ok(Frame::Line(std::mem::take(&mut self.line)));
+            }
+        }
+    }
+}
+
+/// What to do with one line.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A well-formed message for the MCP service.
+    Message(Box<ClientJsonRpcMessage>),
+    /// An error answer to send back at once (a JSON-RPC error object).
+    Reply(Value),
+    /// Nothing to hand on or answer: a blank line, or a malformed notification or
+    /// response (JSON-RPC answers neither).
+    Ignore,
+}
+
+/// The JSON-RPC error response for `id` (`Value::Null` when unknown).
+pub fn error_reply(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// The answer to a line over the size cap.
+pub fn too_long_reply(len: usize, max: usize) -> Value {
+    error_reply(
+        Value::Null,
+        PARSE_ERROR,
+        format!("Parse error: the message is over {max} bytes (at least {len}); it was skipped"),
+    )
+}
+
+/// Sorts one line (without its newline) into a message, an error answer, or nothing.
+pub fn classify(line: &[u8]) -> Inbound {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Inbound::Ignore;
+    }
+    let text = match std::str::from_utf8(line) {
+        Ok(t) => t,
+        Err(e) => {
+            return Inbound::Reply(error_reply(
+                Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: the message is not valid UTF-8 ({e})"),
+            ));
+        }
+    };
+    // serde_json refuses lone surrogate escapes ("\ud800") too: they name no
+    // character, so the text cannot be represented.
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Inbound::Reply(error_reply(
+                Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: {e}"),
+            ));
+        }
+    };
+    classify_value(value)
+}
+
+fn invalid_request(id: Value, why: &str) -> Inbound {
+    Inbound::Reply(error_reply(
+        id,
+        INVALID_REQUEST,
+        format!("Invalid Request: {why}"),
+    ))
+}
+
+/// The id to echo in an error: the request's own when it is a valid id.
+fn readable_id(msg: &serde_json::Map<String, Value>) -> Value {
+    match msg.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    }
+}
+
+fn classify_value(value: Value) -> Inbound {
+    let Value::Object(msg) = value else {
+        let why = if value.is_array() {
+            "batches are not supported (MCP sends one message per line)"
+        } else {
+            "a message must be a JSON object"
+        };
+        return invalid_request(Value::Null, why);
+    };
+    let id = readable_id(&msg);
+    if msg.get("jsonrpc") != Some(&json!("2.0")) {
+        return invalid_request(id, "\"jsonrpc\" must be \"2.0\"");
+    }
+    let has_id = msg.contains_key("id");
+    let is_response = msg.contains_key("result") || msg.contains_key("error");
+    match msg.get("id") {
+        None | Some(Value::String(_)) => {}
+        Some(Value::Number(n)) if n.is_i64() => {}
+        // JSON-RPC never answers a response, even a malformed one.
+        Some(_) if is_response && !msg.contains_key("method") => return Inbound::Ignore,
+        Some(_) => {
+            return invalid_request(id, "\"id\" must be a string or an integer (and not null)");
+        }
+    }
+    let method = match msg.get("method") {
+        None => None,
+        Some(Value::String(m)) => Some(m.clone()),
+        Some(_) => return invalid_request(id, "\"method\" must be a string"),
+    };
+    match (&method, has_id, is_response) {
+        (Some(_), _, true) => {
+            return invalid_request(id, "a message is a request or a response, not both");
+        }
+        (None, false, _) => {
+            return invalid_request(id, "a request needs a \"method\"");
+        }
+        (None, true, false) => {
+            return invalid_request(id, "a request needs a \"method\"");
+        }
+        _ => {}
+    }
+    if let Some(params) = msg.get("params")
+        && !(params.is_object() || params.is_array())
+    {
+        return match (&method, has_id) {
+            (Some(_), true) => invalid_request(id, "\"params\" must be an object or an array"),
+            _ => Inbound::Ignore,
+        };
+    }
+    let is_request = method.is_some() && has_id;
+    if is_request
+        && let Some(why) = method
+            .as_deref()
+            .and_then(|m| bad_params(m, msg.get("params")))
+    {
+        return Inbound::Reply(error_reply(
+            id,
+            INVALID_PARAMS,
+            format!("Invalid params: {why}"),
+        ));
+    }
+    let typed = serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(msg));
+    match (typed, method) {
+        (Ok(ClientJsonRpcMessage::Request(r)), Some(m))
+            if matches!(r.request, ClientRequest::CustomRequest(_)) && is_known_method(&m) =>
+        {
+            // rmcp falls back to a custom request when a known method's params do
+            // not fit its type; that is the client's invalid params, not an
+            // unknown method.
+            Inbound::Reply(error_reply(
+                id,
+                INVALID_PARAMS,
+                format!("Invalid params: the params do not fit {m}"),
+            ))
+        }
+        (Ok(message), _) => Inbound::Message(Box::new(message)),
+        (Err(e), Some(m)) if is_request => Inbound::Reply(error_reply(
+            id,
+            INVALID_PARAMS,
+            format!("Invalid params for {m}: {e}"),
+        )),
+        (Err(_), _) => Inbound::Ignore,
+    }
+}
+
+/// The precise complaint for the params of methods whose shape quarry checks
+/// itself, so that the client learns which member is wrong.
+fn bad_params(method: &str, params: Option<&Value>) -> Option<String> {
+    if method != rmcp::model::CallToolRequestMethod::VALUE {
+        return None;
+    }
+    let Some(Value::Object(params)) = params else {
+        return Some("tools/call needs params, an object with \"name\"".into());
+    };
+    match params.get("name") {
+        Some(Value::String(_)) => {}
+        Some(_) => return Some("tools/call's \"name\" must be a string".into()),
+        None => return Some("tools/call needs \"name\", the tool to call".into()),
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some("tools/call's \"arguments\" must be an object".into()),
+    }
+}
+
+/// The client-to-server request methods rmcp knows (any other is a custom request
+/// that rmcp answers as an unknown method).
+fn is_known_method(method: &str) -> bool {
+    use rmcp::model::*;
+    [
+        PingRequestMethod::VALUE,
+        InitializeResultMethod::VALUE,
+        DiscoverRequestMethod::VALUE,
+        ListResourcesRequestMethod::VALUE,
+        ListResourceTemplatesRequestMethod::VALUE,
+        ReadResourceRequestMethod::VALUE,
+        SubscribeRequestMethod::VALUE,
+        UnsubscribeRequestMethod::VALUE,
+        SubscriptionsListenRequestMethod::VALUE,
+        ListPromptsRequestMethod::VALUE,
+        GetPromptRequestMethod::VALUE,
+        SetLevelRequestMethod::VALUE,
+        CompleteRequestMethod::VALUE,
+        ListToolsRequestMethod::VALUE,
+        CallToolRequestMethod::VALUE,
+        GetTaskMethod::VALUE,
+        UpdateTaskMethod::VALUE,
+        CancelTaskMethod::VALUE,
+        ListSkillsRequestMethod::VALUE,
+        GetSkillRequestMethod::VALUE,
+        ReadResourceDirectoryRequestMethod::VALUE,
+    ]
+    .contains(&method)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        match classify(line.as_bytes()) {
+            Inbound::Reply(v) => v,
+            other => panic!("{line}: expected an error reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unparsable_lines_are_parse_errors_with_a_null_id() {
+        for line in [
+            "{",
+            "not json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud800"}}"#,
+        ] {
+            let v = reply(line);
+            assert_eq!(v["error"]["code"], PARSE_ERROR, "{line}");
+            assert_eq!(v["id"], Value::Null);
+            assert!(v.as_object().unwrap().contains_key("id"));
+        }
+        let Inbound::Reply(v) = classify(b"{\"a\":\"\xff\"}") else {
+            panic!()
+        };
+        assert_eq!(v["error"]["code"], PARSE_ERROR);
+    }
+
+    #[test]
+    fn invalid_requests_echo_their_id() {
+        let v = reply(r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#);
+        assert_eq!(
+            (v["id"].clone(), v["error"]["code"].clone()),
+            (json!(7), json!(INVALID_REQUEST))
+        );
+        let v = reply(r#"{"jsonrpc":"2.0","id":"x","method":5}"#);
+        assert_eq!(v["id"], "x");
+        let v = reply(r#"[1,2]"#);
+        assert_eq!(v["id"], Value::Null);
+        let v = reply(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#);
+        assert_eq!(v["id"], Value::Null);
+        assert_eq!(v["error"]["code"], INVALID_REQUEST);
+    }
+
+    #[test]
+    fn tools_call_with_bad_params_is_invalid_params() {
+        for params in [
+            r#"{}"#,
+            r#"{"name":3}"#,
+            r#"{"name":"list_files","arguments":[1]}"#,
+            r#"{"name":"list_files","arguments":"x"}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{params}}}"#);
+            let v = reply(&line);
+            assert_eq!(v["error"]["code"], INVALID_PARAMS, "{params}");
+            assert_eq!(v["id"], 3);
+        }
+        let ok = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_files","arguments":{}}}"#;
+        assert!(matches!(classify(ok.as_bytes()), Inbound::Message(_)));
+    }
+
+    #[test]
+    fn notifications_and_blank_lines_are_never_answered() {
+        assert!(matches!(classify(b"   "), Inbound::Ignore));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Inbound::Message(_)
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#),
+            Inbound::Ignore
+        ));
+    }
+
+    /// What the fuzz target checks, over mutations of a few seed messages (a
+    /// stand-in where cargo-fuzz cannot run): every error answer has an id and a
+    /// code, and nothing panics.
+    #[tokio::test]
+    async fn mutated_messages_are_answered_or_handed_on_never_a_panic() {
+        let seeds: [&[u8]; 4] = [
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all"}}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            br#"{"jsonrpc":"2.0","id":"x","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        ];
+        let alphabet = b"{}[]\":,\\u0123456789abcdefnulltrue \n\r\xff\xed\xa0";
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for round in 0..20_000 {
+            let mut bytes = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + next(4) {
+                let at = next(bytes.len() + 1);
+                match next(3) {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 if at < bytes.len() => bytes[at] = alphabet[next(alphabet.len())],
+                    _ => bytes.insert(at, alphabet[next(alphabet.len())]),
+                }
+            }
+            let mut lines =
+                LineReader::new(tokio::io::BufReader::with_capacity(16, &bytes[..]), 64);
+            loop {
+                match lines.next_frame().await.unwrap() {
+                    Frame::Line(line) => {
+                        assert!(line.len() <= 64);
+                        if let Inbound::Reply(answer) = classify(&line) {
+                            assert!(answer.get("id").is_some(), "{answer}");
+                            assert!(answer["error"]["code"].is_i64(), "{answer}");
+                        }
+                    }
+                    Frame::TooLong(len) => assert!(len > 64),
+                    Frame::End => break,
+                }
+            }
+            if let Inbound::Reply(answer) = classify(&bytes) {
+                assert!(answer.get("id").is_some(), "{answer}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_capped_and_a_last_line_needs_no_newline() {
+        let input: &[u8] = b"short\n0123456789abcdef\nok\nlast";
+        let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, input), 8);
+        assert_eq!(
+            r.next_frame().await.unwrap(),
+            Frame::Line(b"short".to_vec())
+        );
+        assert_eq!(r.next_frame().await.unwrap(), Frame::TooLong(16));
+        assert_eq!(r.next_frame().await.unwrap(), Frame::Line(b"ok".to_vec()));
+        assert_eq!(r.next_frame().await.unwrap(), Frame::Line(b"last".to_vec()));
+        assert_eq!(r.next_frame().await.unwrap(), Frame::End);
+    }
+}

@@ -1,0 +1,190 @@
+//! The RAPTOR tool family (raptor spec) over the RAG engine (`crate::rag`):
+//! datasets and retrieval (retrieve.rs), answers and summaries (answer.rs),
+//! navigation (navigate.rs); `raptor://` resources are read by
+//! `crate::mcp::resources::raptor`. Results are JSON in
+//! structuredContent, never Python-style dict strings.
+
+mod answer;
+mod ingest;
+mod navigate;
+mod retrieve;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Context, ToolDef, Toolset};
+use crate::mcp::response::ToolError;
+use crate::rag::{Dataset, Rag};
+
+macro_rules! rag_tool {
+    ($name:literal, $title:literal, $description:literal, $handler:path) => {
+        ToolDef {
+            name: $name,
+            title: $title,
+            toolset: Toolset::Rag,
+            description: $description,
+            input_schema: include_str!(concat!("../../../../schema/tools/", $name, ".input.json")),
+            output_schema: include_str!(concat!(
+                "../../../../schema/tools/",
+                $name,
+                ".output.json"
+            )),
+            read_only: true,
+            handler: $handler,
+        }
+    };
+}
+
+pub static TOOLS: &[ToolDef] = &[
+    rag_tool!(
+        "list_datasets",
+        "List RAG datasets",
+        "The RAG datasets: one per root, named after it, holding the root's documents (PDF, Markdown, text) as RAPTOR \
+trees built lexically by quarry. Gives each dataset's document and node counts.",
+        retrieve::list_datasets
+    ),
+    ToolDef {
+        read_only: false,
+        ..rag_tool!(
+            "ingest_document",
+            "Ingest a document",
+            "Adds text to a dataset (created on first use): it is written as a Markdown file (front matter: source, tags) \
+into quarry's ingest folder, indexed, and added to the dataset's trees within about a second. Needs [rag] ingest_dir.",
+            ingest::ingest_document
+        )
+    },
+    rag_tool!(
+        "rag_retrieve",
+        "Retrieve RAPTOR tree nodes",
+        "Ranks a dataset's tree nodes (chunks and extractive summaries) against a query by BM25 (score: higher is \
+better). mode collapsed ranks all nodes at once; traversal descends from the top layer. Returns raptor:// resource items \
+and the hits (id, uri, score, level, document, page, text). levels_cap, expand_k (leaves under summaries), \
+score_threshold; reranker is reported, never applied.",
+        retrieve::rag_retrieve
+    ),
+    rag_tool!(
+        "retrieve_documents",
+        "Retrieve documents",
+        "The documents of a dataset that best answer a query, ranked by their best RAPTOR node, with those nodes.",
+        retrieve::retrieve_documents
+    ),
+    rag_tool!(
+        "answer_question",
+        "Answer a question from a dataset",
+        "Answers extractively: the sentences of the best nodes that match the question, quoted verbatim with node ids \
+and sources (document, page, line); mode is 'extractive' (no model writes text, temperature does not apply).",
+        answer::answer_question
+    ),
+    rag_tool!(
+        "rag_summarize",
+        "Summarise nodes",
+        "An extractive summary of the given nodes: their most central sentences with diversity, about 100 tokens, each \
+with its source.",
+        answer::rag_summarize
+    ),
+    rag_tool!(
+        "rag_node_get",
+        "Get a tree node",
+        "A RAPTOR node: text, level, kind (leaf or summary), document, sources, children count, parents.",
+        navigate::rag_node_get
+    ),
+    rag_tool!(
+        "rag_node_children",
+        "List a node's children",
+        "The child nodes of a RAPTOR node (empty for a leaf chunk).",
+        navigate::rag_node_children
+    ),
+    rag_tool!(
+        "rag_node_navigation",
+        "Navigate from a node",
+        "direction 'parent': the node's parents (several when the clustering placed it in several clusters); \
+'siblings': the other children of its parents.",
+        navigate::rag_node_navigation
+    ),
+    rag_tool!(
+        "rag_path_to_root",
+        "Path to the root",
+        "The nodes from a node up to a root of its dataset's tree, following each node's first parent.",
+        navigate::rag_path_to_root
+    ),
+];
+
+fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
+    ctx.rag.as_ref().ok_or_else(|| {
+        ToolError::new(
+            "rag_unavailable",
+            "this quarry runs no RAG engine",
+            "Use the documents tools (search_documents) instead",
+        )
+    })
+}
+
+/// The dataset named `id`, or `dataset_not_found` naming list_datasets.
+fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
+    let rag = engine(ctx)?;
+    if !rag.has_dataset(id) {
+        return Err(ToolError::new(
+            "dataset_not_found",
+            format!("no dataset named '{id}'"),
+            "Call list_datasets for the valid dataset ids (ingest_document creates one)",
+        ));
+    }
+    rag.dataset(id).map_err(ToolError::internal)
+}
+
+/// The node with public id `id`, or `node_not_found` naming the tools that
+/// list node ids.
+fn node(ctx: &Context, id: &str) -> Result<(Arc<Dataset>, usize), ToolError> {
+    engine(ctx)?
+        .find_node(id)
+        .map_err(ToolError::internal)?
+        .ok_or_else(|| {
+            ToolError::new(
+                "node_not_found",
+                format!("no node with id '{id}'"),
+                "Node ids come from rag_retrieve, rag_node_children or rag_path_to_root; call rag_retrieve first",
+            )
+        })
+}
+
+pub use crate::mcp::resources::raptor::node_uri;
+
+/// A node's summary for listings: id, uri, level, kind, document, first
+/// source, tokens, and optionally its text.
+fn node_brief(ds: &Dataset, i: usize, with_text: bool) -> Value {
+    let n = &ds.nodes[i];
+    let first = n.pieces.first();
+    let mut v = json!({
+        "id": ds.node_id(i),
+        "uri": node_uri(ds, i),
+        "level": n.level,
+        "kind": if n.is_leaf() { "leaf" } else { "summary" },
+        "document": first.and_then(|p| ds.document_path(p.doc)),
+        "page": first.map(|p| p.page),
+        "line": first.map(|p| p.line),
+        "tokens": n.tokens,
+        "children_count": n.children.len(),
+    });
+    if with_text {
+        v["text"] = json!(n.text);
+    }
+    v
+}
+
+/// A node's sentences with their sources.
+fn sources(ds: &Dataset, i: usize) -> Value {
+    let n = &ds.nodes[i];
+    n.pieces
+        .iter()
+        .map(|p| {
+            json!({
+                "text": n.piece_text(p),
+                "document": ds.document_path(p.doc),
+                "page": p.page,
+                "line": p.line,
+                "end_line": p.end_line,
+            })
+        })
+        .collect()
+}

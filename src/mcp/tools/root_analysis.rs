@@ -1,0 +1,505 @@
+//! The ROOT analysis tools: `apply_selection`, `compute_histogram` and
+//! `compute_histogram_2d`, on the analysis engine (`crate::analysis`). They
+//! read the file, streaming only the branches their cut and values name.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::root::{Known, corrupted, find_tree, known_root_file, rows};
+use super::{Context, ToolDef, Toolset, parse_args};
+use crate::analysis::ops::{
+    Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
+};
+use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
+use crate::analysis::{AnalysisError, Plan, TreeColumns};
+use crate::catalog::root::{
+    BranchRow, ROOT_BRANCHES, ROOT_STATS, StatsRow, TreeRow, branch_prefix,
+};
+use crate::formats::root::{RootFile, Tree, latest};
+use crate::job::{Job, Stop};
+use crate::mcp::response::{ToolError, ToolOutput};
+
+pub static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        name: "apply_selection",
+        title: "Count entries passing a cut",
+        toolset: Toolset::Root,
+        description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
+`Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
+element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
+reduce a collection to one value per entry.",
+        input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
+        output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
+        read_only: true,
+        handler: apply_selection,
+    },
+    ToolDef {
+        name: "compute_histogram",
+        title: "Histogram a branch",
+        toolset: Toolset::Root,
+        description: "A 1-D histogram of a numeric branch with an optional cut and weight branch: bins [lo, hi), \
+underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
+collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
+elements per entry. range defaults to the branch's cached min and max.",
+        input_schema: include_str!("../../../schema/tools/compute_histogram.input.json"),
+        output_schema: include_str!("../../../schema/tools/compute_histogram.output.json"),
+        read_only: true,
+        handler: compute_histogram,
+    },
+    ToolDef {
+        name: "compute_histogram_2d",
+        title: "Histogram two branches against each other",
+        toolset: Toolset::Root,
+        description: "A 2-D histogram of two numeric branches (one value per entry, or of one collection) with an \
+optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
+        input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
+        output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
+        read_only: true,
+        handler: compute_histogram_2d,
+    },
+    ToolDef {
+        name: "get_branch_stats",
+        title: "Branch statistics with exact quantiles",
+        toolset: Toolset::Root,
+        description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
+0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
+        input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
+        output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
+        read_only: true,
+        handler: get_branch_stats,
+    },
+];
+
+const MAX_BINS: i64 = 10_000;
+const MAX_STATS_BRANCHES: usize = 100;
+const MAX_QUANTILES: usize = 100;
+const MAX_BINS_2D: i64 = 1_000;
+
+/// A tree opened for analysis: the file, its catalog rows and the TTree.
+pub(super) struct OpenTree {
+    pub(super) known: Known,
+    pub(super) row: TreeRow,
+    pub(super) file: RootFile,
+    pub(super) tree: Tree,
+}
+
+pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
+    let known = known_root_file(ctx, path)?;
+    let row = find_tree(ctx, &known, tree)?;
+    let file = known.open(ctx)?;
+    let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
+    let key = latest(&keys, &row.path, Some("TTree"))
+        .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
+    let tree = file.tree(&key.key).map_err(|e| corrupted(&known.abs, &e))?;
+    Ok(OpenTree {
+        known,
+        row,
+        file,
+        tree,
+    })
+}
+
+/// An engine error as the spec's error object; `tool` and the open tree give
+/// the suggestions something concrete to name.
+pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&str>) -> ToolError {
+    let list = format!(
+        "list_branches(path='{}', tree='{}')",
+        t.known.abs.display(),
+        t.row.path
+    );
+    match e {
+        AnalysisError::InvalidSelection { column, expected, message } => ToolError::new(
+            "invalid_selection",
+            message,
+            format!(
+                "Fix the cut (ROOT TTree::Draw syntax: && || ! < <= == + - * / abs() sqrt() TMath::...); branch names from {list}"
+            ),
+        )
+        .details(json!({ "selection": selection, "column": column, "expected": expected })),
+        AnalysisError::BranchNotFound { name, closest } => {
+            let hint = match closest.first() {
+                Some(best) => format!("Did you mean '{best}'? See the branches with {list}"),
+                None => format!("See the branches with {list}"),
+            };
+            ToolError::new("branch_not_found", format!("no branch '{name}' in tree '{}'", t.row.path), hint)
+                .details(json!({ "branch": name, "closest": closest }))
+        }
+        AnalysisError::UnsupportedType { name, why } => ToolError::new(
+            "unsupported_type",
+            format!("'{name}': {why}"),
+            format!("Use a numeric branch instead (types in {list}); read strings with read_branches"),
+        )
+        .details(json!({ "branch": name })),
+        AnalysisError::Format(f) => corrupted(&t.known.abs, &f),
+        AnalysisError::Stopped { stop, entries_done } => {
+            let (code, why) = match stop {
+                Stop::TimedOut => ("timeout", "took longer than the call's time limit"),
+                Stop::Cancelled => ("cancelled", "was cancelled"),
+            };
+            ToolError::new(
+                code,
+                format!("the scan {why} after {entries_done} of {} entries", t.row.entries),
+                "Reduce the scope: a tighter selection, or a smaller file",
+            )
+            .details(json!({ "entries_done": entries_done, "entries_total": t.row.entries }))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectionArgs {
+    path: String,
+    tree: String,
+    selection: String,
+}
+
+fn apply_selection(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: SelectionArgs = parse_args("apply_selection", args)?;
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let counted = Plan::new(&args.selection, &columns)
+        .and_then(|plan| count_selected(&t.file, &columns, &plan, 0..columns.entries, job))
+        .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
+    let efficiency = if counted.scanned == 0 {
+        0.0
+    } else {
+        counted.selected as f64 / counted.scanned as f64
+    };
+    let path = t.known.abs.display().to_string();
+    Ok(ToolOutput::new(json!({
+        "entries_total": counted.scanned,
+        "entries_selected": counted.selected,
+        "efficiency": efficiency,
+        "selection": args.selection,
+    }))
+    .meta("entries_scanned", counted.scanned)
+    .suggest(format!(
+        "{:.3}% of entries pass ({}/{})",
+        efficiency * 100.0,
+        counted.selected,
+        counted.scanned
+    ))
+    .suggest(format!(
+        "Histogram with compute_histogram(path='{path}', tree='{}', branch=..., bins=50, selection='{}')",
+        t.row.path, args.selection
+    )))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistogramArgs {
+    path: String,
+    tree: String,
+    branch: String,
+    bins: i64,
+    range: Option<[f64; 2]>,
+    selection: Option<String>,
+    weights: Option<String>,
+    flatten: Option<bool>,
+}
+
+/// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
+fn checked_bins(name: &str, bins: i64, max: i64) -> Result<usize, ToolError> {
+    if bins < 1 {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("{name} must be at least 1, got {bins}"),
+            format!("Give {name} between 1 and {max}"),
+        ));
+    }
+    if bins > max {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            format!("{name} = {bins} is more than the {max} allowed"),
+            format!("Use at most {max} bins, or narrow the range"),
+        )
+        .retry_with(json!({ name: max })));
+    }
+    Ok(bins as usize)
+}
+
+fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
+    let [lo, hi] = range;
+    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("{name} must be two finite numbers [lo, hi] with lo < hi, got [{lo}, {hi}]"),
+            format!(
+                "Give {name} as [lo, hi], or leave it out to use the branch's minimum and maximum"
+            ),
+        ));
+    }
+    Ok((lo, hi))
+}
+
+/// A branch's cached statistics (values, or multiplicity for `flatten=false`),
+/// when the catalog holds them: a range without a pass over the file.
+fn cached_range(
+    ctx: &Context,
+    t: &OpenTree,
+    branch: &str,
+    multiplicity: bool,
+) -> Result<Option<(f64, f64)>, ToolError> {
+    let prefix = branch_prefix(&t.row.path);
+    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
+    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
+    if stats.len() != branches.len() {
+        return Ok(None);
+    }
+    let Some(i) = branches
+        .iter()
+        .position(|b| b.path == branch || b.name == branch)
+    else {
+        return Ok(None);
+    };
+    let summary = if multiplicity {
+        &stats[i].multiplicity
+    } else {
+        &stats[i].values
+    };
+    Ok(summary.as_ref().map(|s| (s.min, s.max)))
+}
+
+/// A range that holds `min` and `max` in `[lo, hi)`.
+fn covering(min: f64, max: f64) -> (f64, f64) {
+    if min < max {
+        (min, max.next_up())
+    } else {
+        (min - 0.5, max + 0.5)
+    }
+}
+
+/// The histogram range: given, else from the catalog's statistics (only
+/// without a cut on a plain branch), else from a pass over the values.
+fn resolve_range(
+    ctx: &Context,
+    t: &OpenTree,
+    columns: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    given: Option<[f64; 2]>,
+    job: &Job,
+) -> Result<((f64, f64), &'static str), ToolError> {
+    if let Some(r) = given {
+        return Ok((checked_range("range", r)?, "given"));
+    }
+    let multiplicity = req.value.is_jagged() && !req.flatten;
+    if let Some((lo, hi)) = cached_range(ctx, t, &req.value.text, multiplicity)? {
+        return Ok((covering(lo, hi), "catalog statistics"));
+    }
+    let found = value_range(&t.file, columns, req, job).map_err(|e| analysis_error(e, t, None))?;
+    Ok((
+        found.map_or((0.0, 1.0), |(lo, hi)| covering(lo, hi)),
+        "a pass over the data",
+    ))
+}
+
+pub(super) fn plan_of(
+    text: Option<&str>,
+    columns: &TreeColumns<'_>,
+    t: &OpenTree,
+) -> Result<Option<Plan>, ToolError> {
+    text.map(|s| Plan::new(s, columns).map_err(|e| analysis_error(e, t, Some(s))))
+        .transpose()
+}
+
+fn compute_histogram(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: HistogramArgs = parse_args("compute_histogram", args)?;
+    let bins = checked_bins("bins", args.bins, MAX_BINS)?;
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let value = Plan::column(&args.branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
+    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let weight = plan_of(args.weights.as_deref(), &columns, &t)?;
+    let req = HistRequest {
+        value: &value,
+        cut: cut.as_ref(),
+        weight: weight.as_ref(),
+        flatten: args.flatten.unwrap_or(true),
+    };
+    let ((lo, hi), range_from) = resolve_range(ctx, &t, &columns, &req, args.range, job)?;
+    let axis = Axis { bins, lo, hi };
+    let h = histogram(&t.file, &columns, &req, axis, job)
+        .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+    let mut data = json!({
+        "bin_edges": axis.edges(),
+        "bin_counts": h.counts,
+        "bin_errors": h.sumw2.iter().map(|s| s.sqrt()).collect::<Vec<_>>(),
+        "underflow": h.underflow,
+        "overflow": h.overflow,
+        "entries": h.entries,
+        "mean": h.mean(),
+        "std": h.std(),
+    });
+    if weight.is_some() {
+        data["sum_weights"] = json!(h.sum_w);
+    }
+    let mut out = ToolOutput::new(data)
+        .meta("entries_scanned", h.scanned)
+        .meta("entries_selected", h.selected)
+        .meta("range_from", range_from);
+    if h.underflow + h.overflow > 0.0 {
+        out = out.suggest(format!(
+            "{} below and {} at or above the range [{lo}, {hi}): widen range to include them",
+            h.underflow, h.overflow
+        ));
+    }
+    if value.is_jagged() && req.flatten {
+        out = out.suggest("A collection: every passing element counts; flatten=false histograms the number per entry");
+    }
+    Ok(out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Histogram2dArgs {
+    path: String,
+    tree: String,
+    x_branch: String,
+    y_branch: String,
+    x_bins: i64,
+    y_bins: i64,
+    x_range: Option<[f64; 2]>,
+    y_range: Option<[f64; 2]>,
+    selection: Option<String>,
+    flatten: Option<bool>,
+}
+
+fn compute_histogram_2d(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: Histogram2dArgs = parse_args("compute_histogram_2d", args)?;
+    let x_bins = checked_bins("x_bins", args.x_bins, MAX_BINS_2D)?;
+    let y_bins = checked_bins("y_bins", args.y_bins, MAX_BINS_2D)?;
+    if args.flatten == Some(false) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "compute_histogram_2d pairs elements: flatten=false is not supported",
+            "Leave flatten out, or histogram Length$ counts with compute_histogram(flatten=false)",
+        ));
+    }
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let x = Plan::column(&args.x_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
+    let y = Plan::column(&args.y_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
+    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let x_req = HistRequest {
+        value: &x,
+        cut: cut.as_ref(),
+        weight: None,
+        flatten: true,
+    };
+    let y_req = HistRequest {
+        value: &y,
+        cut: cut.as_ref(),
+        weight: None,
+        flatten: true,
+    };
+    let ((xlo, xhi), _) = resolve_range(ctx, &t, &columns, &x_req, args.x_range, job)?;
+    let ((ylo, yhi), _) = resolve_range(ctx, &t, &columns, &y_req, args.y_range, job)?;
+    let axes = (
+        Axis {
+            bins: x_bins,
+            lo: xlo,
+            hi: xhi,
+        },
+        Axis {
+            bins: y_bins,
+            lo: ylo,
+            hi: yhi,
+        },
+    );
+    let h = histogram_2d(&t.file, &columns, &x_req, &y, axes, job)
+        .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+    Ok(ToolOutput::new(json!({
+        "x_edges": axes.0.edges(),
+        "y_edges": axes.1.edges(),
+        "counts": h.counts,
+        "entries": h.entries,
+        "outside": h.outside,
+    }))
+    .meta("entries_scanned", h.scanned)
+    .meta("entries_selected", h.selected)
+    .suggest("counts are [y][x]; `outside` counts the pairs beyond either range"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatsArgs {
+    path: String,
+    tree: String,
+    branches: Vec<String>,
+    selection: Option<String>,
+    quantiles: Option<Vec<f64>>,
+}
+
+fn get_branch_stats(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: StatsArgs = parse_args("get_branch_stats", args)?;
+    if args.branches.is_empty() || args.branches.len() > MAX_STATS_BRANCHES {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            format!("branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}", args.branches.len()),
+            "Ask for fewer branches per call",
+        )
+        .retry_with(json!({ "branches": args.branches.iter().take(MAX_STATS_BRANCHES).collect::<Vec<_>>() })));
+    }
+    let quantiles = args.quantiles.clone().unwrap_or_default();
+    if quantiles.len() > MAX_QUANTILES || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("quantiles must be at most {MAX_QUANTILES} numbers between 0 and 1"),
+            "Give quantiles as fractions, e.g. [0.25, 0.5, 0.75]",
+        ));
+    }
+    let t = open_tree(ctx, &args.path, &args.tree)?;
+    let columns = TreeColumns::new(&t.tree);
+    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let plans = args
+        .branches
+        .iter()
+        .map(|b| Plan::column(b, &columns).map_err(|e| analysis_error(e, &t, None)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut statistics = Map::new();
+    let (mut scanned, mut selected) = (0, 0);
+    for (name, plan) in args.branches.iter().zip(&plans) {
+        let req = HistRequest {
+            value: plan,
+            cut: cut.as_ref(),
+            weight: None,
+            flatten: true,
+        };
+        let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, job)
+            .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+        (scanned, selected) = (s.scanned, selected.max(s.selected));
+        let mut entry =
+            json!({ "count": s.count, "mean": s.mean, "std": s.std, "min": s.min, "max": s.max });
+        if !quantiles.is_empty() {
+            let q: Map<String, Value> = quantiles
+                .iter()
+                .zip(&s.quantiles)
+                .map(|(q, v)| (q.to_string(), json!(v)))
+                .collect();
+            entry["quantiles"] = Value::Object(q);
+        }
+        statistics.insert(name.clone(), entry);
+    }
+    Ok(ToolOutput::new(json!({ "statistics": statistics }))
+        .meta("entries_scanned", scanned)
+        .meta("entries_selected", selected)
+        .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)"))
+}

@@ -1,0 +1,343 @@
+//! A dataset's view for retrieval and navigation: every document tree of one
+//! root (loaded from the catalog, reused while the document is unchanged), a
+//! small top layer clustered over the documents' root nodes, and the BM25
+//! segments. Views are rebuilt by the RAG pass after each change, so requests
+//! find them ready.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::catalog::Catalog;
+use crate::formats::Kind;
+
+use super::bm25::Segment;
+use super::store::load_tree;
+use super::tree::{Node, build_layers};
+
+/// One document's tree as the view holds it.
+#[derive(Clone)]
+pub struct DocTree {
+    pub file_id: u64,
+    pub fingerprint: u64,
+    pub rel: String,
+    pub nodes: Arc<Vec<Node>>,
+    pub segment: Arc<Segment>,
+}
+
+/// Where a node of the view comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Node `index` of the tree of document `file_id`.
+    Document { file_id: u64, index: u32 },
+    /// Node `index` of the dataset's top layer.
+    Top { index: u32 },
+}
+
+pub struct Dataset {
+    pub name: String,
+    pub docs: Vec<DocTree>,
+    /// Every node: the documents' in turn, then the top layer's; children and
+    /// parents are indices into this list.
+    pub nodes: Vec<Node>,
+    pub origins: Vec<Origin>,
+    doc_offsets: Vec<usize>,
+    doc_by_id: HashMap<u64, usize>,
+    top_start: usize,
+    top_segment: Segment,
+}
+
+impl Dataset {
+    /// Assembles the view from document trees (in path order).
+    pub fn assemble(name: String, docs: Vec<DocTree>) -> Dataset {
+        let mut nodes = Vec::new();
+        let mut origins = Vec::new();
+        let mut doc_offsets = Vec::with_capacity(docs.len());
+        for d in &docs {
+            let offset = nodes.len();
+            doc_offsets.push(offset);
+            for (i, n) in d.nodes.iter().enumerate() {
+                let mut n = n.clone();
+                n.children.iter_mut().for_each(|c| *c += offset as u32);
+                n.parents.iter_mut().for_each(|p| *p += offset as u32);
+                nodes.push(n);
+                origins.push(Origin::Document {
+                    file_id: d.file_id,
+                    index: i as u32,
+                });
+            }
+        }
+        let top_start = nodes.len();
+        let roots: Vec<usize> = (0..top_start)
+            .filter(|&i| nodes[i].parents.is_empty())
+            .collect();
+        if roots.len() > 1 {
+            let base = roots.iter().map(|&i| nodes[i].level).max().unwrap_or(0);
+            build_layers(&mut nodes, roots, base);
+        }
+        for k in top_start..nodes.len() {
+            origins.push(Origin::Top {
+                index: (k - top_start) as u32,
+            });
+        }
+        let top_segment = Segment::build(nodes[top_start..].iter().map(|n| n.text.as_str()));
+        let doc_by_id = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.file_id, i))
+            .collect();
+        Dataset {
+            name,
+            docs,
+            nodes,
+            origins,
+            doc_offsets,
+            doc_by_id,
+            top_start,
+            top_segment,
+        }
+    }
+
+    /// The segments with the index of their first node.
+    pub fn segments(&self) -> Vec<(&Segment, usize)> {
+        let mut out: Vec<(&Segment, usize)> = self
+            .docs
+            .iter()
+            .zip(&self.doc_offsets)
+            .map(|(d, &o)| (d.segment.as_ref(), o))
+            .collect();
+        out.push((&self.top_segment, self.top_start));
+        out
+    }
+
+    /// The node's public id: `FILEID.INDEX` for a document's node,
+    /// `top:DATASET:INDEX` for the top layer's (top-layer ids change when the
+    /// layer is re-clustered).
+    pub fn node_id(&self, i: usize) -> String {
+        match self.origins[i] {
+            Origin::Document { file_id, index } => format!("{file_id}.{index}"),
+            Origin::Top { index } => format!("top:{}:{index}", self.name),
+        }
+    }
+
+    /// The node with public id `id`, if this dataset has it.
+    pub fn find(&self, id: &str) -> Option<usize> {
+        if let Some(top) = id.strip_prefix("top:") {
+            let (name, index) = top.rsplit_once(':')?;
+            let index: usize = index.parse().ok()?;
+            let found = name == self.name && index < self.nodes.len() - self.top_start;
+            return found.then_some(self.top_start + index);
+        }
+        let (head, index) = id.split_once('.')?;
+        let index: usize = index.parse().ok()?;
+        let doc = *self.doc_by_id.get(&head.parse::<u64>().ok()?)?;
+        (index < self.docs[doc].nodes.len()).then_some(self.doc_offsets[doc] + index)
+    }
+
+    /// The document path (relative to the root) of a catalog file id.
+    pub fn document_path(&self, file_id: u64) -> Option<&str> {
+        self.doc_by_id
+            .get(&file_id)
+            .map(|&d| self.docs[d].rel.as_str())
+    }
+
+    /// The document a node belongs to (`None` for the top layer).
+    pub fn document_of(&self, i: usize) -> Option<&str> {
+        match self.origins[i] {
+            Origin::Document { file_id, .. } => self.document_path(file_id),
+            Origin::Top { .. } => None,
+        }
+    }
+
+    pub fn is_top(&self, i: usize) -> bool {
+        i >= self.top_start
+    }
+}
+
+/// Counters per dataset, for list_datasets and the tests.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Counters {
+    pub trees_built: u64,
+    pub nodes_written: u64,
+}
+
+/// The RAG engine's shared state: the datasets' views and the pass counters.
+pub struct Rag {
+    catalog: Arc<Catalog>,
+    views: RwLock<HashMap<String, Arc<Dataset>>>,
+    /// The root that holds ingested documents, a folder per dataset.
+    ingest_root: Option<usize>,
+    /// Document trees by file id, reused across view rebuilds.
+    trees: Mutex<HashMap<u64, DocTree>>,
+    pub(crate) counters: Mutex<HashMap<String, Counters>>,
+}
+
+impl Rag {
+    /// The engine over `catalog`; `ingest_root` names the root of ingested
+    /// documents (`[rag] ingest_dir`), if any.
+    pub fn new(catalog: Arc<Catalog>, ingest_root: Option<&str>) -> Arc<Rag> {
+        let ingest_root =
+            ingest_root.and_then(|n| catalog.roots().list().iter().position(|r| r.name == n));
+        Arc::new(Rag {
+            ingest_root,
+            catalog,
+            views: RwLock::default(),
+            trees: Mutex::default(),
+            counters: Mutex::default(),
+        })
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    pub fn ingest_root(&self) -> Option<usize> {
+        self.ingest_root
+    }
+
+    /// Every dataset's name: each root's (but the ingest root's), then each
+    /// folder of the ingest root that names no root.
+    pub fn dataset_names(&self) -> Vec<String> {
+        let roots = self.catalog.roots().list();
+        let mut names: Vec<String> = (0..roots.len())
+            .filter(|&r| Some(r) != self.ingest_root)
+            .map(|r| roots[r].name.clone())
+            .collect();
+        if let Some(ingest) = self.ingest_root {
+            let mut folders: Vec<String> = self
+                .catalog
+                .files()
+                .under(ingest, "")
+                .into_iter()
+                .filter_map(|(rel, _)| rel.split_once('/').map(|(f, _)| f.to_string()))
+                .filter(|f| !names.contains(f))
+                .collect();
+            folders.dedup();
+            names.extend(folders);
+        }
+        names
+    }
+
+    pub fn has_dataset(&self, name: &str) -> bool {
+        self.dataset_names().iter().any(|n| n == name)
+    }
+
+    /// The datasets fed by a root's files.
+    pub fn datasets_of_root(&self, root: usize) -> Vec<String> {
+        if Some(root) == self.ingest_root {
+            return self.dataset_names();
+        }
+        vec![self.catalog.roots().list()[root].name.clone()]
+    }
+
+    /// The dataset a document of `root` at `rel` belongs to.
+    pub fn dataset_of(&self, root: usize, rel: &str) -> Option<String> {
+        if Some(root) == self.ingest_root {
+            return rel.split_once('/').map(|(f, _)| f.to_string());
+        }
+        Some(self.catalog.roots().list()[root].name.clone())
+    }
+
+    pub fn counters(&self, name: &str) -> Counters {
+        self.counters
+            .lock()
+            .expect("rag counters")
+            .get(name)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The dataset's current view (built now if the pass has not yet).
+    pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        if let Some(v) = self.views.read().expect("rag views").get(name) {
+            return Ok(v.clone());
+        }
+        self.refresh(name)
+    }
+
+    /// A dataset's documents: the root of its name's, and those ingested into
+    /// the ingest root's folder of its name (paths shown with the root's name).
+    fn documents_of(&self, name: &str) -> Vec<(String, crate::catalog::FileEntry)> {
+        let roots = self.catalog.roots().list();
+        let mut out = Vec::new();
+        let own = (0..roots.len()).find(|&r| Some(r) != self.ingest_root && roots[r].name == name);
+        if let Some(r) = own {
+            out.extend(self.catalog.files().under(r, ""));
+        }
+        if let Some(ingest) = self.ingest_root {
+            let shown = |rel: String| format!("{}/{rel}", roots[ingest].name);
+            out.extend(
+                self.catalog
+                    .files()
+                    .under(ingest, name)
+                    .into_iter()
+                    .filter(|(rel, _)| rel.len() > name.len())
+                    .map(|(rel, e)| (shown(rel), e)),
+            );
+        }
+        out.retain(|(_, e)| e.kind == Kind::Document && !e.failed);
+        out
+    }
+
+    /// Rebuilds a dataset's view from the catalog: unchanged documents' trees
+    /// are reused, the top layer is clustered again.
+    pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        let mut docs = Vec::new();
+        for (rel, entry) in self.documents_of(name) {
+            let cached = self
+                .trees
+                .lock()
+                .expect("rag trees")
+                .get(&entry.id)
+                .filter(|t| t.fingerprint == entry.fingerprint && t.rel == rel)
+                .cloned();
+            let tree = match cached {
+                Some(t) => t,
+                None => {
+                    let nodes = load_tree(&self.catalog, entry.id)?;
+                    let segment = Segment::build(nodes.iter().map(|n| n.text.as_str()));
+                    let tree = DocTree {
+                        file_id: entry.id,
+                        fingerprint: entry.fingerprint,
+                        rel,
+                        nodes: Arc::new(nodes),
+                        segment: Arc::new(segment),
+                    };
+                    // A tree not built yet is not remembered: it is loaded again
+                    // once the pass has stored it.
+                    if !tree.nodes.is_empty() {
+                        self.trees
+                            .lock()
+                            .expect("rag trees")
+                            .insert(entry.id, tree.clone());
+                    }
+                    tree
+                }
+            };
+            if !tree.nodes.is_empty() {
+                docs.push(tree);
+            }
+        }
+        let view = Arc::new(Dataset::assemble(name.to_string(), docs));
+        self.views
+            .write()
+            .expect("rag views")
+            .insert(name.to_string(), view.clone());
+        Ok(view)
+    }
+
+    /// Forgets a document's cached tree (it was rebuilt).
+    pub(crate) fn forget(&self, file_id: u64) {
+        self.trees.lock().expect("rag trees").remove(&file_id);
+    }
+
+    /// The dataset and node index of a public node id.
+    pub fn find_node(&self, id: &str) -> anyhow::Result<Option<(Arc<Dataset>, usize)>> {
+        for name in self.dataset_names() {
+            let ds = self.dataset(&name)?;
+            if let Some(i) = ds.find(id) {
+                return Ok(Some((ds, i)));
+            }
+        }
+        Ok(None)
+    }
+}

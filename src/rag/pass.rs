@@ -1,0 +1,104 @@
+//! The RAG pass: a background thread fed by the indexer. A document indexed or
+//! changed gets its own tree rebuilt (and only its own); after each batch of
+//! events the touched datasets' views are rebuilt, which re-clusters their
+//! small top layers. Removed documents leave with their catalog rows. Nothing
+//! here runs on a request's path.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use crate::formats::Kind;
+use crate::index::DocumentEvent;
+
+use super::dataset::Rag;
+use super::store::{build_and_store, has_tree};
+
+impl Rag {
+    /// Starts the pass; the indexer sends its document events to the returned
+    /// sender. Documents indexed before (and unchanged since) get their trees
+    /// first if they lack one.
+    pub fn start_pass(self: &Arc<Self>) -> anyhow::Result<Sender<DocumentEvent>> {
+        let (tx, rx) = channel();
+        let rag = self.clone();
+        std::thread::Builder::new()
+            .name("quarry-rag".into())
+            .spawn(move || {
+                rag.build_missing_trees();
+                rag.follow(rx);
+            })?;
+        Ok(tx)
+    }
+
+    /// Builds the trees documents lack, then every dataset's view (the pass's
+    /// start; `quarry call` runs it in-process).
+    pub fn build_missing_trees(&self) {
+        for root in 0..self.catalog().roots().list().len() {
+            for (rel, e) in self.catalog().files().under(root, "") {
+                if e.kind == Kind::Document && !e.failed && !has_tree(self.catalog(), e.id) {
+                    self.build(root, &rel, e.fingerprint);
+                }
+            }
+        }
+        for name in self.dataset_names() {
+            self.refresh_logged(&name);
+        }
+    }
+
+    fn follow(&self, rx: Receiver<DocumentEvent>) {
+        while let Ok(first) = rx.recv() {
+            let mut touched = BTreeSet::new();
+            for event in std::iter::once(first).chain(rx.try_iter()) {
+                match event {
+                    DocumentEvent::Indexed {
+                        root,
+                        rel,
+                        fingerprint,
+                    } => {
+                        self.build(root, &rel, fingerprint);
+                        touched.extend(self.dataset_of(root, &rel));
+                    }
+                    DocumentEvent::Removed { root } => {
+                        touched.extend(self.datasets_of_root(root));
+                    }
+                }
+            }
+            for name in touched {
+                self.refresh_logged(&name);
+            }
+        }
+    }
+
+    /// Builds one document's tree; a failure (or a panic) is logged and leaves
+    /// the document without a tree, never stops the pass.
+    fn build(&self, root: usize, rel: &str, fingerprint: u64) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            build_and_store(self.catalog(), root, rel, fingerprint)
+        }));
+        match outcome {
+            Ok(Ok(written)) => {
+                if let Ok(Some(r)) = self.catalog().record(root, rel) {
+                    self.forget(r.id);
+                }
+                let Some(name) = self.dataset_of(root, rel) else {
+                    return;
+                };
+                let mut counters = self.counters.lock().expect("rag counters");
+                let c = counters.entry(name).or_default();
+                c.trees_built += 1;
+                c.nodes_written += written as u64;
+            }
+            Ok(Err(e)) => tracing::warn!("RAG tree of {rel}: {e:#}"),
+            Err(panic) => tracing::error!(
+                "RAG tree of {rel} panicked: {}",
+                crate::panics::panic_message(&panic)
+            ),
+        }
+    }
+
+    fn refresh_logged(&self, name: &str) {
+        if let Err(e) = self.refresh(name) {
+            tracing::warn!("RAG dataset {name}: {e:#}");
+        }
+    }
+}

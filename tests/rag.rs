@@ -1,0 +1,456 @@
+//! The RAPTOR tools over MCP, on the real binary, against a corpus written
+//! here with planted facts: retrieval in both modes, navigation consistency,
+//! extractive answers that quote only the sources, per-document rebuilds.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use serde_json::{Value, json};
+
+const TOPICS: [&str; 4] = [
+    "The muon chambers record tracks that cross the outer detector. Alignment of the chambers uses cosmic rays.",
+    "Calorimeter calibration fixes the energy scale with electrons from Z boson decays. Each cell has its own constant.",
+    "The trigger system selects interesting collisions in real time. Its first level runs on custom hardware.",
+    "Data quality monitoring flags runs where a subsystem misbehaved. Shifters check histograms every hour.",
+];
+
+/// A Markdown document of `paragraphs` paragraphs about its topic, with `fact`
+/// planted in the middle.
+fn document(topic: usize, paragraphs: usize, fact: &str) -> String {
+    let mut text = format!("# Notes on topic {topic}\n\n");
+    for p in 0..paragraphs {
+        if p == paragraphs / 2 {
+            text.push_str(fact);
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!(
+            "{} Paragraph {p} adds remark number {} about detail {}.\n\n",
+            TOPICS[(topic + p) % TOPICS.len()],
+            p * 13 + topic,
+            p % 5
+        ));
+    }
+    text
+}
+
+fn facts() -> BTreeMap<&'static str, (&'static str, &'static str)> {
+    BTreeMap::from([
+        (
+            "muon.md",
+            (
+                "zorblax alignment",
+                "The zorblax alignment constant was measured as 42.7 micrometres.",
+            ),
+        ),
+        (
+            "calo.md",
+            (
+                "quenvilt calibration",
+                "The quenvilt calibration drifted by 0.3 percent after the shutdown.",
+            ),
+        ),
+        (
+            "trigger.md",
+            (
+                "frimbly trigger",
+                "The frimbly trigger threshold was raised to 27 GeV in the autumn.",
+            ),
+        ),
+        (
+            "dq/quality.md",
+            (
+                "plonkish run",
+                "The plonkish run 3811 was declared bad because the magnet tripped.",
+            ),
+        ),
+    ])
+}
+
+fn corpus(s: &Sandbox) {
+    for (i, (path, (_, fact))) in facts().into_iter().enumerate() {
+        s.write(path, document(i, 12 + 3 * i, fact).as_bytes());
+    }
+}
+
+async fn datasets(client: &Client) -> Value {
+    call(client, "list_datasets", json!({})).await.0["data"]["datasets"][0].clone()
+}
+
+/// Waits until the dataset holds `documents` documents and has built at least
+/// `trees` trees.
+async fn wait_trees(client: &Client, documents: u64, trees: u64) -> Value {
+    let start = Instant::now();
+    loop {
+        let d = datasets(client).await;
+        if d["documents"] == documents && d["trees_built"].as_u64().unwrap() >= trees {
+            return d;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "trees never built: {d}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn retrieve(client: &Client, query: &str, mode: &str) -> Value {
+    let (v, err) = call(
+        client,
+        "rag_retrieve",
+        json!({"dataset_id": "data", "query": query, "mode": mode, "top_k": 5}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    assert_valid("rag_retrieve.output.json", &v);
+    v
+}
+
+fn texts(hits: &Value) -> Vec<String> {
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|h| {
+            std::iter::once(h["text"].as_str().unwrap().to_string()).chain(
+                h["expanded"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| e["text"].as_str().unwrap().to_string()),
+            )
+        })
+        .collect()
+}
+
+async fn ids(client: &Client, tool: &str, node: &str, extra: Value, key: &str) -> Vec<String> {
+    let mut a = json!({"node_id": node});
+    a.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let (v, err) = call(client, tool, a).await;
+    assert!(!err, "{tool} {node}: {v}");
+    assert_valid(&format!("{tool}.output.json"), &v);
+    v["data"][key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let d = wait_trees(&client, 4, 4).await;
+    assert_valid(
+        "list_datasets.output.json",
+        &json!({"data": {"datasets": [d.clone()]}, "metadata": {}, "suggestions": []}),
+    );
+
+    let mut roots = BTreeSet::new();
+    for (path, (query, fact)) in facts() {
+        for mode in ["collapsed", "traversal"] {
+            let v = retrieve(&client, query, mode).await;
+            let hits = &v["data"]["hits"];
+            assert!(
+                texts(hits).iter().any(|t| t.contains(fact)),
+                "{mode} {query}: {v}"
+            );
+            assert_eq!(v["data"]["reranker"]["applied"], false);
+            let first = &hits[0];
+            assert_eq!(first["document"], path, "{mode}: {first}");
+            let content = &v["data"]["content"][0]["resource"];
+            assert_eq!(content["uri"], first["uri"]);
+        }
+        let v = retrieve(&client, query, "collapsed").await;
+        let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
+        let (p, _) = call(&client, "rag_path_to_root", json!({"node_id": leaf})).await;
+        roots.insert(
+            p["data"]["path"].as_array().unwrap().last().unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+
+    // Every node reachable from the roots: path_to_root follows parent
+    // navigation, and children and parents are each other's inverse.
+    let mut queue: VecDeque<String> = roots.iter().cloned().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(n) = queue.pop_front() {
+        if !seen.insert(n.clone()) {
+            continue;
+        }
+        let children = ids(&client, "rag_node_children", &n, json!({}), "children").await;
+        let (got, _) = call(&client, "rag_node_get", json!({"node_id": n})).await;
+        assert_valid("rag_node_get.output.json", &got);
+        assert_eq!(got["data"]["children_count"], children.len());
+        for c in &children {
+            let parents = ids(
+                &client,
+                "rag_node_navigation",
+                c,
+                json!({"direction": "parent"}),
+                "nodes",
+            )
+            .await;
+            assert!(parents.contains(&n), "{c} does not list its parent {n}");
+            queue.push_back(c.clone());
+        }
+        let path = ids(&client, "rag_path_to_root", &n, json!({}), "path").await;
+        assert_eq!(path[0], n);
+        for pair in path.windows(2) {
+            let parents = ids(
+                &client,
+                "rag_node_navigation",
+                &pair[0],
+                json!({"direction": "parent"}),
+                "nodes",
+            )
+            .await;
+            assert!(
+                parents.contains(&pair[1]),
+                "path {path:?} leaves the parents of {}",
+                pair[0]
+            );
+        }
+        assert!(roots.contains(path.last().unwrap()) || path.len() == 1 && roots.contains(&n));
+        let (r, err) = call(&client, "read_resource", json!({"uri": got["data"]["uri"]})).await;
+        assert!(!err);
+        assert_eq!(r["data"]["contents"][0]["text"], got["data"]["text"]);
+    }
+    assert_eq!(
+        seen.len() as u64,
+        d["nodes"].as_u64().unwrap(),
+        "every node is below a root"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_quote_only_the_sources() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    wait_trees(&client, 4, 4).await;
+    for (path, (query, fact)) in facts() {
+        let question = format!("What about the {query}?");
+        let (v, err) = call(
+            &client,
+            "answer_question",
+            json!({"dataset_id": "data", "query": question}),
+        )
+        .await;
+        assert!(!err, "{v}");
+        assert_valid("answer_question.output.json", &v);
+        assert_eq!(v["data"]["mode"], "extractive");
+        assert!(v["data"]["answer"].as_str().unwrap().contains(fact), "{v}");
+        for e in v["data"]["evidence"].as_array().unwrap() {
+            let doc =
+                std::fs::read_to_string(s.root.join(e["document"].as_str().unwrap())).unwrap();
+            assert!(doc.contains(e["text"].as_str().unwrap()), "invented: {e}");
+        }
+        let _ = path;
+    }
+    // A summary of some nodes quotes only their sources too.
+    let v = retrieve(&client, "calibration alignment trigger", "collapsed").await;
+    let node_ids: Vec<Value> = v["data"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].clone())
+        .collect();
+    let (sum, err) = call(&client, "rag_summarize", json!({"node_ids": node_ids})).await;
+    assert!(!err, "{sum}");
+    for sentence in sum["data"]["sentences"].as_array().unwrap() {
+        let doc =
+            std::fs::read_to_string(s.root.join(sentence["document"].as_str().unwrap())).unwrap();
+        assert!(doc.contains(sentence["text"].as_str().unwrap()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let before = wait_trees(&client, 4, 4).await;
+    let fact = "The gribbleton magnet current settled at 18 kiloamperes.";
+    s.write("trigger.md", document(2, 9, fact).as_bytes());
+    let built = before["trees_built"].as_u64().unwrap();
+    let after = wait_trees(&client, 4, built + 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after_settled = datasets(&client).await;
+    assert_eq!(
+        after_settled["trees_built"].as_u64().unwrap(),
+        built + 1,
+        "only one tree rebuilt"
+    );
+    let written =
+        after["nodes_written"].as_u64().unwrap() - before["nodes_written"].as_u64().unwrap();
+
+    // The nodes written are exactly the changed document's tree.
+    let v = retrieve(&client, "gribbleton magnet", "collapsed").await;
+    assert!(
+        texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)),
+        "{v}"
+    );
+    let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
+    let path = ids(&client, "rag_path_to_root", &leaf, json!({}), "path").await;
+    let mut doc_nodes = BTreeSet::new();
+    let mut queue: VecDeque<String> = path.into_iter().collect();
+    while let Some(n) = queue.pop_front() {
+        let (got, _) = call(&client, "rag_node_get", json!({"node_id": n})).await;
+        if got["data"]["document"] != "trigger.md"
+            || !got["data"]["id"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .next()
+                .unwrap()
+                .is_ascii_digit()
+        {
+            continue;
+        }
+        if doc_nodes.insert(n.clone()) {
+            queue.extend(ids(&client, "rag_node_children", &n, json!({}), "children").await);
+        }
+    }
+    assert_eq!(written, doc_nodes.len() as u64, "nodes rewritten");
+    assert!(written < after["nodes"].as_u64().unwrap());
+    let old = retrieve(&client, "frimbly trigger", "collapsed").await;
+    assert!(
+        !texts(&old["data"]["hits"])
+            .iter()
+            .any(|t| t.contains("frimbly"))
+    );
+
+    std::fs::remove_file(s.root.join("calo.md")).unwrap();
+    wait_trees(&client, 3, 0).await;
+    let gone = retrieve(&client, "quenvilt calibration", "collapsed").await;
+    assert!(
+        !texts(&gone["data"]["hits"])
+            .iter()
+            .any(|t| t.contains("quenvilt")),
+        "{gone}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_ids_name_the_tool_that_lists_valid_ones() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let client = s.mcp().await;
+    let (v, err) = call(
+        &client,
+        "rag_retrieve",
+        json!({"dataset_id": "nope", "query": "x"}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(v["error"], "dataset_not_found");
+    assert!(v["suggestion"].as_str().unwrap().contains("list_datasets"));
+    let (v, err) = call(&client, "rag_node_get", json!({"node_id": "999999.0"})).await;
+    assert!(err);
+    assert_eq!(v["error"], "node_not_found");
+    assert!(v["suggestion"].as_str().unwrap().contains("rag_retrieve"));
+    let (v, err) = call(
+        &client,
+        "read_resource",
+        json!({"uri": "raptor://data/nodes/1.99999"}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(v["details"]["code"], -32002);
+    let (v, err) = call(
+        &client,
+        "rag_node_navigation",
+        json!({"node_id": "1.0", "direction": "up"}),
+    )
+    .await;
+    assert!(err, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let config = s.tmp.path().join("quarry.toml");
+    let ingest = s.tmp.path().join("ingested");
+    std::fs::write(
+        &config,
+        format!("[rag]\ningest_dir = \"{}\"\n", ingest.display()),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_string();
+    let client = s.mcp_with_args(&["--config", &config]).await;
+    wait_indexed(&client).await;
+    let fact = "The snorkelwick detector was switched on at dawn on 3 May.";
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "notes", "file_content": format!("Some notes.\n\n{fact}\n"), "source": "logbook", "tags": ["run3"]}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    assert_valid("ingest_document.output.json", &v);
+    let written = ingest.join("notes");
+    let file = std::fs::read_dir(&written)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("---\nsource: \"logbook\"\ntags: [\"run3\"]\n---\n"),
+        "{text}"
+    );
+    let start = Instant::now();
+    let query = json!({"dataset_id": "notes", "query": "snorkelwick detector"});
+    loop {
+        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "not retrievable after 2 s: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+
+    // A rebuild empties the catalog; the ingested file brings the document back.
+    let mut rebuild = common::quarry();
+    rebuild
+        .args([
+            "rebuild",
+            "--root",
+            &s.root_arg(),
+            "--config",
+            &config,
+            "--catalog",
+        ])
+        .arg(&s.catalog);
+    common::run_ok(&mut rebuild);
+    let client = s.mcp_with_args(&["--config", &config]).await;
+    let start = Instant::now();
+    loop {
+        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "lost by the rebuild: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
