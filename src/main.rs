@@ -9,13 +9,13 @@ use quarry::config::Settings;
 
 fn main() -> ExitCode {
     use quarry::formats::hdf5::isolated;
-    // The HDF5 index helper: this same binary, walking one file in a child
+    // The HDF5 worker: this same binary, answering libhdf5 requests in a child
     // process (a libhdf5 crash on a damaged file then costs only the child).
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == isolated::HELPER_ARG || a == isolated::READ_ARG)
+        .is_some_and(|a| a == isolated::WORKER_ARG)
     {
-        return isolated::helper_main();
+        return isolated::worker_main();
     }
     if let Ok(exe) = std::env::current_exe() {
         isolated::set_helper(exe);

@@ -168,7 +168,7 @@ fn read_dataset_slice(
     let fd = open_file(ctx, &file)?;
     let data = isolated::read_slice(fd, &path, &sel, &|| job.is_stopped())
         .map_err(|e| format_error(&file, e))?
-        .ok_or_else(stopped)?;
+        .ok_or_else(|| ToolError::stopped(job))?;
     let mut notes = Vec::new();
     if info.shape.is_none() {
         notes.push("the dataset has an empty (null) dataspace: it holds no values".to_string());
@@ -189,14 +189,6 @@ fn read_dataset_slice(
         "notes": notes,
     }))
     .meta("elements", sel.len()))
-}
-
-fn stopped() -> ToolError {
-    ToolError::new(
-        "cancelled",
-        "the call was cancelled or ran out of time",
-        "Select a smaller slice with slice_str",
-    )
 }
 
 #[derive(Deserialize)]
@@ -233,9 +225,16 @@ fn get_dataset_stats(
     let total = sel.len();
     job.progress(0, Some(total));
     let fd = open_file(ctx, &file)?;
-    let m = isolated::dataset_moments(fd, &path, &sel, STATS_BLOCK, &|| job.is_stopped())
-        .map_err(|e| format_error(&file, e))?
-        .ok_or_else(stopped)?;
+    let m = isolated::dataset_moments(
+        fd,
+        &path,
+        &sel,
+        STATS_BLOCK,
+        &|| job.is_stopped(),
+        &|done, _| job.progress(done, Some(total)),
+    )
+    .map_err(|e| format_error(&file, e))?
+    .ok_or_else(|| ToolError::stopped(job))?;
     job.progress(total, Some(total));
     let some = |x: f64| (m.count > 0).then_some(x);
     Ok(ToolOutput::new(json!({
@@ -310,7 +309,7 @@ fn find_datasets(
     let mut matched = 0usize;
     for (abs, _) in h5::files(ctx) {
         if job.stopped().is_some() {
-            return Err(stopped());
+            return Err(ToolError::stopped(job));
         }
         let uri0 = h5::uri_of(&abs, "/");
         let Ok(file) = h5::known_file(ctx, &uri0, &abs) else {
