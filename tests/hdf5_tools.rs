@@ -405,11 +405,26 @@ async fn stats_find_and_resource_listing() {
             .iter()
             .all(|r| r.uri.starts_with("h5:///") && r.uri.ends_with("?path=/"))
     );
+    // Both schemes' templates (the RAG toolset is on by default).
     let templates = client.list_resource_templates(None).await.unwrap();
+    let templates: Vec<&str> = templates
+        .resource_templates
+        .iter()
+        .map(|t| t.uri_template.as_str())
+        .collect();
     assert_eq!(
-        templates.resource_templates[0].uri_template,
-        "h5://{+file}{?path}"
+        templates,
+        [
+            "h5://{+file}{?path}",
+            "raptor://{dataset_id}/nodes/{node_id}"
+        ]
     );
+    // A scheme quarry does not serve is a protocol error naming both.
+    let e = read(&client, "ftp://host/x.h5").await.unwrap_err();
+    assert_eq!(error_code(&e), Some(ErrorCode::INVALID_PARAMS), "{e}");
+    assert!(e.to_string().contains("raptor://"), "{e}");
+    let (v, is_error) = call(&client, "read_resource", json!({"uri": "ftp://host/x.h5"})).await;
+    assert!(is_error && v["error"] == "invalid_uri", "{v}");
     client.cancel().await.unwrap();
 }
 
