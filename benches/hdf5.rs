@@ -196,7 +196,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     set_helper(env!("CARGO_BIN_EXE_quarry").into());
     let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let rounds = if full { 7 } else { 1 };
+    let rounds = if full { 5 } else { 1 };
     resource_latency(&testdata, if full { 1000 } else { 20 });
     indexing(
         &testdata,
