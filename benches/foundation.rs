@@ -46,8 +46,8 @@ fn tiny_root() -> Vec<u8> {
 /// `n` files in folders of 100: 70% ROOT, 10% each HDF5, Markdown, Python.
 fn generate(root: &Path, n: usize) {
     let rootfile = tiny_root();
-    let mut h5 = b"\x89HDF\r\n\x1a\n".to_vec();
-    h5.resize(96, 0);
+    // A real (2 KiB) HDF5 file: the index reads each one's whole object tree.
+    let h5 = include_bytes!("../tests/data/hdf5/tiny.h5").to_vec();
     for i in 0..n {
         let dir = root.join(format!("run{:04}", i / 100));
         if i % 100 == 0 {

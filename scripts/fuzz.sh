@@ -11,6 +11,9 @@
 #                  queries the code tests use
 #   code_source    the code reader (tree-sitter parse and symbol extraction),
 #                  seeded with the C++ and Python test sources
+#   hdf5_reader    the HDF5 tree walk and slice reads (libhdf5), seeded with the
+#                  test files
+#   hdf5_slice     the NumPy slice parser and resolver: four shape bytes, then text
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
@@ -60,6 +63,16 @@ PY
       { printf "$tag"; cat "$f"; } >"$corpus/src$i"
     done
     max_len=65536
+    ;;
+  hdf5_reader)
+    cp testdata/hdf5/* tests/data/hdf5/*.h5 "$corpus/"
+    max_len=1048576
+    ;;
+  hdf5_slice)
+    for s in ':' '::-1' '1:5:2' '..., 0' '-1' '0, ::3, -2:' '()' ''; do
+      printf '\x0a\x07\x05\x03%s' "$s" >"$corpus/$(echo -n "$s" | od -An -tx1 | tr -d ' \n')"
+    done
+    max_len=4096
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac

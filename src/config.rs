@@ -16,7 +16,8 @@
 //! call_timeout_secs = 120
 //! max_listed_failures = 1000
 //! max_document_read_chars = 10000    # read_document's character cap
-//! max_result_bytes = 12000           # read_branches / sample_tree rows per answer
+//! max_slice_elements = 100000        # read_dataset_slice's element cap
+//! max_result_bytes = 12000           # read_branches / sample_tree / code tools per answer
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused
@@ -186,6 +187,7 @@ struct LimitsConfig {
     call_timeout_secs: Option<u64>,
     max_listed_failures: Option<usize>,
     max_document_read_chars: Option<usize>,
+    max_slice_elements: Option<u64>,
     max_result_bytes: Option<usize>,
 }
 
@@ -449,6 +451,11 @@ impl Settings {
                 .limits
                 .max_document_read_chars
                 .unwrap_or(defaults.max_document_read_chars)
+                .max(1),
+            max_slice_elements: file
+                .limits
+                .max_slice_elements
+                .unwrap_or(defaults.max_slice_elements)
                 .max(1),
             max_result_bytes: file
                 .limits

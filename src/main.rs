@@ -9,6 +9,18 @@ use quarry::config::Settings;
 
 fn main() -> ExitCode {
     quarry::engine::limit_malloc_arenas();
+    use quarry::formats::hdf5::isolated;
+    // The HDF5 worker: this same binary, answering libhdf5 requests in a child
+    // process (a libhdf5 crash on a damaged file then costs only the child).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == isolated::WORKER_ARG)
+    {
+        return isolated::worker_main();
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        isolated::set_helper(exe);
+    }
     let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
     // Everything quarry creates (catalog, text index, socket, exports) is the

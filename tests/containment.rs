@@ -263,3 +263,57 @@ async fn a_link_swapped_in_after_indexing_is_never_followed() {
     assert!(calls > 10);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hdf5_file_swapped_for_a_link_is_never_read() {
+    let e = Escape::new();
+    let kinds = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdf5/kinds.h5");
+    std::fs::copy(&kinds, e.sandbox.root.join("k.h5")).unwrap();
+    std::fs::create_dir(e.sandbox.root.join("sub")).unwrap();
+    std::fs::copy(&kinds, e.sandbox.root.join("sub/k.h5")).unwrap();
+    // The same file outside: reading it would succeed, so any success is a leak.
+    std::fs::copy(&kinds, e.outside.join("k.h5")).unwrap();
+    let _daemon = e.sandbox.serve();
+    let client = e.sandbox.connect().await;
+    wait_indexed(&client).await;
+    let root = e.sandbox.root.canonicalize().unwrap();
+    let uri = |rel: &str| format!("h5://{}/{rel}?path=/numbers/chunked", root.display());
+    let read = json!({"uri": uri("k.h5"), "slice_str": ":3"});
+    let (v, is_error) = call(&client, "read_dataset_slice", read.clone()).await;
+    assert!(!is_error, "{v}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = keep_swapping(
+        e.sandbox.root.join("k.h5"),
+        e.outside.join("k.h5"),
+        stop.clone(),
+    );
+    std::fs::rename(e.sandbox.root.join("sub"), e.sandbox.root.join("sub.old")).unwrap();
+    symlink(&e.outside, e.sandbox.root.join("sub")).unwrap();
+
+    let start = Instant::now();
+    let mut calls = 0;
+    while start.elapsed() < Duration::from_secs(2) {
+        for rel in ["k.h5", "sub/k.h5"] {
+            for tool in ["read_dataset_slice", "get_dataset_stats"] {
+                let (v, is_error) =
+                    call(&client, tool, json!({"uri": uri(rel), "slice_str": ":3"})).await;
+                assert!(
+                    is_error,
+                    "{tool} read {rel} through a link out of the root: {v}"
+                );
+                // permission_denied from the open beneath the root, or
+                // resource_not_found once the watcher dropped the entry.
+                assert!(
+                    ["permission_denied", "resource_not_found"].contains(&error_code(&v)),
+                    "{tool} {rel}: {v}"
+                );
+                calls += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(calls > 8);
+    client.cancel().await.unwrap();
+}

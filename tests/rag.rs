@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::rag::*;
 use common::{Sandbox, assert_valid, call, wait_indexed};
+use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,7 +94,22 @@ async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
         assert!(roots.contains(path.last().unwrap()) || path.len() == 1 && roots.contains(&n));
         let (r, err) = call(&client, "read_resource", json!({"uri": got["data"]["uri"]})).await;
         assert!(!err);
+        assert_valid("read_resource.output.json", &r);
         assert_eq!(r["data"]["contents"][0]["text"], got["data"]["text"]);
+        // The same through MCP's resources/read.
+        let uri = got["data"]["uri"].as_str().unwrap();
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } = &read.contents[0]
+        else {
+            panic!("a text resource");
+        };
+        assert_eq!(Some(text.as_str()), got["data"]["text"].as_str());
+        assert_eq!(mime_type.as_deref(), Some("text/plain"));
     }
     assert_eq!(
         seen.len() as u64,

@@ -8,14 +8,38 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::formats::Kind;
 
-#[derive(Default)]
 pub struct Activity {
     pending: Mutex<BTreeMap<(usize, Kind), u64>>,
     scanning: Mutex<BTreeSet<usize>>,
     watching: AtomicBool,
+    /// Counts the committed batches that added, changed or removed HDF5 files:
+    /// whoever lists HDF5 files (the MCP front end's resources) subscribes and
+    /// learns that its list changed, without the index knowing who listens.
+    hdf5_changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            pending: Mutex::default(),
+            scanning: Mutex::default(),
+            watching: AtomicBool::default(),
+            hdf5_changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl Activity {
+    /// Tells the subscribers that the set or content of HDF5 files changed.
+    pub fn note_hdf5_change(&self) {
+        self.hdf5_changes.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that sees each change of the HDF5 files (`changed()`).
+    pub fn subscribe_hdf5(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.hdf5_changes.subscribe()
+    }
+
     pub fn add_pending(&self, root: usize, kind: Kind, n: u64) {
         *self
             .pending

@@ -18,6 +18,7 @@ mod activity;
 pub mod code;
 pub mod documents;
 mod file_list;
+pub mod hdf5;
 mod records;
 pub mod root;
 mod skipped;
@@ -42,7 +43,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -382,6 +383,7 @@ impl Catalog {
         let txn = self.db.begin_write()?;
         let mut applied: Vec<(usize, &str, Option<FileEntry>)> = Vec::with_capacity(changes.len());
         let mut text_changes = documents::TextChanges::default();
+        let mut hdf5_changed = false;
         // (old file id, new entry) pairs for the symbol index, applied after commit.
         let mut symbol_changes: Vec<SymbolChange<'_>> = Vec::new();
         {
@@ -412,6 +414,8 @@ impl Catalog {
                                 next_id - 1
                             }
                         };
+                        hdf5_changed |= file.kind == Kind::Hdf5
+                            || old.as_ref().is_some_and(|o| o.info.kind == Kind::Hdf5);
                         let root_name = &self.roots.list()[*root].name;
                         text_changes.note_upsert(root_name, rel, id, old.as_ref(), file, rows);
                         symbol_changes.push((
@@ -433,6 +437,7 @@ impl Catalog {
                         let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
                         let old = files.remove(key)?.map(|v| decode::<FileRecord>(v.value()));
                         if let Some(old) = old.transpose()? {
+                            hdf5_changed |= old.info.kind == Kind::Hdf5;
                             delete_kind_rows(&txn, old.info.kind, old.id)?;
                             text_changes.note_removal(&old);
                             symbol_changes.push((Some(old.id), None));
@@ -452,6 +457,9 @@ impl Catalog {
         }
         self.update_text(&text_changes);
         self.update_symbols(symbol_changes);
+        if hdf5_changed {
+            self.activity.note_hdf5_change();
+        }
         Ok(())
     }
 
@@ -519,6 +527,25 @@ impl Catalog {
             out.push(decode(v.value())?);
         }
         Ok(out)
+    }
+
+    /// A file's row in a kind table under exactly `key`, decoded.
+    pub fn kind_row<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        file_id: u64,
+        key: &[u8],
+    ) -> anyhow::Result<Option<T>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind_table(table)) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        table
+            .get((file_id, key))?
+            .map(|v| decode(v.value()))
+            .transpose()
     }
 
     /// Whether a ROOT file already has cached branch statistics.

@@ -56,15 +56,18 @@ pub struct KindTable {
 }
 
 /// The kind tables of this catalog version. Kinds add theirs as their extractors
-/// grow (HDF5 objects to come).
+/// grow.
 pub const KIND_TABLES: &[KindTable] = &ALL_KIND_TABLES;
 
 const ROOT_AND_DOCUMENT_TABLES: [KindTable;
     super::root::TABLES.len() + super::documents::TABLES.len()] =
     concat_tables(super::root::TABLES, super::documents::TABLES);
 
-const ALL_KIND_TABLES: [KindTable; ROOT_AND_DOCUMENT_TABLES.len() + super::code::TABLES.len()] =
+const WITH_CODE_TABLES: [KindTable; ROOT_AND_DOCUMENT_TABLES.len() + super::code::TABLES.len()] =
     concat_tables(ROOT_AND_DOCUMENT_TABLES, super::code::TABLES);
+
+const ALL_KIND_TABLES: [KindTable; WITH_CODE_TABLES.len() + super::hdf5::TABLES.len()] =
+    concat_tables(WITH_CODE_TABLES, super::hdf5::TABLES);
 
 /// Two kinds' table lists as one array (a `const fn`: `KIND_TABLES` is a constant).
 const fn concat_tables<const A: usize, const B: usize, const N: usize>(

@@ -32,7 +32,7 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<()> {
 
 /// The tools whose toolset is on, in registry order.
 pub fn served_tools(toolsets: &[Toolset]) -> impl Iterator<Item = &'static ToolDef> {
-    crate::mcp::tools::all().filter(|d| toolsets.contains(&d.toolset))
+    crate::mcp::tools::all().filter(|d| d.toolset.is_on(toolsets))
 }
 
 /// One line per tool: name, toolset, whether it writes, and the description's
@@ -40,13 +40,13 @@ pub fn served_tools(toolsets: &[Toolset]) -> impl Iterator<Item = &'static ToolD
 pub fn table(tools: &[&ToolDef]) -> String {
     let width = tools.iter().map(|d| d.name.len()).max().unwrap_or(4).max(4);
     let mut out = format!(
-        "{:<width$}  {:<5}  {:<9}  summary\n",
+        "{:<width$}  {:<9}  {:<9}  summary\n",
         "tool", "set", "access"
     );
     for d in tools {
         let access = if d.read_only { "read-only" } else { "writes" };
         out += &format!(
-            "{:<width$}  {:<5}  {:<9}  {}\n",
+            "{:<width$}  {:<9}  {:<9}  {}\n",
             d.name,
             d.toolset.as_str(),
             access,

@@ -9,7 +9,7 @@
 
 pub mod code;
 pub mod document;
-mod hdf5;
+pub mod hdf5;
 pub mod root;
 
 use std::fmt;
@@ -135,7 +135,7 @@ impl From<io::Error> for FormatError {
 pub fn validate(kind: Kind, name: &str, mut file: File) -> Result<(), FormatError> {
     match kind {
         Kind::Root => root::RootFile::open(file)?.walk().map(|_| ()),
-        Kind::Hdf5 => hdf5::check_signature(&mut file),
+        Kind::Hdf5 => hdf5::H5File::open(file).map(|_| ()),
         Kind::Document => document::check(name, &mut file),
         Kind::Code => code::check(file),
     }

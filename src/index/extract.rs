@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::catalog::KindRow;
-use crate::formats::{self, FormatError, Kind};
+use crate::formats::{FormatError, Kind};
 use crate::panics::panic_message;
 use crate::roots::{OpenError, open_beneath};
 
@@ -57,10 +57,8 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
     match kind {
         Kind::Root => guarded(kind, || super::root::root_rows(file)),
         Kind::Document => guarded(kind, || super::documents::rows(name, file)),
+        Kind::Hdf5 => guarded(kind, || super::hdf5::rows(file)),
         Kind::Code => guarded(kind, || super::code::rows(name, file)),
-        _ => guarded(kind, || {
-            formats::validate(kind, name, file).map(|()| Vec::new())
-        }),
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod code;
 pub mod documents;
 mod extract;
+pub mod hdf5;
 pub mod root;
 mod walk;
 pub mod watcher;

@@ -4,6 +4,7 @@ pub mod client;
 pub mod codec;
 pub mod connection;
 pub mod relay;
+pub mod resources;
 pub mod response;
 mod server;
 pub mod tools;

@@ -7,14 +7,17 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use super::resources;
 use super::response::ToolError;
 use super::tools::{self, Context, ToolDef, Toolset};
 use crate::job::Job;
@@ -53,6 +56,11 @@ impl QuarryServer {
     pub fn with_concurrent_calls(mut self, n: usize) -> QuarryServer {
         self.calls = Arc::new(Semaphore::new(n.max(1)));
         self
+    }
+
+    /// Whether `h5://` or `raptor://` resources are served (their toolset is on).
+    fn serves_resources(&self) -> bool {
+        resources::served(&self.ctx)
     }
 
     fn find(&self, name: &str) -> Option<&'static ToolDef> {
@@ -147,7 +155,7 @@ fn enabled<'a>(
     defs: impl IntoIterator<Item = &'a ToolDef>,
     toolsets: &[Toolset],
 ) -> impl Iterator<Item = &'a ToolDef> {
-    defs.into_iter().filter(|d| toolsets.contains(&d.toolset))
+    defs.into_iter().filter(|d| d.toolset.is_on(toolsets))
 }
 
 fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonObject>> {
@@ -175,7 +183,16 @@ pub const TOOLS_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.serves_resources() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -190,6 +207,55 @@ impl ServerHandler for QuarryServer {
             ListToolsResult::with_all_items(self.tools.iter().map(|(_, t)| t.clone()).collect())
                 .with_ttl_ms(TOOLS_TTL_MS),
         )
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let cursor = request.and_then(|r| r.cursor);
+        resources::list_page(&self.ctx, cursor.as_deref())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates(&self.ctx))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let ctx = self.ctx.clone();
+        let uri = request.uri.clone();
+        // The catalog read is quick but blocking (redb): off the async threads.
+        let read = tokio::task::spawn_blocking(move || resources::read(&ctx, &uri))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let contents = read.map_err(|e| resources::mcp_error(&request.uri, e))?;
+        Ok(ReadResourceResult::new(vec![contents.into_resource(request.uri)]).into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self.ctx.settings.toolsets.contains(&Toolset::Hdf5) {
+            return;
+        }
+        // Tells this client whenever HDF5 files come or go; ends with the session.
+        let mut changes = self.ctx.catalog.activity().subscribe_hdf5();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            changes.mark_unchanged();
+            while changes.changed().await.is_ok() {
+                if peer.notify_resource_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -139,7 +139,7 @@ fn file_json(ctx: &Context, f: &FileMatch) -> Value {
 fn next_tool_for(ctx: &Context, kind: Kind) -> Option<&'static str> {
     let name = match kind {
         Kind::Root => "inspect_file",
-        Kind::Hdf5 => "read_dataset_slice",
+        Kind::Hdf5 => "read_resource",
         Kind::Document => "get_document_info",
         Kind::Code => "parse_file",
     };
@@ -162,11 +162,19 @@ fn list_suggestions(
         let path = ctx.catalog.roots().list()[first.root]
             .canonical
             .join(&first.rel);
-        s.push(format!(
-            "Inspect {} with {tool}(path='{}')",
-            first.rel,
-            path.display()
-        ));
+        if first.entry.kind == Kind::Hdf5 {
+            s.push(format!(
+                "Browse {} with {tool}(uri='{}')",
+                first.rel,
+                crate::mcp::resources::h5::uri_of(&path.to_string_lossy(), "/")
+            ));
+        } else {
+            s.push(format!(
+                "Inspect {} with {tool}(path='{}')",
+                first.rel,
+                path.display()
+            ));
+        }
     }
     if truncated {
         s.push(format!(

@@ -4,7 +4,9 @@
 mod code;
 mod documents;
 mod files;
+mod hdf5;
 mod rag;
+mod resources;
 mod root;
 mod root_analysis;
 mod root_export;
@@ -30,6 +32,8 @@ pub enum Toolset {
     Docs,
     Code,
     Rag,
+    /// `read_resource`: on when a toolset with resources (hdf5, rag) is on.
+    Resources,
 }
 
 impl Toolset {
@@ -49,6 +53,17 @@ impl Toolset {
             Toolset::Docs => "docs",
             Toolset::Code => "code",
             Toolset::Rag => "rag",
+            Toolset::Resources => "resources",
+        }
+    }
+
+    /// Whether tools of this set are served when `enabled` are switched on.
+    pub fn is_on(self, enabled: &[Toolset]) -> bool {
+        match self {
+            Toolset::Resources => {
+                enabled.contains(&Toolset::Hdf5) || enabled.contains(&Toolset::Rag)
+            }
+            set => enabled.contains(&set),
         }
     }
 }
@@ -62,6 +77,8 @@ pub struct Limits {
     pub max_listed_failures: usize,
     /// Most characters `read_document` returns in one call.
     pub max_document_read_chars: usize,
+    /// Most elements `read_dataset_slice` returns in one call.
+    pub max_slice_elements: u64,
     /// Most bytes of JSON a data tool (read_branches, sample_tree) returns;
     /// beyond it rows are cut at a row boundary and `truncated` is set.
     pub max_result_bytes: usize,
@@ -73,6 +90,7 @@ impl Default for Limits {
             call_timeout: std::time::Duration::from_secs(120),
             max_listed_failures: 1000,
             max_document_read_chars: 10_000,
+            max_slice_elements: 100_000,
             max_result_bytes: 12_000,
         }
     }
@@ -164,7 +182,7 @@ impl RowCache {
 impl Context {
     /// Whether this server offers the tool `name` (it exists and its toolset is on).
     pub fn serves(&self, name: &str) -> bool {
-        all().any(|d| d.name == name && self.settings.toolsets.contains(&d.toolset))
+        all().any(|d| d.name == name && d.toolset.is_on(&self.settings.toolsets))
     }
 }
 
@@ -190,8 +208,10 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root_rows::TOOLS)
         .chain(root_export::TOOLS)
         .chain(documents::TOOLS)
+        .chain(hdf5::TOOLS)
         .chain(code::TOOLS)
         .chain(rag::TOOLS)
+        .chain(resources::TOOLS)
 }
 
 /// Parses a tool's arguments into its argument type, as a tool error when they

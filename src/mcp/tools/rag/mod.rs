@@ -1,6 +1,7 @@
 //! The RAPTOR tool family (raptor spec) over the RAG engine (`crate::rag`):
 //! datasets and retrieval (retrieve.rs), answers and summaries (answer.rs),
-//! navigation and `raptor://` resources (navigate.rs). Results are JSON in
+//! navigation (navigate.rs); `raptor://` resources are read by
+//! `crate::mcp::resources::raptor`. Results are JSON in
 //! structuredContent, never Python-style dict strings.
 
 mod answer;
@@ -120,13 +121,6 @@ with its source), or abstractive through the [llm] model when one is configured.
         "The nodes from a node up to a root of its dataset's tree, following each node's first parent.",
         navigate::rag_path_to_root
     ),
-    rag_tool!(
-        "read_resource",
-        "Read a raptor:// resource",
-        "Reads a resource by URI, for clients that cannot browse resources: raptor://{dataset_id}/nodes/{node_id} gives \
-the node's text.",
-        navigate::read_resource
-    ),
 ];
 
 fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
@@ -167,9 +161,7 @@ fn node(ctx: &Context, id: &str) -> Result<(Arc<Dataset>, usize), ToolError> {
         })
 }
 
-pub fn node_uri(ds: &Dataset, i: usize) -> String {
-    format!("raptor://{}/nodes/{}", ds.name, ds.node_id(i))
-}
+pub use crate::mcp::resources::raptor::node_uri;
 
 /// A node's summary for listings: id, uri, level, kind, document, first
 /// source, tokens, and optionally its text.

@@ -1,10 +1,9 @@
-//! rag_node_get, rag_node_children, rag_node_navigation, rag_path_to_root and
-//! read_resource for raptor:// URIs.
+//! rag_node_get, rag_node_children, rag_node_navigation and rag_path_to_root.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{dataset, node, node_brief, node_uri, sources};
+use super::{node, node_brief, sources};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::mcp::tools::{Context, parse_args};
@@ -112,38 +111,4 @@ pub fn rag_path_to_root(
     Ok(ToolOutput::new(
         json!({ "node_id": args.node_id, "path": path }),
     ))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResourceArgs {
-    uri: String,
-}
-
-pub fn read_resource(
-    ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
-) -> Result<ToolOutput, ToolError> {
-    let args: ResourceArgs = parse_args("read_resource", args)?;
-    let not_found = || {
-        ToolError::new(
-            "resource_not_found",
-            format!("no resource {}", args.uri),
-            "raptor:// node URIs come from rag_retrieve; list_datasets gives the dataset ids",
-        )
-        .details(json!({ "code": -32002, "uri": args.uri }))
-    };
-    let Some((dataset_id, node_id)) = args
-        .uri
-        .strip_prefix("raptor://")
-        .and_then(|rest| rest.split_once("/nodes/"))
-    else {
-        return Err(not_found());
-    };
-    let ds = dataset(ctx, dataset_id).map_err(|_| not_found())?;
-    let i = ds.find(node_id).ok_or_else(not_found)?;
-    Ok(ToolOutput::new(json!({
-        "contents": [{ "uri": node_uri(&ds, i), "mimeType": "text/plain", "text": ds.nodes[i].text }]
-    })))
 }

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 
-use super::{FormatError, read_prefix};
+use crate::formats::{FormatError, read_prefix};
 
 pub const SIGNATURE: &[u8] = b"\x89HDF\r\n\x1a\n";
 

@@ -1,0 +1,185 @@
+//! What the catalog keeps of a dataset: shape, maximum shape, type, layout,
+//! chunks, filters with their settings, fill value, sizes and attributes.
+
+use hdf5::datatype::ByteOrder;
+use hdf5::{Dataset, Datatype};
+use serde::{Deserialize, Serialize};
+
+use super::buffer::Buffer;
+use super::ffi::{self, locked};
+use super::types::DType;
+use super::{H5File, attributes};
+use crate::formats::FormatError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    /// `None` for an empty (null) dataspace; `[]` for a scalar.
+    pub shape: Option<Vec<u64>>,
+    /// Per axis, `None` when unlimited.
+    pub maxshape: Vec<Option<u64>>,
+    pub dtype: DType,
+    /// `compact`, `contiguous`, `chunked` or `virtual`.
+    pub layout: String,
+    pub chunks: Option<Vec<u64>>,
+    pub filters: Vec<Filter>,
+    /// The fill value as JSON text, when one is defined.
+    pub fill_value: Option<String>,
+    /// Bytes the data takes in the file (after compression).
+    pub storage_size: u64,
+    /// Bytes of the data uncompressed: elements times the element size.
+    pub logical_size: u64,
+    pub attributes: Vec<attributes::Attribute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Filter {
+    pub id: i32,
+    /// h5py's name for the filters it knows (`gzip`, `shuffle`, ...), else the
+    /// name the file gives.
+    pub name: String,
+    /// The filter's client data (for gzip, the level).
+    pub settings: Vec<u32>,
+}
+
+impl DatasetInfo {
+    /// h5py's `compression`: the compressing filter, if any.
+    pub fn compression(&self) -> Option<&Filter> {
+        self.filters
+            .iter()
+            .find(|f| matches!(f.name.as_str(), "gzip" | "lzf" | "szip") || f.id >= 256)
+    }
+}
+
+/// Our type description of a libhdf5 type.
+pub(super) fn dtype_of(t: &Datatype) -> DType {
+    match t.to_descriptor() {
+        Ok(d) => DType::from_descriptor(&d, t.byte_order() == ByteOrder::BigEndian),
+        Err(_) => DType::Unsupported(class_name(t).into()),
+    }
+}
+
+fn class_name(t: &Datatype) -> &'static str {
+    use hdf5_sys::h5t::{H5T_class_t::*, H5Tget_class};
+    // SAFETY: a valid datatype id; callers hold the lock.
+    match unsafe { H5Tget_class(t.id()) } {
+        H5T_TIME => "time",
+        H5T_BITFIELD => "bitfield",
+        H5T_OPAQUE => "opaque",
+        H5T_REFERENCE => "reference",
+        H5T_FLOAT => "float (unusual size)",
+        H5T_INTEGER => "integer (unusual size)",
+        _ => "unknown",
+    }
+}
+
+fn filter_name(id: i32, given: &str) -> String {
+    match id {
+        1 => "gzip".into(),
+        2 => "shuffle".into(),
+        3 => "fletcher32".into(),
+        4 => "szip".into(),
+        5 => "nbit".into(),
+        6 => "scaleoffset".into(),
+        32000 => "lzf".into(),
+        _ if !given.is_empty() => given.into(),
+        _ => format!("filter {id}"),
+    }
+}
+
+pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, FormatError> {
+    locked(|| {
+        let space = ds.space().map_err(ffi::corrupt)?;
+        let is_null = {
+            use hdf5_sys::h5s::{H5S_class_t, H5Sget_simple_extent_type};
+            // SAFETY: a valid dataspace id.
+            unsafe { H5Sget_simple_extent_type(space.id()) == H5S_class_t::H5S_NULL }
+        };
+        let shape: Vec<u64> = space.shape().into_iter().map(|n| n as u64).collect();
+        let maxshape = space
+            .maxdims()
+            .into_iter()
+            .map(|m| m.map(|n| n as u64))
+            .collect();
+        let file_type = ds.dtype().map_err(ffi::corrupt)?;
+        let dtype = dtype_of(&file_type);
+        let elements: u64 = if is_null { 0 } else { shape.iter().product() };
+        let dcpl = ds.dcpl().map_err(ffi::corrupt)?;
+        Ok(DatasetInfo {
+            layout: format!("{:?}", ds.layout()).to_lowercase(),
+            chunks: ds
+                .chunk()
+                .map(|c| c.into_iter().map(|n| n as u64).collect()),
+            filters: filters(dcpl.id())?,
+            fill_value: fill_value(dcpl.id(), &file_type),
+            storage_size: ds.storage_size(),
+            logical_size: elements.saturating_mul(file_type.size() as u64),
+            attributes: attributes::of(ds)?,
+            shape: (!is_null).then_some(shape),
+            maxshape,
+            dtype,
+        })
+    })
+}
+
+fn filters(dcpl: hdf5_sys::h5i::hid_t) -> Result<Vec<Filter>, FormatError> {
+    use hdf5_sys::h5p::{H5Pget_filter2, H5Pget_nfilters};
+    // SAFETY: a valid dataset creation property list.
+    let n = unsafe { H5Pget_nfilters(dcpl) };
+    if n < 0 {
+        return Err(ffi::last_error());
+    }
+    let mut out = Vec::new();
+    for i in 0..n as u32 {
+        let mut flags = 0u32;
+        let mut settings = [0u32; 32];
+        let mut count: usize = settings.len();
+        let mut name = [0 as std::ffi::c_char; 256];
+        let mut config = 0u32;
+        // SAFETY: every out-pointer points to a local of the size given.
+        let id = unsafe {
+            H5Pget_filter2(
+                dcpl,
+                i,
+                &mut flags,
+                &mut count,
+                settings.as_mut_ptr(),
+                name.len(),
+                name.as_mut_ptr(),
+                &mut config,
+            )
+        };
+        if id < 0 {
+            return Err(ffi::last_error());
+        }
+        // SAFETY: libhdf5 NUL-terminates the name within the buffer.
+        let given = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy();
+        out.push(Filter {
+            id,
+            name: filter_name(id, &given),
+            settings: settings[..count.min(settings.len())].to_vec(),
+        });
+    }
+    Ok(out)
+}
+
+/// The dataset's fill value as JSON text (the default one is zero, as h5py shows it).
+fn fill_value(dcpl: hdf5_sys::h5i::hid_t, file_type: &Datatype) -> Option<String> {
+    use hdf5_sys::h5d::H5D_fill_value_t;
+    use hdf5_sys::h5p::{H5Pfill_value_defined, H5Pget_fill_value};
+    let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
+    // SAFETY: valid plist, out-pointer to a local.
+    if unsafe { H5Pfill_value_defined(dcpl, &mut status) } < 0
+        || status == H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED
+    {
+        return None;
+    }
+    let desc = file_type.to_descriptor().ok()?;
+    let mut buf = Buffer::new(&desc, 1).ok()?;
+    // SAFETY: `buf` holds one element of the memory type.
+    if unsafe { H5Pget_fill_value(dcpl, buf.memtype_id(), buf.as_mut_ptr()) } < 0 {
+        return None;
+    }
+    buf.filled_by_library();
+    let (values, _) = buf.decode_all();
+    values.into_iter().next().map(|v| v.to_string())
+}
