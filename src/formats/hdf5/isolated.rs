@@ -62,11 +62,15 @@ struct SliceWire {
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 /// Idle workers kept for later requests.
 const MAX_IDLE: usize = 4;
+/// How long an idle worker is kept: a burst of requests reuses workers, and a
+/// daemon left alone holds no worker processes (nor their descriptors).
+const IDLE_TTL: Duration = Duration::from_secs(3);
 /// Requests one worker serves before it is retired (bounds any slow leak).
 const MAX_REQUESTS: u32 = 2000;
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
-static IDLE: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
+static IDLE: Mutex<Vec<(Worker, Instant)>> = Mutex::new(Vec::new());
+static REAPER: std::sync::Once = std::sync::Once::new();
 
 /// Names the binary that answers `WORKER_ARG` (set once, at start-up).
 pub fn set_helper(exe: PathBuf) {
@@ -206,7 +210,8 @@ impl Worker {
 
 /// An idle worker, or a new one.
 fn take_worker(exe: &PathBuf) -> Result<Worker, FormatError> {
-    if let Some(w) = IDLE.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+    // The most recently used first, so the others age out.
+    if let Some((w, _)) = IDLE.lock().unwrap_or_else(|p| p.into_inner()).pop() {
         return Ok(w);
     }
     Worker::spawn(exe).map_err(FormatError::from)
@@ -216,12 +221,35 @@ fn give_back(worker: Worker) {
     if worker.served >= MAX_REQUESTS {
         return worker.end();
     }
+    REAPER.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("hdf5-reaper".into())
+            .spawn(reap_idle_workers);
+    });
     let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
     if idle.len() < MAX_IDLE {
-        idle.push(worker);
+        idle.push((worker, Instant::now()));
     } else {
         drop(idle);
         worker.end();
+    }
+}
+
+/// Ends the workers idle for longer than `IDLE_TTL`, once a second, for good.
+fn reap_idle_workers() {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let expired: Vec<Worker> = {
+            let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
+            let (old, fresh): (Vec<_>, Vec<_>) = idle
+                .drain(..)
+                .partition(|(_, since)| since.elapsed() > IDLE_TTL);
+            *idle = fresh;
+            old.into_iter().map(|(w, _)| w).collect()
+        };
+        for worker in expired {
+            worker.end();
+        }
     }
 }
 
