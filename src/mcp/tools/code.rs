@@ -453,19 +453,9 @@ fn find_classes(
     job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: FilesArgs = parse_args("find_classes", args)?;
-    let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
-    for_each_file(
-        job,
-        targets,
-        ctx.settings.limits.max_result_bytes,
-        |root, rel| {
-            let f = code_file(ctx, root, rel)?;
-            let mut m = Map::new();
-            m.insert("classes".into(), f.classes().map(symbol_json).collect());
-            Ok(m)
-        },
-    )
+    list_symbols(ctx, job, args, "find_classes", "classes", |s| {
+        s.kind.is_class()
+    })
 }
 
 fn find_functions(
@@ -473,7 +463,21 @@ fn find_functions(
     job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: FilesArgs = parse_args("find_functions", args)?;
+    list_symbols(ctx, job, args, "find_functions", "functions", |s| {
+        !s.kind.is_class()
+    })
+}
+
+/// The symbols `keep` selects of each target file, as the list `field`.
+fn list_symbols(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+    tool: &str,
+    field: &str,
+    keep: fn(&Symbol) -> bool,
+) -> Result<ToolOutput, ToolError> {
+    let args: FilesArgs = parse_args(tool, args)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
     for_each_file(
         job,
@@ -481,9 +485,8 @@ fn find_functions(
         ctx.settings.limits.max_result_bytes,
         |root, rel| {
             let f = code_file(ctx, root, rel)?;
-            let mut m = Map::new();
-            m.insert("functions".into(), f.functions().map(symbol_json).collect());
-            Ok(m)
+            let symbols = f.symbols.iter().filter(|s| keep(s)).map(symbol_json);
+            Ok(Map::from_iter([(field.to_string(), symbols.collect())]))
         },
     )
 }
