@@ -93,27 +93,9 @@ pub fn create_pending(_base: &Path, _rel: &str) -> Result<PendingFile, CreateErr
 
 #[cfg(target_os = "linux")]
 fn open_subdir(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let c = super::open::c_path(Path::new(name))?;
-    // SAFETY: open_how is plain data; all-zero is its "nothing asked" value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: the pointers are valid for the call; the size is the struct's.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor from openat2(2), owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    let flags = libc::O_PATH | libc::O_DIRECTORY;
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    super::open::openat2(dir, name, flags, 0, resolve)
 }
 
 /// Whether `name` in `dir` is a symbolic link (a missing name is not).

@@ -139,15 +139,21 @@ pub fn create_beneath(root: &Path, folder: &str, name: &str, bytes: &[u8]) -> io
     renamed
 }
 
+/// openat2(2) of `rel` below `dir` with these flags, mode and resolve rules.
 #[cfg(target_os = "linux")]
-pub(super) fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
+pub(super) fn openat2(
+    dir: &OwnedFd,
+    rel: &str,
+    flags: i32,
+    mode: u64,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
     let c = c_path(Path::new(rel))?;
     // SAFETY: open_how is plain data; all-zero is its "nothing asked" value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags =
-        (libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
-    how.mode = 0o600;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.mode = mode;
+    how.resolve = resolve;
     // SAFETY: the pointers are valid for the call; the size is the struct's.
     let fd = unsafe {
         libc::syscall(
@@ -162,7 +168,14 @@ pub(super) fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor from openat2(2), owned by nobody else.
-    Ok(unsafe { File::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(target_os = "linux")]
+pub(super) fn openat2_create(dir: &OwnedFd, rel: &str) -> io::Result<File> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    openat2(dir, rel, flags, 0o600, resolve).map(File::from)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -197,30 +210,14 @@ pub(super) fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
 
 #[cfg(target_os = "linux")]
 fn openat2_beneath(dir: &OwnedFd, rel: &str) -> io::Result<File> {
-    let c = c_path(Path::new(rel))?;
-    // SAFETY: open_how is plain data; all-zero is its "nothing asked" value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
     loop {
-        // SAFETY: the pointers are valid for the call; the size is the struct's.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dir.as_raw_fd(),
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor from openat2(2), owned by nobody else.
-            return Ok(unsafe { File::from_raw_fd(fd as i32) });
-        }
-        let e = io::Error::last_os_error();
-        // RESOLVE_BENEATH may answer EAGAIN when a rename raced the lookup.
-        if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
-            return Err(e);
+        match openat2(dir, rel, flags, 0, resolve) {
+            Ok(fd) => return Ok(File::from(fd)),
+            // RESOLVE_BENEATH may answer EAGAIN when a rename raced the lookup.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+            Err(e) => return Err(e),
         }
     }
 }
