@@ -16,6 +16,10 @@
 //! py-tree-sitter read (tests/fixtures/code/symbols.json); timings are printed,
 //! never asserted.
 
+mod common;
+
+use common::percentile;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -31,10 +35,6 @@ use quarry::roots::Roots;
 use serde_json::{Value, json};
 
 const CODE_EXTS: [&str; 8] = ["py", "cpp", "cc", "cxx", "hpp", "hh", "h", "hxx"];
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
 
 /// Times `f` once per item; (p50, max) in ms.
 fn time_each<T>(items: &[T], mut f: impl FnMut(&T)) -> (f64, f64) {

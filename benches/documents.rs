@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::percentile;
+
 use quarry::catalog::Catalog;
 use quarry::catalog::documents::{Scope, SearchOptions, query};
 use quarry::index::{IndexOptions, Indexer, Quiet};
@@ -62,10 +64,6 @@ fn words(line: &str) -> String {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 /// Times `f` `n` times; (p50, p99) in ms.

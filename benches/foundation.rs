@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::percentile;
+
 use quarry::catalog::Catalog;
 use quarry::index::{IndexOptions, Indexer, Quiet};
 use quarry::mcp::tools::{self, Context, ServerSettings};
@@ -65,10 +67,6 @@ fn generate(root: &Path, n: usize) {
         };
         std::fs::write(dir.join(name), bytes).unwrap();
     }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn rss_kb(pid: u32) -> u64 {

@@ -15,6 +15,10 @@
 //! generated here (`cargo test --all-targets` runs this as a self-check);
 //! timings are printed, never asserted.
 
+mod common;
+
+use common::percentile;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,10 +133,6 @@ const FACTS: [(&str, &str, &str); 20] = [
         "How was synchronisation set once the light pulser broke?",
     ),
 ];
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
 
 /// A small generated corpus: paragraphs of detector words (the self-check).
 fn generate(dir: &Path, files: usize) {

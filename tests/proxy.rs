@@ -7,7 +7,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Client, Sandbox, call, quarry, run_ok, wait_until};
+use common::{Client, Sandbox, call, quarry, run_ok, status_indexed, wait_until};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -55,19 +55,8 @@ async fn mcp_and_status_relay_to_the_daemon_without_roots() {
     assert_eq!(file_count(&by_catalog).await, files);
 
     // status asks the daemon: the catalog is in use, and the counts are its.
-    let out = run_ok(
-        quarry()
-            .args(["status", "--json", "--catalog"])
-            .arg(&s.catalog),
-    );
-    let status: Value = serde_json::from_str(&out).unwrap();
-    let indexed: u64 = status["data"]["roots"][0]["kinds"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|k| k["indexed"].as_u64().unwrap())
-        .sum();
-    assert_eq!(indexed as usize, files, "{status}");
+    let indexed = status_indexed(&s.catalog);
+    assert_eq!(indexed, files);
     by_socket.cancel().await.unwrap();
     by_catalog.cancel().await.unwrap();
     daemon.stop();

@@ -77,7 +77,7 @@ fn readiness_is_notified_and_sigterm_stops_cleanly() {
 #[test]
 fn sigterm_under_load_answers_the_calls_in_flight_and_loses_nothing() {
     use common::raw::{Raw, tool_call, wait_complete};
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     let s = Sandbox::with_testdata();
     let mut daemon = s.serve();
@@ -146,23 +146,8 @@ fn sigterm_under_load_answers_the_calls_in_flight_and_loses_nothing() {
     assert_eq!(probe.reader.read_line(&mut line).unwrap_or(0), 0, "{line}");
 
     // The catalog opens without repair and holds every file it listed.
-    let out = run_ok(
-        quarry()
-            .args(["status", "--json", "--catalog"])
-            .arg(&s.catalog),
-    );
-    let status: Value = serde_json::from_str(&out).unwrap();
-    let indexed: u64 = status["data"]["roots"][0]["kinds"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|k| k["indexed"].as_u64().unwrap())
-        .sum();
-    assert_eq!(
-        indexed as usize,
-        before.as_array().unwrap().len(),
-        "{status}"
-    );
+    let indexed = status_indexed(&s.catalog);
+    assert_eq!(indexed, before.as_array().unwrap().len());
     let daemon = s.serve();
     wait_complete(&s.socket());
     let mut again = Raw::connect(&s.socket());

@@ -1,6 +1,8 @@
 //! What the benchmarks that drive a real daemon share: `quarry serve` started on
 //! one root, and a plain JSON-RPC session over its socket (no MCP client
-//! library in between, so the timings are the daemon's).
+//! library in between, so the timings are the daemon's); and the percentile
+//! every benchmark reports.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -102,4 +104,9 @@ impl Session {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// The value at fraction `p` (0..=1) of already sorted timings.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }

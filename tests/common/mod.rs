@@ -287,3 +287,20 @@ pub fn assert_valid(schema_file: &str, value: &Value) {
         .collect();
     assert!(errors.is_empty(), "{schema_file}: {errors:?}\n{value}");
 }
+
+/// The files `quarry status --json --catalog CATALOG` counts as indexed (in the
+/// first root, over every kind).
+pub fn status_indexed(catalog: &Path) -> usize {
+    let out = run_ok(
+        quarry()
+            .args(["status", "--json", "--catalog"])
+            .arg(catalog),
+    );
+    let status: Value = serde_json::from_str(&out).unwrap();
+    status["data"]["roots"][0]["kinds"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{status}"))
+        .values()
+        .map(|k| k["indexed"].as_u64().unwrap())
+        .sum::<u64>() as usize
+}
