@@ -70,7 +70,7 @@ pub fn truth(x: f64) -> bool {
     x != 0.0
 }
 
-fn apply(op: BinOp, a: f64, b: f64) -> f64 {
+pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
     let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
     match op {
         BinOp::Add => a + b,
@@ -122,7 +122,7 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
             };
             map(evaluate(inner, inputs)?, f)
         }
-        Node::Func1(f, inner) => map(evaluate(inner, inputs)?, *f),
+        Node::Func1(f, _, inner) => map(evaluate(inner, inputs)?, *f),
         Node::Binary(op, l, r) => {
             let op = *op;
             zip(
@@ -132,7 +132,7 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
                 move |a, b| apply(op, a, b),
             )?
         }
-        Node::Func2(f, a, b) => zip(evaluate(a, inputs)?, evaluate(b, inputs)?, inputs, *f)?,
+        Node::Func2(f, _, a, b) => zip(evaluate(a, inputs)?, evaluate(b, inputs)?, inputs, *f)?,
         Node::Alt(primary, alternative) => alt(
             evaluate(primary, inputs)?,
             evaluate(alternative, inputs)?,

@@ -119,7 +119,7 @@ pub fn export<W: Write + Send>(
     let mut done = Exported::default();
     let mut failure: Option<ExportError> = None;
     let map: Vec<usize> = (0..cut_slots.len()).collect();
-    let scanned = scan(file, tree, &read, 0..tree.entries, job, |w| {
+    let scanned = scan(file, tree, &read, 0..tree.entries, cut, job, |w| {
         let mask = match cut {
             Some(plan) => {
                 let slots: Vec<SlotData> = cut_slots.iter().map(|&i| w.slot_data(i)).collect();
@@ -133,7 +133,8 @@ pub fn export<W: Write + Send>(
             }
             None => None,
         };
-        done.entries_scanned += w.len() as u64;
+        // Clusters the cut ruled out before this window count as scanned.
+        done.entries_scanned = w.entries.end;
         let room = (limit - done.entries_written) as usize;
         let rows: Vec<usize> = match &mask {
             Some(m) => m
@@ -159,6 +160,9 @@ pub fn export<W: Write + Send>(
         return Err(e);
     }
     scanned?;
+    if done.entries_written < limit {
+        done.entries_scanned = tree.entries;
+    }
     Ok((done, writer.finish()?))
 }
 

@@ -2,12 +2,10 @@
 //! selects, and filling 1-D and 2-D histograms, each in one streamed pass over
 //! the columns its plans name.
 
-use std::ops::Range;
-
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, entry_mask, evaluate, truth, zip};
 use super::plan::{Plan, TreeColumns};
-use super::scan::scan;
+use super::scan::{Window, scan, scan_parallel};
 use crate::formats::root::RootFile;
 use crate::job::Job;
 
@@ -76,27 +74,42 @@ pub struct Counted {
     pub selected: u64,
 }
 
-/// Counts the entries of `range` that pass `cut` (an entry passes when any of
-/// its elements does).
+/// Counts the entries that pass `cut` (an entry passes when any of its
+/// elements does), reading clusters in parallel and skipping those the cut
+/// rules out.
 pub fn count_selected(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     cut: &Plan,
-    range: Range<u64>,
     job: &Job,
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(vec![cut]);
-    let mut counted = Counted::default();
-    scan(file, tree, &together.columns, range, job, |w| {
-        let slots: Vec<SlotData> = (0..together.columns.len())
-            .map(|i| w.slot_data(i))
-            .collect();
-        let vals = together.evaluate(&slots, w.len(), w.entries.start)?;
-        counted.scanned += w.len() as u64;
-        counted.selected += entry_mask(&vals[0], w.len()).iter().filter(|&&p| p).count() as u64;
-        Ok(true)
-    })?;
-    Ok(counted)
+    let mut selected = 0;
+    scan_parallel(
+        file,
+        tree,
+        (&together.columns, Some(cut)),
+        job,
+        || 0u64,
+        |n, w| {
+            let slots = window_slots(&together, w);
+            let vals = together.evaluate(&slots, w.len(), w.entries.start)?;
+            *n += entry_mask(&vals[0], w.len()).iter().filter(|&&p| p).count() as u64;
+            Ok(())
+        },
+        |n| selected += n,
+    )?;
+    Ok(Counted {
+        scanned: tree.entries,
+        selected,
+    })
+}
+
+/// A window's columns as the evaluator takes them.
+fn window_slots(together: &Together<'_>, w: &Window<'_, '_>) -> Vec<SlotData> {
+    (0..together.columns.len())
+        .map(|i| w.slot_data(i))
+        .collect()
 }
 
 /// Equal-width bins over `[lo, hi)`.
@@ -155,6 +168,31 @@ pub struct Hist1 {
 }
 
 impl Hist1 {
+    fn empty(axis: &Axis) -> Hist1 {
+        Hist1 {
+            counts: vec![0.0; axis.bins],
+            sumw2: vec![0.0; axis.bins],
+            ..Hist1::default()
+        }
+    }
+
+    /// Adds another part's fills (the same axis).
+    fn merge(&mut self, other: Hist1) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        for (a, b) in self.sumw2.iter_mut().zip(other.sumw2) {
+            *a += b;
+        }
+        self.underflow += other.underflow;
+        self.overflow += other.overflow;
+        self.entries += other.entries;
+        self.sum_w += other.sum_w;
+        self.sum_wx += other.sum_wx;
+        self.sum_wx2 += other.sum_wx2;
+        self.selected += other.selected;
+    }
+
     fn fill(&mut self, axis: &Axis, x: f64, w: f64) {
         self.entries += 1;
         match axis.bin(x) {
@@ -325,9 +363,7 @@ fn window_fills(
     req: &HistRequest<'_>,
     w: &super::scan::Window<'_, '_>,
 ) -> Result<Fills, AnalysisError> {
-    let slots: Vec<SlotData> = (0..together.columns.len())
-        .map(|i| w.slot_data(i))
-        .collect();
+    let slots = window_slots(together, w);
     let mut vals = together
         .evaluate(&slots, w.len(), w.entries.start)?
         .into_iter();
@@ -352,7 +388,7 @@ fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan>
     plans
 }
 
-/// Fills a 1-D histogram in one pass.
+/// Fills a 1-D histogram in one pass, clusters in parallel.
 pub fn histogram(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -361,20 +397,24 @@ pub fn histogram(
     job: &Job,
 ) -> Result<Hist1, AnalysisError> {
     let together = Together::new(plans_of(req, None));
-    let mut h = Hist1 {
-        counts: vec![0.0; axis.bins],
-        sumw2: vec![0.0; axis.bins],
-        ..Hist1::default()
-    };
-    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
-        let f = window_fills(&together, req, w)?;
-        h.scanned += w.len() as u64;
-        h.selected += f.entries_selected;
-        for (x, weight) in f.pairs {
-            h.fill(&axis, x, weight);
-        }
-        Ok(true)
-    })?;
+    let mut h = Hist1::empty(&axis);
+    scan_parallel(
+        file,
+        tree,
+        (&together.columns, req.cut),
+        job,
+        || Hist1::empty(&axis),
+        |part, w| {
+            let f = window_fills(&together, req, w)?;
+            part.selected += f.entries_selected;
+            for (x, weight) in f.pairs {
+                part.fill(&axis, x, weight);
+            }
+            Ok(())
+        },
+        |part| h.merge(part),
+    )?;
+    h.scanned = tree.entries;
     Ok(h)
 }
 
@@ -388,16 +428,26 @@ pub fn for_each_value(
     mut each: impl FnMut(f64, f64),
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(plans_of(req, None));
-    let mut counted = Counted::default();
-    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
-        let f = window_fills(&together, req, w)?;
-        counted.scanned += w.len() as u64;
-        counted.selected += f.entries_selected;
-        for (x, weight) in f.pairs {
-            each(x, weight);
-        }
-        Ok(true)
-    })?;
+    let mut counted = Counted {
+        scanned: tree.entries,
+        selected: 0,
+    };
+    scan(
+        file,
+        tree,
+        &together.columns,
+        0..tree.entries,
+        req.cut,
+        job,
+        |w| {
+            let f = window_fills(&together, req, w)?;
+            counted.selected += f.entries_selected;
+            for (x, weight) in f.pairs {
+                each(x, weight);
+            }
+            Ok(true)
+        },
+    )?;
     Ok(counted)
 }
 
@@ -410,15 +460,30 @@ pub fn value_range(
     job: &Job,
 ) -> Result<Option<(f64, f64)>, AnalysisError> {
     let together = Together::new(plans_of(req, None));
+    let widen = |range: Option<(f64, f64)>, (lo, hi): (f64, f64)| {
+        Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
+    };
     let mut range: Option<(f64, f64)> = None;
-    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
-        for (x, _) in window_fills(&together, req, w)?.pairs {
-            if x.is_finite() {
-                range = Some(range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+    scan_parallel(
+        file,
+        tree,
+        (&together.columns, req.cut),
+        job,
+        || None,
+        |part: &mut Option<(f64, f64)>, w| {
+            for (x, _) in window_fills(&together, req, w)?.pairs {
+                if x.is_finite() {
+                    *part = widen(*part, (x, x));
+                }
             }
-        }
-        Ok(true)
-    })?;
+            Ok(())
+        },
+        |part| {
+            if let Some(p) = part {
+                range = widen(range, p);
+            }
+        },
+    )?;
     Ok(range)
 }
 
@@ -433,8 +498,28 @@ pub struct Hist2 {
     pub selected: u64,
 }
 
-/// Fills a 2-D histogram of `req.value` (x) against `y` in one pass; x and y
-/// are per entry, or of one collection.
+impl Hist2 {
+    fn empty(axes: &(Axis, Axis)) -> Hist2 {
+        Hist2 {
+            counts: vec![vec![0.0; axes.0.bins]; axes.1.bins],
+            ..Hist2::default()
+        }
+    }
+
+    fn merge(&mut self, other: Hist2) {
+        for (row, more) in self.counts.iter_mut().zip(other.counts) {
+            for (a, b) in row.iter_mut().zip(more) {
+                *a += b;
+            }
+        }
+        self.entries += other.entries;
+        self.outside += other.outside;
+        self.selected += other.selected;
+    }
+}
+
+/// Fills a 2-D histogram of `req.value` (x) against `y` in one pass, clusters
+/// in parallel; x and y are per entry, or of one collection.
 pub fn histogram_2d(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -445,43 +530,46 @@ pub fn histogram_2d(
 ) -> Result<Hist2, AnalysisError> {
     let together = Together::new(plans_of(req, Some(y)));
     let (ax, ay) = axes;
-    let mut h = Hist2 {
-        counts: vec![vec![0.0; ax.bins]; ay.bins],
-        ..Hist2::default()
-    };
-    scan(file, tree, &together.columns, 0..tree.entries, job, |w| {
-        let slots: Vec<SlotData> = (0..together.columns.len())
-            .map(|i| w.slot_data(i))
-            .collect();
-        let mut vals = together
-            .evaluate(&slots, w.len(), w.entries.start)?
-            .into_iter();
-        let x = vals.next().expect("x");
-        let yv = vals.next().expect("y");
-        let cut = req.cut.map(|_| vals.next().expect("cut"));
-        let map: Vec<usize> = Vec::new();
-        let inputs = Inputs {
-            entries: w.len(),
-            first_entry: w.entries.start,
-            slots: &slots,
-            map: &map,
-        };
-        // Pair y with x (same collection, or broadcast), then fill x with y as
-        // its "weight" slot and read the pairs back.
-        let paired_y = zip(x.clone(), yv, &inputs, |_, y| y)?;
-        let paired_x = zip(paired_y.clone(), x, &inputs, |_, x| x)?;
-        let xs = fills(paired_x, cut.clone(), None, true, &inputs)?;
-        let ys = fills(paired_y, cut, None, true, &inputs)?;
-        h.scanned += w.len() as u64;
-        h.selected += xs.entries_selected;
-        for ((x, _), (y, _)) in xs.pairs.into_iter().zip(ys.pairs) {
-            h.entries += 1;
-            match (ax.bin(x), ay.bin(y)) {
-                (Ok(i), Ok(j)) => h.counts[j][i] += 1.0,
-                _ => h.outside += 1.0,
+    let mut h = Hist2::empty(&axes);
+    scan_parallel(
+        file,
+        tree,
+        (&together.columns, req.cut),
+        job,
+        || Hist2::empty(&axes),
+        |part, w| {
+            let slots = window_slots(&together, w);
+            let mut vals = together
+                .evaluate(&slots, w.len(), w.entries.start)?
+                .into_iter();
+            let x = vals.next().expect("x");
+            let yv = vals.next().expect("y");
+            let cut = req.cut.map(|_| vals.next().expect("cut"));
+            let map: Vec<usize> = Vec::new();
+            let inputs = Inputs {
+                entries: w.len(),
+                first_entry: w.entries.start,
+                slots: &slots,
+                map: &map,
+            };
+            // Pair y with x (same collection, or broadcast), then fill x with y
+            // as its "weight" slot and read the pairs back.
+            let paired_y = zip(x.clone(), yv, &inputs, |_, y| y)?;
+            let paired_x = zip(paired_y.clone(), x, &inputs, |_, x| x)?;
+            let xs = fills(paired_x, cut.clone(), None, true, &inputs)?;
+            let ys = fills(paired_y, cut, None, true, &inputs)?;
+            part.selected += xs.entries_selected;
+            for ((x, _), (y, _)) in xs.pairs.into_iter().zip(ys.pairs) {
+                part.entries += 1;
+                match (ax.bin(x), ay.bin(y)) {
+                    (Ok(i), Ok(j)) => part.counts[j][i] += 1.0,
+                    _ => part.outside += 1.0,
+                }
             }
-        }
-        Ok(true)
-    })?;
+            Ok(())
+        },
+        |part| h.merge(part),
+    )?;
+    h.scanned = tree.entries;
     Ok(h)
 }

@@ -3,6 +3,7 @@
 //! per element of a collection), into a `Plan` the evaluator runs.
 
 use super::AnalysisError;
+use super::prune::Bounds;
 use super::syntax::{BinOp, Expr, UnOp, parse};
 use crate::formats::root::{Branch, ColumnLayout, LeafType, Tree, column_layout};
 
@@ -19,10 +20,12 @@ pub struct ColumnInfo<'t> {
     pub counter: Option<String>,
 }
 
-/// Every column of a tree, in branch order (depth first).
+/// Every column of a tree, in branch order (depth first), with what is known
+/// of their baskets' values (empty unless the caller adds it).
 pub struct TreeColumns<'t> {
     pub entries: u64,
     pub columns: Vec<ColumnInfo<'t>>,
+    pub bounds: Bounds,
 }
 
 impl<'t> TreeColumns<'t> {
@@ -32,6 +35,7 @@ impl<'t> TreeColumns<'t> {
         TreeColumns {
             entries: u64::try_from(tree.entries).unwrap_or(0),
             columns,
+            bounds: Bounds::default(),
         }
     }
 
@@ -173,6 +177,32 @@ pub enum Aggregate {
     MaxIf,
 }
 
+/// How a one-argument function maps a range of numbers, for ruling out
+/// clusters a cut cannot select (`prune`): the image of `[lo, hi]` is
+/// `[f(lo), f(hi)]` for a rising function, `[f(hi), f(lo)]` for a falling one,
+/// and for a valley (lowest at 0, rising both ways) `[f(0) or the nearer end,
+/// the larger of f(lo), f(hi)]`. Anything else is not bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Curve {
+    Rising,
+    Falling,
+    Valley,
+    Other,
+}
+
+/// The cut language's functions of one and of two numbers.
+pub type Func1 = fn(f64) -> f64;
+pub type Func2 = fn(f64, f64) -> f64;
+
+/// Which two-argument functions `prune` can bound: `min` and `max` give back
+/// one of their arguments; the others are not bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pair {
+    Min,
+    Max,
+    Other,
+}
+
 /// A checked expression: what the evaluator runs.
 #[derive(Debug, Clone)]
 pub enum Node {
@@ -186,8 +216,8 @@ pub enum Node {
     },
     Unary(UnOp, Box<Node>),
     Binary(BinOp, Box<Node>, Box<Node>),
-    Func1(fn(f64) -> f64, Box<Node>),
-    Func2(fn(f64, f64) -> f64, Box<Node>, Box<Node>),
+    Func1(Func1, Curve, Box<Node>),
+    Func2(Func2, Pair, Box<Node>, Box<Node>),
     Aggregate(Aggregate, Box<Node>, Option<Box<Node>>),
     /// `Alt$(primary, alternative)`: the alternative where the primary is missing.
     Alt(Box<Node>, Box<Node>),
@@ -395,17 +425,17 @@ impl Checker<'_, '_> {
             arity(0)?;
             return Ok((Node::Const(value), Shape::Scalar));
         }
-        if let Some(f) = unary_function(func, bare) {
+        if let Some((f, curve)) = unary_function(func, bare) {
             arity(1)?;
             let (n, s) = self.check(&args[0])?;
-            return Ok((Node::Func1(f, Box::new(n)), s));
+            return Ok((Node::Func1(f, curve, Box::new(n)), s));
         }
-        if let Some(f) = binary_function(func, bare) {
+        if let Some((f, pair)) = binary_function(func, bare) {
             arity(2)?;
             let (a, sa) = self.check(&args[0])?;
             let (b, sb) = self.check(&args[1])?;
             let shape = combine(&sa, &sb, at)?;
-            return Ok((Node::Func2(f, Box::new(a), Box::new(b)), shape));
+            return Ok((Node::Func2(f, pair, Box::new(a), Box::new(b)), shape));
         }
         let aggregate = match func {
             "Length$" => Aggregate::Length,
@@ -503,43 +533,48 @@ fn constant(func: &str) -> Option<f64> {
     })
 }
 
-fn unary_function(func: &str, bare: &str) -> Option<fn(f64) -> f64> {
+pub(super) fn unary_function(func: &str, bare: &str) -> Option<(Func1, Curve)> {
+    use Curve::{Falling, Other, Rising, Valley};
     let tmath = func.starts_with("TMath::");
-    let f: fn(f64) -> f64 = match (tmath, bare) {
-        (false, "abs" | "fabs") | (true, "Abs") => f64::abs,
-        (false, "sqrt") | (true, "Sqrt") => f64::sqrt,
-        (false, "exp") | (true, "Exp") => f64::exp,
-        (false, "log") | (true, "Log") => f64::ln,
-        (false, "log10") | (true, "Log10") => f64::log10,
-        (true, "Log2") | (false, "log2") => f64::log2,
-        (false, "sin") | (true, "Sin") => f64::sin,
-        (false, "cos") | (true, "Cos") => f64::cos,
-        (false, "tan") | (true, "Tan") => f64::tan,
-        (false, "asin") | (true, "ASin") => f64::asin,
-        (false, "acos") | (true, "ACos") => f64::acos,
-        (false, "atan") | (true, "ATan") => f64::atan,
-        (false, "sinh") | (true, "SinH") => f64::sinh,
-        (false, "cosh") | (true, "CosH") => f64::cosh,
-        (false, "tanh") | (true, "TanH") => f64::tanh,
-        (false, "floor") | (true, "Floor") => f64::floor,
-        (false, "ceil") | (true, "Ceil") => f64::ceil,
-        (true, "Sq") => |x| x * x,
+    let (f, curve): (Func1, Curve) = match (tmath, bare) {
+        (false, "abs" | "fabs") | (true, "Abs") => (f64::abs, Valley),
+        (false, "sqrt") | (true, "Sqrt") => (f64::sqrt, Rising),
+        (false, "exp") | (true, "Exp") => (f64::exp, Rising),
+        (false, "log") | (true, "Log") => (f64::ln, Rising),
+        (false, "log10") | (true, "Log10") => (f64::log10, Rising),
+        (true, "Log2") | (false, "log2") => (f64::log2, Rising),
+        (false, "sin") | (true, "Sin") => (f64::sin, Other),
+        (false, "cos") | (true, "Cos") => (f64::cos, Other),
+        (false, "tan") | (true, "Tan") => (f64::tan, Other),
+        (false, "asin") | (true, "ASin") => (f64::asin, Rising),
+        (false, "acos") | (true, "ACos") => (f64::acos, Falling),
+        (false, "atan") | (true, "ATan") => (f64::atan, Rising),
+        (false, "sinh") | (true, "SinH") => (f64::sinh, Rising),
+        (false, "cosh") | (true, "CosH") => (f64::cosh, Valley),
+        (false, "tanh") | (true, "TanH") => (f64::tanh, Rising),
+        (false, "floor") | (true, "Floor") => (f64::floor, Rising),
+        (false, "ceil") | (true, "Ceil") => (f64::ceil, Rising),
+        (true, "Sq") => (|x| x * x, Valley),
         _ => return None,
     };
-    Some(f)
+    Some((f, curve))
 }
 
-fn binary_function(func: &str, bare: &str) -> Option<fn(f64, f64) -> f64> {
+pub(super) fn binary_function(func: &str, bare: &str) -> Option<(Func2, Pair)> {
     let tmath = func.starts_with("TMath::");
-    let f: fn(f64, f64) -> f64 = match (tmath, bare) {
-        (false, "pow") | (true, "Power") => f64::powf,
-        (false, "atan2") | (true, "ATan2") => f64::atan2,
-        (false, "hypot") | (true, "Hypot") => f64::hypot,
-        (false, "fmod") => |a, b| a % b,
+    let (f, pair): (Func2, Pair) = match (tmath, bare) {
+        (false, "pow") | (true, "Power") => (f64::powf, Pair::Other),
+        (false, "atan2") | (true, "ATan2") => (f64::atan2, Pair::Other),
+        (false, "hypot") | (true, "Hypot") => (f64::hypot, Pair::Other),
+        (false, "fmod") => (|a, b| a % b, Pair::Other),
         // C's fmin/fmax and TMath::Min/Max: the smaller or larger.
-        (false, "min" | "fmin") | (true, "Min") => |a: f64, b: f64| if b < a { b } else { a },
-        (false, "max" | "fmax") | (true, "Max") => |a: f64, b: f64| if b > a { b } else { a },
+        (false, "min" | "fmin") | (true, "Min") => {
+            (|a: f64, b: f64| if b < a { b } else { a }, Pair::Min)
+        }
+        (false, "max" | "fmax") | (true, "Max") => {
+            (|a: f64, b: f64| if b > a { b } else { a }, Pair::Max)
+        }
         _ => return None,
     };
-    Some(f)
+    Some((f, pair))
 }

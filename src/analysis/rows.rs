@@ -43,27 +43,37 @@ pub fn page_entries(
     };
     let map: Vec<usize> = (0..cut.columns.len()).collect();
     let mut page = Vec::new();
-    let mut counted = Counted::default();
-    scan(file, tree, &cut.columns, 0..tree.entries, job, |w| {
-        let slots: Vec<SlotData> = (0..cut.columns.len()).map(|i| w.slot_data(i)).collect();
-        let inputs = Inputs {
-            entries: w.len(),
-            first_entry: w.entries.start,
-            slots: &slots,
-            map: &map,
-        };
-        let mask = entry_mask(&evaluate(&cut.root, &inputs)?, w.len());
-        counted.scanned += w.len() as u64;
-        for (i, pass) in mask.into_iter().enumerate() {
-            if pass {
-                if counted.selected >= offset && counted.selected - offset < limit {
-                    page.push(w.entries.start + i as u64);
+    let mut counted = Counted {
+        scanned: tree.entries,
+        selected: 0,
+    };
+    scan(
+        file,
+        tree,
+        &cut.columns,
+        0..tree.entries,
+        Some(cut),
+        job,
+        |w| {
+            let slots: Vec<SlotData> = (0..cut.columns.len()).map(|i| w.slot_data(i)).collect();
+            let inputs = Inputs {
+                entries: w.len(),
+                first_entry: w.entries.start,
+                slots: &slots,
+                map: &map,
+            };
+            let mask = entry_mask(&evaluate(&cut.root, &inputs)?, w.len());
+            for (i, pass) in mask.into_iter().enumerate() {
+                if pass {
+                    if counted.selected >= offset && counted.selected - offset < limit {
+                        page.push(w.entries.start + i as u64);
+                    }
+                    counted.selected += 1;
                 }
-                counted.selected += 1;
             }
-        }
-        Ok(true)
-    })?;
+            Ok(true)
+        },
+    )?;
     Ok((page, counted))
 }
 

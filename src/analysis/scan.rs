@@ -6,10 +6,11 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::AnalysisError;
 use super::eval::SlotData;
-use super::plan::TreeColumns;
+use super::plan::{Plan, TreeColumns};
 use crate::formats::root::{Column, ColumnReader, RootFile, Values};
 use crate::job::Job;
 
@@ -144,20 +145,37 @@ pub fn to_f64(values: &Values, r: Range<usize>) -> Vec<f64> {
     }
 }
 
-/// Hands `each` the windows covering `entries` of the columns `columns` (indices
-/// into `tree.columns`), in entry order. Checks `job` between windows (a stop
-/// is `AnalysisError::Stopped` with the entries done) and reports progress
-/// against `total` units of `progress_base + entries done`. `each` returns
-/// whether to go on.
-pub fn scan(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+/// Progress shared by the clusters of one scan: entries done out of `total`.
+struct Progress<'j> {
+    job: &'j Job,
+    done: AtomicU64,
+    total: u64,
+}
+
+impl Progress<'_> {
+    fn add(&self, entries: u64) {
+        let done = self.done.fetch_add(entries, Ordering::Relaxed) + entries;
+        self.job.progress(done, Some(self.total));
+    }
+
+    /// The error of a stopped job, if it is stopped.
+    fn check(&self) -> Result<(), AnalysisError> {
+        match self.job.stopped() {
+            Some(stop) => Err(AnalysisError::Stopped {
+                stop,
+                entries_done: self.done.load(Ordering::Relaxed),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+fn open_streams<'f>(
+    file: &'f RootFile,
+    tree: &TreeColumns<'f>,
     columns: &[usize],
-    entries: Range<u64>,
-    job: &Job,
-    mut each: impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
-) -> Result<(), AnalysisError> {
-    let mut streams = columns
+) -> Result<Vec<Stream<'f>>, AnalysisError> {
+    columns
         .iter()
         .map(|&c| {
             let info = &tree.columns[c];
@@ -171,34 +189,175 @@ pub fn scan(
                 offsets: Vec::new(),
             })
         })
-        .collect::<Result<Vec<_>, AnalysisError>>()?;
-    let end = entries.end.min(tree.entries);
-    let total = end.saturating_sub(entries.start);
+        .collect()
+}
+
+/// The clusters of `entries`: runs of entries whose baskets start and end
+/// together in every stream (ROOT's clusters, in a file written with them).
+/// Without streams (a constant cut) they are runs of `EMPTY_WINDOW` entries.
+fn clusters(streams: &[Stream<'_>], entries: Range<u64>) -> Vec<Range<u64>> {
+    let mut cuts: Vec<u64> = match streams.first() {
+        Some(s) => s.reader.basket_ranges().iter().map(|r| r.start).collect(),
+        None => (entries.start..entries.end)
+            .step_by(EMPTY_WINDOW as usize)
+            .collect(),
+    };
+    for s in streams.iter().skip(1) {
+        let starts = s.reader.basket_ranges();
+        cuts.retain(|c| starts.binary_search_by(|r| r.start.cmp(c)).is_ok());
+    }
+    cuts.retain(|c| entries.contains(c) && *c > entries.start);
+    let mut out = Vec::with_capacity(cuts.len() + 1);
     let mut at = entries.start;
-    while at < end {
-        if let Some(stop) = job.stopped() {
-            return Err(AnalysisError::Stopped {
-                stop,
-                entries_done: at - entries.start,
-            });
+    for c in cuts.into_iter().chain(std::iter::once(entries.end)) {
+        if c > at {
+            out.push(at..c);
+            at = c;
         }
-        let mut window_end = end.min(at + EMPTY_WINDOW);
+    }
+    out
+}
+
+/// Hands `each` the windows of `cluster`, in entry order; false when `each`
+/// asked to stop.
+fn scan_cluster(
+    streams: &mut [Stream<'_>],
+    cluster: Range<u64>,
+    progress: &Progress<'_>,
+    each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
+) -> Result<bool, AnalysisError> {
+    let mut at = cluster.start;
+    while at < cluster.end {
+        progress.check()?;
+        let mut window_end = cluster.end.min(at + EMPTY_WINDOW);
         if !streams.is_empty() {
-            window_end = end;
+            window_end = cluster.end;
         }
-        for s in &mut streams {
+        for s in streams.iter_mut() {
             s.seek(at)?;
             window_end = window_end.min(s.range().end);
         }
         let window = Window {
             entries: at..window_end,
-            streams: &streams,
+            streams,
         };
         let go_on = each(&window)?;
+        progress.add(window_end - at);
         at = window_end;
-        job.progress(at - entries.start, Some(total));
         if !go_on {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Hands `each` the windows covering `entries` of the columns `columns` (indices
+/// into `tree.columns`), in entry order, leaving out the clusters `cut` cannot
+/// select (by `tree.bounds`). Checks `job` between windows (a stop is
+/// `AnalysisError::Stopped` with the entries done) and reports progress in
+/// entries. `each` returns whether to go on.
+pub fn scan(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    columns: &[usize],
+    entries: Range<u64>,
+    cut: Option<&Plan>,
+    job: &Job,
+    mut each: impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
+) -> Result<(), AnalysisError> {
+    let mut streams = open_streams(file, tree, columns)?;
+    let entries = entries.start..entries.end.min(tree.entries);
+    let progress = Progress {
+        job,
+        done: AtomicU64::new(0),
+        total: entries.end.saturating_sub(entries.start),
+    };
+    let (mut read, mut skipped) = (0, 0);
+    for cluster in clusters(&streams, entries) {
+        if !tree.bounds.must_read(cut, &cluster) {
+            skipped += 1;
+            progress.add(cluster.end - cluster.start);
+            continue;
+        }
+        read += 1;
+        if !scan_cluster(&mut streams, cluster, &progress, &mut each)? {
             break;
+        }
+    }
+    tree.bounds.record_scan(read, skipped);
+    Ok(())
+}
+
+/// Clusters handed to the threads at once: a few per thread, so one slow
+/// cluster does not leave the others idle, while the partial results waiting
+/// to be merged stay few.
+const CLUSTERS_PER_THREAD: usize = 4;
+
+/// Consecutive clusters read by one task: a task reads at least this many
+/// entries (small clusters are grouped, so opening the streams is not repeated
+/// for each).
+const TASK_ENTRIES: u64 = 1 << 12;
+
+/// `scan` for work whose parts combine: of the columns, the clusters the cut
+/// does not rule out are read in parallel, each task folding its windows into
+/// a fresh `init()` with `each`; the parts are handed to `merge` in entry
+/// order, so the result is the same whatever the threads did. Memory holds a
+/// few clusters per thread.
+pub fn scan_parallel<A: Send>(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    (columns, cut): (&[usize], Option<&Plan>),
+    job: &Job,
+    init: impl Fn() -> A + Sync,
+    each: impl Fn(&mut A, &Window<'_, '_>) -> Result<(), AnalysisError> + Sync,
+    mut merge: impl FnMut(A),
+) -> Result<(), AnalysisError> {
+    use rayon::prelude::*;
+    let entries = 0..tree.entries;
+    let progress = Progress {
+        job,
+        done: AtomicU64::new(0),
+        total: tree.entries,
+    };
+    let all = clusters(&open_streams(file, tree, columns)?, entries);
+    let mut tasks: Vec<Vec<Range<u64>>> = Vec::new();
+    let mut last_read: Option<u64> = None;
+    let (mut read, mut skipped) = (0, 0);
+    for cluster in all {
+        if !tree.bounds.must_read(cut, &cluster) {
+            skipped += 1;
+            progress.add(cluster.end - cluster.start);
+            continue;
+        }
+        read += 1;
+        let joins = last_read == Some(cluster.start)
+            && tasks
+                .last()
+                .is_some_and(|t| t.iter().map(|r| r.end - r.start).sum::<u64>() < TASK_ENTRIES);
+        last_read = Some(cluster.end);
+        match tasks.last_mut() {
+            Some(task) if joins => task.push(cluster),
+            _ => tasks.push(vec![cluster]),
+        }
+    }
+    tree.bounds.record_scan(read, skipped);
+    let batch = rayon::current_num_threads().max(1) * CLUSTERS_PER_THREAD;
+    for group in tasks.chunks(batch) {
+        let parts: Vec<Result<A, AnalysisError>> = group
+            .par_iter()
+            .map(|task| {
+                let mut streams = open_streams(file, tree, columns)?;
+                let mut acc = init();
+                for cluster in task {
+                    scan_cluster(&mut streams, cluster.clone(), &progress, &mut |w| {
+                        each(&mut acc, w).map(|()| true)
+                    })?;
+                }
+                Ok(acc)
+            })
+            .collect();
+        for part in parts {
+            merge(part?);
         }
     }
     Ok(())

@@ -262,6 +262,22 @@ pub struct StatsRow {
     pub multiplicity: Option<Summary>,
     /// Why there are no statistics (a type the decoder cannot read yet).
     pub unavailable: Option<String>,
+    /// The range of each basket's values, in entry order (empty when the
+    /// branch is not numeric): what lets a cut skip a cluster unread.
+    pub baskets: Vec<BasketBounds>,
+}
+
+/// One basket's share of a branch: its entries, its values (all elements of a
+/// collection) and the smallest and largest of the finite ones.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BasketBounds {
+    pub entries: u64,
+    pub values: u64,
+    /// Values that are finite; when fewer than `values`, a NaN or an infinity
+    /// is among them and `min`/`max` do not bound them all.
+    pub finite: u64,
+    pub min: f64,
+    pub max: f64,
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use std::fs::File;
 
 use crate::catalog::root::{
-    Accumulator, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS,
-    ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
+    Accumulator, BasketBounds, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS,
+    ROOT_STATS, ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, PathedKey, RootFile, Values, branch_type, compression_name, is_histogram, latest,
+    Branch, Column, PathedKey, RootFile, Values, branch_type, compression_name, is_histogram,
+    latest,
 };
 use crate::job::Job;
 
@@ -190,12 +191,16 @@ fn summarize(values: &Values) -> Option<Accumulator> {
 fn branch_stats(file: &RootFile, branch: &Branch, job: &Job) -> StatsRow {
     let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
     let (mut numeric, mut jagged) = (true, false);
+    let mut baskets = Vec::new();
     let read = file.for_each_chunk(branch, |chunk| {
         if job.is_stopped() {
             return Err(stopped());
         }
         match summarize(&chunk.values) {
-            Some(part) => values.merge(&part),
+            Some(part) => {
+                values.merge(&part);
+                baskets.push(basket_bounds(chunk, &part));
+            }
             None => numeric = false,
         }
         if let Some(counts) = &chunk.counts {
@@ -209,12 +214,26 @@ fn branch_stats(file: &RootFile, branch: &Branch, job: &Job) -> StatsRow {
             values: None,
             multiplicity: None,
             unavailable: Some(e.to_string()),
+            baskets: Vec::new(),
         },
         Ok(()) => StatsRow {
             values: if numeric { values.finish() } else { None },
             multiplicity: if jagged { multiplicity.finish() } else { None },
             unavailable: (!numeric).then(|| "not numeric".to_string()),
+            baskets: if numeric { baskets } else { Vec::new() },
         },
+    }
+}
+
+/// A basket's entries and the range of its values, from its summary.
+fn basket_bounds(chunk: &Column, part: &Accumulator) -> BasketBounds {
+    let summary = part.finish();
+    BasketBounds {
+        entries: chunk.entries as u64,
+        values: chunk.values.len() as u64,
+        finite: summary.map_or(0, |s| s.count),
+        min: summary.map_or(f64::INFINITY, |s| s.min),
+        max: summary.map_or(f64::NEG_INFINITY, |s| s.max),
     }
 }
 

@@ -22,6 +22,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use column::Column;
 pub use compression::decompress;
@@ -54,6 +55,8 @@ pub struct RootFile {
     pub header: RootHeader,
     /// The class layouts, read on first need.
     streamers: OnceLock<Result<Streamers, FormatError>>,
+    /// Bytes read from the file so far (what a skipped cluster saves shows here).
+    bytes_read: AtomicU64,
 }
 
 /// A key with the directory path it lives in ("" for the top directory).
@@ -93,6 +96,7 @@ impl RootFile {
             size,
             header,
             streamers: OnceLock::new(),
+            bytes_read: AtomicU64::new(0),
         })
     }
 
@@ -105,7 +109,18 @@ impl RootFile {
             size,
             header,
             streamers: OnceLock::new(),
+            bytes_read: AtomicU64::new(0),
         })
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// How many bytes this handle has read from the file so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
     }
 
     /// Reads `len` bytes at `offset`, refusing ranges outside the file.
@@ -136,6 +151,7 @@ impl RootFile {
             buf.resize(len, 0);
         }
         buf.truncate(len);
+        self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
         match &self.source {
             Source::File(file) => file.read_exact_at(buf, offset)?,
             Source::Memory(bytes) => {

@@ -10,6 +10,7 @@ use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
+use crate::analysis::prune::BasketSpan;
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
 use crate::catalog::root::{
@@ -100,6 +101,66 @@ pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTre
     })
 }
 
+/// Gives the columns `cut` reads the value ranges the statistics pass recorded
+/// for their baskets (when it has run), so the scan can skip the clusters the
+/// cut rules out. Without a cut there is nothing to skip.
+pub(super) fn add_bounds(
+    ctx: &Context,
+    t: &OpenTree,
+    columns: &mut TreeColumns<'_>,
+    cut: Option<&Plan>,
+) -> Result<(), ToolError> {
+    let Some(cut) = cut else {
+        return Ok(());
+    };
+    let prefix = branch_prefix(&t.row.path);
+    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
+    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
+    if stats.len() != branches.len() {
+        return Ok(());
+    }
+    for &c in &cut.columns {
+        let info = &columns.columns[c];
+        if info.leaf.is_some() {
+            continue;
+        }
+        let Some(i) = branches.iter().position(|b| b.path == info.path) else {
+            continue;
+        };
+        let mut at = 0;
+        let spans = stats[i]
+            .baskets
+            .iter()
+            .map(|b| {
+                let start = at;
+                at += b.entries;
+                BasketSpan {
+                    entries: start..at,
+                    values: b.values,
+                    finite: b.finite,
+                    min: b.min,
+                    max: b.max,
+                }
+            })
+            .collect();
+        let entries = columns.entries;
+        columns.bounds.add_column(c, spans, entries);
+    }
+    Ok(())
+}
+
+/// The scan's cost in the metadata: clusters the cut ruled out unread, and
+/// the bytes read from the file.
+pub(super) fn scan_metadata(
+    out: ToolOutput,
+    t: &OpenTree,
+    columns: &TreeColumns<'_>,
+) -> ToolOutput {
+    let (_, skipped) = columns.bounds.clusters();
+    out.meta("clusters_skipped", skipped)
+        .meta("bytes_read", t.file.bytes_read())
+}
+
 /// An engine error as the spec's error object; `tool` and the open tree give
 /// the suggestions something concrete to name.
 pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&str>) -> ToolError {
@@ -162,9 +223,10 @@ fn apply_selection(
 ) -> Result<ToolOutput, ToolError> {
     let args: SelectionArgs = parse_args("apply_selection", args)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
-    let counted = Plan::new(&args.selection, &columns)
-        .and_then(|plan| count_selected(&t.file, &columns, &plan, 0..columns.entries, job))
+    let mut columns = TreeColumns::new(&t.tree);
+    let plan = plan_of(Some(&args.selection), &columns, &t)?.expect("a cut was given");
+    add_bounds(ctx, &t, &mut columns, Some(&plan))?;
+    let counted = count_selected(&t.file, &columns, &plan, job)
         .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
     let efficiency = if counted.scanned == 0 {
         0.0
@@ -172,7 +234,7 @@ fn apply_selection(
         counted.selected as f64 / counted.scanned as f64
     };
     let path = t.known.abs.display().to_string();
-    Ok(ToolOutput::new(json!({
+    let out = ToolOutput::new(json!({
         "entries_total": counted.scanned,
         "entries_selected": counted.selected,
         "efficiency": efficiency,
@@ -188,7 +250,8 @@ fn apply_selection(
     .suggest(format!(
         "Histogram with compute_histogram(path='{path}', tree='{}', branch=..., bins=50, selection='{}')",
         t.row.path, args.selection
-    )))
+    ));
+    Ok(scan_metadata(out, &t, &columns))
 }
 
 #[derive(Deserialize)]
@@ -316,10 +379,11 @@ fn compute_histogram(
     let args: HistogramArgs = parse_args("compute_histogram", args)?;
     let bins = checked_bins("bins", args.bins, MAX_BINS)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
+    let mut columns = TreeColumns::new(&t.tree);
     let value = Plan::column(&args.branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
     let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
     let weight = plan_of(args.weights.as_deref(), &columns, &t)?;
+    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let req = HistRequest {
         value: &value,
         cut: cut.as_ref(),
@@ -343,7 +407,7 @@ fn compute_histogram(
     if weight.is_some() {
         data["sum_weights"] = json!(h.sum_w);
     }
-    let mut out = ToolOutput::new(data)
+    let mut out = scan_metadata(ToolOutput::new(data), &t, &columns)
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
         .meta("range_from", range_from);
@@ -390,10 +454,11 @@ fn compute_histogram_2d(
         ));
     }
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
+    let mut columns = TreeColumns::new(&t.tree);
     let x = Plan::column(&args.x_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
     let y = Plan::column(&args.y_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
     let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let x_req = HistRequest {
         value: &x,
         cut: cut.as_ref(),
@@ -422,16 +487,17 @@ fn compute_histogram_2d(
     );
     let h = histogram_2d(&t.file, &columns, &x_req, &y, axes, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-    Ok(ToolOutput::new(json!({
+    let out = ToolOutput::new(json!({
         "x_edges": axes.0.edges(),
         "y_edges": axes.1.edges(),
         "counts": h.counts,
         "entries": h.entries,
         "outside": h.outside,
-    }))
-    .meta("entries_scanned", h.scanned)
-    .meta("entries_selected", h.selected)
-    .suggest("counts are [y][x]; `outside` counts the pairs beyond either range"))
+    }));
+    Ok(scan_metadata(out, &t, &columns)
+        .meta("entries_scanned", h.scanned)
+        .meta("entries_selected", h.selected)
+        .suggest("counts are [y][x]; `outside` counts the pairs beyond either range"))
 }
 
 #[derive(Deserialize)]
@@ -467,8 +533,9 @@ fn get_branch_stats(
         ));
     }
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
+    let mut columns = TreeColumns::new(&t.tree);
     let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let plans = args
         .branches
         .iter()
@@ -498,7 +565,7 @@ fn get_branch_stats(
         }
         statistics.insert(name.clone(), entry);
     }
-    Ok(ToolOutput::new(json!({ "statistics": statistics }))
+    Ok(scan_metadata(ToolOutput::new(json!({ "statistics": statistics })), &t, &columns)
         .meta("entries_scanned", scanned)
         .meta("entries_selected", selected)
         .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)"))

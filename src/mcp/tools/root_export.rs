@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_tree, plan_of};
+use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
 use super::root_rows::columns_of;
 use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::TreeColumns;
@@ -136,9 +136,10 @@ fn export_branches(
     }
     let (base, rel) = export_target(ctx, &args.output_path)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
+    let mut columns = TreeColumns::new(&t.tree);
     let named = columns_of(&t, &columns, Some(&args.branches))?;
     let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let pending = create_pending(&base, &rel).map_err(|e| match e {
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),
         CreateError::Io(io) => refused(&args.output_path, &io.to_string()),
@@ -167,20 +168,21 @@ fn export_branches(
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
     let truncated = done.entries_written == limit as u64 && done.entries_scanned < columns.entries;
-    let mut out = ToolOutput::new(json!({
+    let out = ToolOutput::new(json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
         "entries_written": done.entries_written,
         "size_bytes": size,
-    }))
-    .meta("entries_scanned", done.entries_scanned)
-    .meta("truncated", truncated)
-    .suggest(format!(
-        "Exported {} entries to {} ({:.1} MB)",
-        done.entries_written,
-        args.output_format,
-        size as f64 / 1e6
-    ));
+    }));
+    let mut out = scan_metadata(out, &t, &columns)
+        .meta("entries_scanned", done.entries_scanned)
+        .meta("truncated", truncated)
+        .suggest(format!(
+            "Exported {} entries to {} ({:.1} MB)",
+            done.entries_written,
+            args.output_format,
+            size as f64 / 1e6
+        ));
     if truncated {
         out = out.suggest(format!(
             "The limit of {limit} entries stopped the export at entry {}; raise limit or narrow the selection",

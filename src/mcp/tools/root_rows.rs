@@ -6,7 +6,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{OpenTree, analysis_error, open_tree, plan_of};
+use super::root_analysis::{
+    OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
+};
 use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::rows::{Cell, page_entries, read_rows};
@@ -255,9 +257,10 @@ fn read_branches(
     let limit = checked_count("limit", args.limit, READ_LIMIT_DEFAULT, READ_LIMIT_MAX)?;
     let offset = checked_count("offset", args.offset, 0, i64::MAX)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
+    let mut columns = TreeColumns::new(&t.tree);
     let named = columns_of(&t, &columns, Some(&args.branches))?;
     let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let (page, counted) = page_entries(&t.file, &columns, cut.as_ref(), offset, limit, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
     let answer = rows_answer(
@@ -271,8 +274,7 @@ fn read_branches(
         job,
     )?;
     let more_selected = offset + (page.len() as u64) < counted.selected;
-    let mut out = answer
-        .output
+    let mut out = scan_metadata(answer.output, &t, &columns)
         .meta("entries_scanned", counted.scanned)
         .meta("entries_selected", counted.selected)
         .meta("entries_returned", answer.entries_returned)

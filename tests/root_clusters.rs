@@ -1,0 +1,158 @@
+//! Cluster skipping through MCP, on tests/data/root/clusters.root (40 clusters
+//! of 1,500 entries): every cut selects what uproot + awkward say
+//! (tests/fixtures/root/clusters.json, from scripts/fixtures/root_clusters.py)
+//! whether or not the statistics allow skipping; a cluster is skipped only when
+//! none of its entries passes, and a cut on one column against constants skips
+//! every such cluster; the bytes read for a narrow cut are a small part of the
+//! file.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use serde_json::{Value, json};
+
+const FILE: &str = "root/clusters.root";
+
+fn fixture() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/clusters.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Cuts that compare one column with constants (through monotone functions):
+/// the recorded ranges decide them exactly, so every cluster without a passing
+/// entry must be skipped.
+const DECIDED_EXACTLY: &[&str] = &[
+    "event_number < 1000",
+    "event_number >= 58500",
+    "event_number > 5000 && event_number < 5200",
+    "event_number == 12345",
+    "event_number * 2 < 100",
+    "event_number / 2 < 100",
+    "event_number - 59000 > 0",
+    "-event_number > -700",
+    "met < 0",
+    "min(met, 0) < -1",
+    "run == 2",
+    "run != 2",
+    "!(run == 2)",
+    "run == 1 && event_number < 16000",
+    "muon_pt > 100",
+    "muon_pt > 0",
+    "!(muon_pt < 0)",
+    "abs(muon_eta) > 2.45",
+    "event_number < 31000 || muon_pt > 90",
+    "Sum$(muon_pt > 0) == 0 && event_number > 29000",
+];
+
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (v, is_error) = call(client, tool, args.clone()).await;
+    assert!(!is_error, "{tool} {args}: {v}");
+    assert_valid(&format!("{tool}.output.json"), &v);
+    v
+}
+
+async fn select(client: &Client, cut: &str) -> Value {
+    ok(
+        client,
+        "apply_selection",
+        json!({"path": FILE, "tree": "events", "selection": cut}),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cuts_skip_only_clusters_where_nothing_passes() {
+    let s = Sandbox::new();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root");
+    s.write(FILE, &std::fs::read(data).unwrap());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let doc = fixture();
+    let cuts = doc["cuts"].as_array().unwrap();
+
+    // Before the statistics pass there is nothing to skip with.
+    let first = &cuts[0];
+    let v = select(&client, first["cut"].as_str().unwrap()).await;
+    assert_eq!(v["data"]["entries_selected"], first["selected"]);
+    assert_eq!(v["metadata"]["clusters_skipped"], 0);
+
+    // The statistics pass (lazy by default) records every basket's range.
+    ok(
+        &client,
+        "list_branches",
+        json!({"path": FILE, "tree": "events", "include_stats": true}),
+    )
+    .await;
+
+    let mut skipped_total = 0;
+    for c in cuts {
+        let cut = c["cut"].as_str().unwrap();
+        let v = select(&client, cut).await;
+        assert_eq!(v["data"]["entries_selected"], c["selected"], "{cut}");
+        assert_eq!(v["data"]["entries_total"], doc["entries"], "{cut}");
+        let skipped = v["metadata"]["clusters_skipped"].as_u64().unwrap();
+        let with_none = c["clusters_with_none"].as_u64().unwrap();
+        assert!(
+            skipped <= with_none,
+            "{cut}: skipped {skipped} of {with_none} empty clusters"
+        );
+        if DECIDED_EXACTLY.contains(&cut) {
+            assert_eq!(skipped, with_none, "{cut}");
+        }
+        skipped_total += skipped;
+    }
+    assert!(skipped_total > 400, "{skipped_total}");
+
+    // A cut on the first clusters reads a few percent of the file.
+    let v = select(&client, "event_number < 1000").await;
+    let read = v["metadata"]["bytes_read"].as_u64().unwrap();
+    let size = doc["size_bytes"].as_u64().unwrap();
+    assert!(read * 20 <= size, "read {read} of {size} bytes");
+
+    // A histogram with a skipping cut, bin by bin.
+    let h = &doc["histogram"];
+    let v = ok(
+        &client,
+        "compute_histogram",
+        json!({"path": FILE, "tree": "events", "branch": h["branch"], "bins": h["bins"],
+               "range": h["range"], "selection": h["selection"]}),
+    )
+    .await;
+    assert_eq!(v["metadata"]["clusters_skipped"], 38);
+    let counts: Vec<f64> = v["data"]["bin_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    let want: Vec<f64> = h["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(counts, want);
+    assert_eq!(
+        v["data"]["overflow"].as_f64().unwrap(),
+        h["overflow"].as_f64().unwrap()
+    );
+
+    // A page of a selection that only the last cluster passes.
+    let v = ok(
+        &client,
+        "read_branches",
+        json!({"path": FILE, "tree": "events", "branches": ["event_number"],
+               "selection": "event_number >= 58500", "offset": 10, "limit": 3}),
+    )
+    .await;
+    assert_eq!(v["metadata"]["clusters_skipped"], 39);
+    assert_eq!(v["metadata"]["entries_selected"], 1500);
+    let rows = v["data"]["records"].as_array().unwrap();
+    let got: Vec<i64> = rows
+        .iter()
+        .map(|r| r["event_number"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, [58510, 58511, 58512]);
+}
