@@ -1,0 +1,239 @@
+//! ROOT analysis engine benchmark (issue #8 §4), one JSON line per figure, the
+//! server time of each tool call (its handler, without the transport):
+//! - compute_histogram of jagged `muon_pt` with `muon_pt > 20 && abs(muon_eta)
+//!   < 2.4`, with the peak memory it adds;
+//! - compute_histogram of flat `met`; apply_selection `met > 50 && nMuon >= 2`;
+//! - read_branches of 10,000 rows x 3 branches at offset 5,000,000;
+//! - get_branch_stats of `met` with quantiles (compared with its histogram);
+//! - export_branches of 1,000,000 entries x 4 branches to Parquet;
+//! - apply_selection `event_number < 1000`: the bytes it reads.
+//!
+//! `cargo bench --bench root_analysis` runs one round over the files in
+//! QUARRY_ROOT_BENCH_FILES (from ../shared/benchgen/gen_root.py; the catalog,
+//! with the statistics pass done once, is kept in QUARRY_BENCH_CATALOG between
+//! rounds). scripts/bench-root-analysis.sh alternates rounds with uproot's
+//! (scripts/bench/uproot_analysis.py) and prints the medians and ratios.
+//! Without `--bench` (as `cargo test --all-targets` runs it) it checks itself
+//! on the bundled HZZ file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use quarry::catalog::Catalog;
+use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
+use quarry::roots::Roots;
+use serde_json::{Value, json};
+
+/// A catalog of the files in `data` (kept in `catalog_dir`), with an export
+/// folder beside it and a result cap large enough for 10,000 rows.
+fn context(data: &Path, catalog_dir: &Path) -> Context {
+    let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
+    let catalog = Arc::new(Catalog::open(catalog_dir, &roots).unwrap());
+    let exports = catalog_dir.join("exports");
+    std::fs::create_dir_all(&exports).unwrap();
+    let options = IndexOptions {
+        threads: 2,
+        batch: 512,
+        excluded_dirs: vec![catalog_dir.to_path_buf()],
+        stats: StatsMode::Lazy,
+    };
+    Indexer::new(catalog.clone(), options)
+        .unwrap()
+        .scan_all(&Quiet)
+        .unwrap();
+    let settings = ServerSettings {
+        export_dir: Some(exports),
+        limits: Limits {
+            max_result_bytes: 64 << 20,
+            ..Limits::default()
+        },
+        ..ServerSettings::default()
+    };
+    Context::new(catalog, settings)
+}
+
+/// Runs a tool's handler; returns its answer and the seconds it took.
+fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
+    let def = tools::all().find(|d| d.name == tool).unwrap();
+    let t = Instant::now();
+    let out = (def.handler)(
+        ctx,
+        &quarry::job::Job::default(),
+        args.as_object().unwrap().clone(),
+    )
+    .unwrap_or_else(|e| panic!("{tool} {args}: {e:?}"));
+    let seconds = t.elapsed().as_secs_f64();
+    (out.into_json(tool, seconds), seconds)
+}
+
+/// Resets the kernel's peak-RSS mark of this process (Linux: clear_refs 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's resident set: (now, peak since the last reset), in MB.
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+struct Names {
+    tree: &'static str,
+    jagged: &'static str,
+    jagged_cut: &'static str,
+    flat: &'static str,
+    flat_cut: &'static str,
+    rows: [&'static str; 3],
+    export: [&'static str; 4],
+    first_entries_cut: &'static str,
+}
+
+/// gen_root.py's branches.
+const EVENTS: Names = Names {
+    tree: "events",
+    jagged: "muon_pt",
+    jagged_cut: "muon_pt > 20 && abs(muon_eta) < 2.4",
+    flat: "met",
+    flat_cut: "met > 50 && nMuon >= 2",
+    rows: ["event_number", "met", "muon_pt"],
+    export: ["event_number", "met", "nMuon", "muon_pt"],
+    first_entries_cut: "event_number < 1000",
+};
+
+/// The bundled HZZ file's nearest equivalents (the self-check).
+const HZZ: Names = Names {
+    tree: "events",
+    jagged: "Muon_Px",
+    jagged_cut: "Muon_Px > 20 && abs(Muon_Py) < 40",
+    flat: "MET_px",
+    flat_cut: "MET_px > 5 && NMuon >= 2",
+    rows: ["NMuon", "MET_px", "Muon_Px"],
+    export: ["NMuon", "MET_px", "MET_py", "Muon_Px"],
+    first_entries_cut: "NMuon < 0",
+};
+
+fn report(file: &str, op: &str, seconds: f64, extra: Value) {
+    let mut line = json!({"tool": "quarry", "op": op, "file": file, "seconds": seconds});
+    if let (Some(l), Some(e)) = (line.as_object_mut(), extra.as_object()) {
+        l.extend(e.clone());
+    }
+    println!("{line}");
+}
+
+/// One round of every figure on one file (`name` within the root), with
+/// `entries` entries, `offset` for the page and `export` entries to export.
+fn round(ctx: &Context, name: &str, n: &Names, offset: u64, export: u64, size: u64) {
+    let base = json!({"path": name, "tree": n.tree});
+    let with = |extra: Value| {
+        let mut a = base.clone();
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+    let (before, _) = rss_mb();
+    reset_peak_rss();
+    let (v, s) = timed(
+        ctx,
+        "compute_histogram",
+        &with(json!({"branch": n.jagged, "bins": 100, "range": [0, 200], "selection": n.jagged_cut})),
+    );
+    let (_, peak) = rss_mb();
+    report(
+        name,
+        "histogram_jagged_cut",
+        s,
+        json!({"entries": v["data"]["entries"], "peak_rss_added_mb": peak - before}),
+    );
+    let (v, s) = timed(
+        ctx,
+        "compute_histogram",
+        &with(json!({"branch": n.flat, "bins": 100, "range": [0, 500]})),
+    );
+    report(name, "histogram_flat", s, json!({"entries": v["data"]["entries"]}));
+    let (v, s) = timed(ctx, "apply_selection", &with(json!({"selection": n.flat_cut})));
+    report(name, "selection_flat", s, json!({"selected": v["data"]["entries_selected"]}));
+    let (v, s) = timed(
+        ctx,
+        "read_branches",
+        &with(json!({"branches": n.rows, "offset": offset, "limit": 10_000})),
+    );
+    report(name, "read_page", s, json!({"rows": v["data"]["entries"], "offset": offset}));
+    let (v, s) = timed(
+        ctx,
+        "get_branch_stats",
+        &with(json!({"branches": [n.flat], "quantiles": [0.25, 0.5, 0.75]})),
+    );
+    report(name, "stats_quantiles", s, json!({"count": v["data"]["statistics"][n.flat]["count"]}));
+    let out = format!("bench-{}.parquet", name.replace('/', "_"));
+    let (v, s) = timed(
+        ctx,
+        "export_branches",
+        &with(json!({"branches": n.export, "output_path": out, "output_format": "parquet", "limit": export})),
+    );
+    report(name, "export_parquet", s, json!({"entries": v["data"]["entries_written"], "bytes": v["data"]["size_bytes"]}));
+    let (v, s) = timed(ctx, "apply_selection", &with(json!({"selection": n.first_entries_cut})));
+    let read = v["metadata"]["bytes_read"].as_u64().unwrap_or(0);
+    report(
+        name,
+        "selection_first_entries",
+        s,
+        json!({"bytes_read": read, "file_bytes": size, "fraction_read": read as f64 / size as f64,
+               "clusters_skipped": v["metadata"]["clusters_skipped"]}),
+    );
+}
+
+/// The catalog's statistics pass for the file's tree (once; kept between rounds).
+fn ensure_stats(ctx: &Context, name: &str, tree: &str) {
+    let t = Instant::now();
+    timed(
+        ctx,
+        "list_branches",
+        &json!({"path": name, "tree": tree, "include_stats": true, "limit": 1000}),
+    );
+    eprintln!("statistics of {name}: {:.2} s", t.elapsed().as_secs_f64());
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let files = std::env::var("QUARRY_ROOT_BENCH_FILES").unwrap_or_default();
+    let keep = std::env::var_os("QUARRY_BENCH_CATALOG").map(PathBuf::from);
+    let tmp = tempfile::tempdir().unwrap();
+    let work = keep.unwrap_or_else(|| tmp.path().to_path_buf());
+    let (data, catalog) = (work.join("data"), work.join("catalog"));
+    std::fs::create_dir_all(&data).unwrap();
+    let (names, list): (&Names, Vec<PathBuf>) = if files.is_empty() || !full {
+        if full {
+            eprintln!("QUARRY_ROOT_BENCH_FILES is not set: scripts/bench-root-analysis.sh generates the data");
+        }
+        let hzz = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-HZZ.root");
+        (&HZZ, vec![hzz])
+    } else {
+        (&EVENTS, files.split(':').map(PathBuf::from).collect())
+    };
+    // A root of hard links (or copies, across file systems) to just these files.
+    for f in &list {
+        let link = data.join(f.file_name().unwrap());
+        if !link.exists() && std::fs::hard_link(f, &link).is_err() {
+            std::fs::copy(f, &link).unwrap();
+        }
+    }
+    let ctx = context(&data, &catalog);
+    for f in &list {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let size = std::fs::metadata(f).unwrap().len();
+        ensure_stats(&ctx, &name, names.tree);
+        let (offset, export) = if full { (5_000_000, 1_000_000) } else { (100, 1000) };
+        round(&ctx, &name, names, offset, export, size);
+    }
+}
