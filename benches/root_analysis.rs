@@ -122,6 +122,12 @@ const HZZ: Names = Names {
     first_entries_cut: "NMuon < 0",
 };
 
+/// QUARRY_BENCH_OP=name runs only that figure, QUARRY_BENCH_REPEAT times (for
+/// profiling).
+fn wanted(op: &str) -> bool {
+    std::env::var("QUARRY_BENCH_OP").map_or(true, |only| only == op)
+}
+
 fn report(file: &str, op: &str, seconds: f64, extra: Value) {
     let mut line = json!({"tool": "quarry", "op": op, "file": file, "seconds": seconds});
     if let (Some(l), Some(e)) = (line.as_object_mut(), extra.as_object()) {
@@ -130,67 +136,85 @@ fn report(file: &str, op: &str, seconds: f64, extra: Value) {
     println!("{line}");
 }
 
-/// One round of every figure on one file (`name` within the root), with
-/// `entries` entries, `offset` for the page and `export` entries to export.
+/// What a figure reports beside its time, from the tool's answer.
+type Extra = fn(&Value, &Names) -> Value;
+
+/// One round of every figure on one file (`name` within the root, `size`
+/// bytes), with `offset` for the page and `export` entries to export.
 fn round(ctx: &Context, name: &str, n: &Names, offset: u64, export: u64, size: u64) {
-    let base = json!({"path": name, "tree": n.tree});
-    let with = |extra: Value| {
-        let mut a = base.clone();
-        a.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        a
-    };
-    let (before, _) = rss_mb();
-    reset_peak_rss();
-    let (v, s) = timed(
-        ctx,
-        "compute_histogram",
-        &with(json!({"branch": n.jagged, "bins": 100, "range": [0, 200], "selection": n.jagged_cut})),
-    );
-    let (_, peak) = rss_mb();
-    report(
-        name,
-        "histogram_jagged_cut",
-        s,
-        json!({"entries": v["data"]["entries"], "peak_rss_added_mb": peak - before}),
-    );
-    let (v, s) = timed(
-        ctx,
-        "compute_histogram",
-        &with(json!({"branch": n.flat, "bins": 100, "range": [0, 500]})),
-    );
-    report(name, "histogram_flat", s, json!({"entries": v["data"]["entries"]}));
-    let (v, s) = timed(ctx, "apply_selection", &with(json!({"selection": n.flat_cut})));
-    report(name, "selection_flat", s, json!({"selected": v["data"]["entries_selected"]}));
-    let (v, s) = timed(
-        ctx,
-        "read_branches",
-        &with(json!({"branches": n.rows, "offset": offset, "limit": 10_000})),
-    );
-    report(name, "read_page", s, json!({"rows": v["data"]["entries"], "offset": offset}));
-    let (v, s) = timed(
-        ctx,
-        "get_branch_stats",
-        &with(json!({"branches": [n.flat], "quantiles": [0.25, 0.5, 0.75]})),
-    );
-    report(name, "stats_quantiles", s, json!({"count": v["data"]["statistics"][n.flat]["count"]}));
     let out = format!("bench-{}.parquet", name.replace('/', "_"));
-    let (v, s) = timed(
-        ctx,
-        "export_branches",
-        &with(json!({"branches": n.export, "output_path": out, "output_format": "parquet", "limit": export})),
-    );
-    report(name, "export_parquet", s, json!({"entries": v["data"]["entries_written"], "bytes": v["data"]["size_bytes"]}));
-    let (v, s) = timed(ctx, "apply_selection", &with(json!({"selection": n.first_entries_cut})));
-    let read = v["metadata"]["bytes_read"].as_u64().unwrap_or(0);
-    report(
-        name,
-        "selection_first_entries",
-        s,
-        json!({"bytes_read": read, "file_bytes": size, "fraction_read": read as f64 / size as f64,
-               "clusters_skipped": v["metadata"]["clusters_skipped"]}),
-    );
+    let figures: [(&str, &str, Value, Extra); 7] = [
+        (
+            "histogram_jagged_cut",
+            "compute_histogram",
+            json!({"branch": n.jagged, "bins": 100, "range": [0, 200], "selection": n.jagged_cut}),
+            |v, _| json!({"entries": v["data"]["entries"]}),
+        ),
+        (
+            "histogram_flat",
+            "compute_histogram",
+            json!({"branch": n.flat, "bins": 100, "range": [0, 500]}),
+            |v, _| json!({"entries": v["data"]["entries"]}),
+        ),
+        (
+            "selection_flat",
+            "apply_selection",
+            json!({"selection": n.flat_cut}),
+            |v, _| json!({"selected": v["data"]["entries_selected"]}),
+        ),
+        (
+            "read_page",
+            "read_branches",
+            json!({"branches": n.rows, "offset": offset, "limit": 10_000}),
+            |v, _| json!({"rows": v["data"]["entries"]}),
+        ),
+        (
+            "stats_quantiles",
+            "get_branch_stats",
+            json!({"branches": [n.flat], "quantiles": [0.25, 0.5, 0.75]}),
+            |v, n| json!({"count": v["data"]["statistics"][n.flat]["count"]}),
+        ),
+        (
+            "export_parquet",
+            "export_branches",
+            json!({"branches": n.export, "output_path": out, "output_format": "parquet", "limit": export}),
+            |v, _| json!({"entries": v["data"]["entries_written"], "bytes": v["data"]["size_bytes"]}),
+        ),
+        (
+            "selection_first_entries",
+            "apply_selection",
+            json!({"selection": n.first_entries_cut}),
+            |v, _| {
+                json!({"bytes_read": v["metadata"]["bytes_read"],
+                       "clusters_skipped": v["metadata"]["clusters_skipped"]})
+            },
+        ),
+    ];
+    let repeat: usize = std::env::var("QUARRY_BENCH_REPEAT")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    for (op, tool, args, extra) in figures {
+        if !wanted(op) {
+            continue;
+        }
+        let mut all = json!({"path": name, "tree": n.tree});
+        all.as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        for _ in 0..repeat {
+            let (before, _) = rss_mb();
+            reset_peak_rss();
+            let (v, seconds) = timed(ctx, tool, &all);
+            let (_, peak) = rss_mb();
+            let mut more = extra(&v, n);
+            more["peak_rss_added_mb"] = json!(peak - before);
+            if let Some(read) = v["metadata"]["bytes_read"].as_u64() {
+                more["fraction_read"] = json!(read as f64 / size as f64);
+            }
+            report(name, op, seconds, more);
+        }
+    }
 }
 
 /// The catalog's statistics pass for the file's tree (once; kept between rounds).
@@ -214,7 +238,9 @@ fn main() {
     std::fs::create_dir_all(&data).unwrap();
     let (names, list): (&Names, Vec<PathBuf>) = if files.is_empty() || !full {
         if full {
-            eprintln!("QUARRY_ROOT_BENCH_FILES is not set: scripts/bench-root-analysis.sh generates the data");
+            eprintln!(
+                "QUARRY_ROOT_BENCH_FILES is not set: scripts/bench-root-analysis.sh generates the data"
+            );
         }
         let hzz = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-HZZ.root");
         (&HZZ, vec![hzz])
@@ -233,7 +259,11 @@ fn main() {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let size = std::fs::metadata(f).unwrap().len();
         ensure_stats(&ctx, &name, names.tree);
-        let (offset, export) = if full { (5_000_000, 1_000_000) } else { (100, 1000) };
+        let (offset, export) = if full {
+            (5_000_000, 1_000_000)
+        } else {
+            (100, 1000)
+        };
         round(&ctx, &name, names, offset, export, size);
     }
 }

@@ -5,7 +5,7 @@
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, entry_mask, evaluate, truth, zip};
 use super::plan::{Plan, TreeColumns};
-use super::scan::{Window, scan, scan_parallel};
+use super::scan::{Window, scan_parallel};
 use crate::formats::root::RootFile;
 use crate::job::Job;
 
@@ -193,19 +193,30 @@ impl Hist1 {
         self.selected += other.selected;
     }
 
-    fn fill(&mut self, axis: &Axis, x: f64, w: f64) {
-        self.entries += 1;
-        match axis.bin(x) {
-            Ok(b) => {
-                self.counts[b] += w;
-                self.sumw2[b] += w * w;
-                self.sum_w += w;
-                self.sum_wx += w * x;
-                self.sum_wx2 += w * x * x;
+    /// Fills every (value, weight) pair. The sums of the values in range are
+    /// kept in separate lanes, so consecutive values do not wait on each
+    /// other's additions.
+    fn fill_all(&mut self, axis: &Axis, pairs: &[(f64, f64)]) {
+        const LANES: usize = 4;
+        let (mut sw, mut swx, mut swx2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+        self.entries += pairs.len() as u64;
+        for (k, &(x, w)) in pairs.iter().enumerate() {
+            match axis.bin(x) {
+                Ok(b) => {
+                    self.counts[b] += w;
+                    self.sumw2[b] += w * w;
+                    let lane = k % LANES;
+                    sw[lane] += w;
+                    swx[lane] += w * x;
+                    swx2[lane] += w * x * x;
+                }
+                Err(false) => self.underflow += w,
+                Err(true) => self.overflow += w,
             }
-            Err(false) => self.underflow += w,
-            Err(true) => self.overflow += w,
         }
+        self.sum_w += sw.iter().sum::<f64>();
+        self.sum_wx += swx.iter().sum::<f64>();
+        self.sum_wx2 += swx2.iter().sum::<f64>();
     }
 
     pub fn mean(&self) -> Option<f64> {
@@ -285,19 +296,22 @@ fn fills(
                 if !entry_ok(e) {
                     continue;
                 }
-                let passed: Vec<usize> = (w[0]..w[1]).filter(|&i| element_ok(i)).collect();
                 if flatten {
-                    out.entries_selected += u64::from(!passed.is_empty());
-                    out.pairs
-                        .extend(passed.iter().map(|&i| (v[i], weight_at(i))));
-                } else if passing.is_none() || !passed.is_empty() {
+                    let before = out.pairs.len();
+                    let passing = (w[0]..w[1]).filter(|&i| element_ok(i));
+                    out.pairs.extend(passing.map(|i| (v[i], weight_at(i))));
+                    out.entries_selected += u64::from(out.pairs.len() > before);
+                    continue;
+                }
+                let mut passed = (w[0]..w[1]).filter(|&i| element_ok(i));
+                let first = passed.next();
+                let count = first.map_or(0, |_| 1 + passed.count());
+                if passing.is_none() || count > 0 {
                     // The multiplicity of the entry's passing elements, weighted by
                     // the entry's weight (its first element's for a collection).
                     out.entries_selected += 1;
-                    let weight = passed
-                        .first()
-                        .map_or_else(|| entry_weight(&weights, e, w[0]), |&i| weight_at(i));
-                    out.pairs.push((passed.len() as f64, weight));
+                    let weight = first.map_or_else(|| entry_weight(&weights, e, w[0]), weight_at);
+                    out.pairs.push((count as f64, weight));
                 }
             }
             Ok(out)
@@ -407,9 +421,7 @@ pub fn histogram(
         |part, w| {
             let f = window_fills(&together, req, w)?;
             part.selected += f.entries_selected;
-            for (x, weight) in f.pairs {
-                part.fill(&axis, x, weight);
-            }
+            part.fill_all(&axis, &f.pairs);
             Ok(())
         },
         |part| h.merge(part),
@@ -418,34 +430,40 @@ pub fn histogram(
     Ok(h)
 }
 
-/// Hands `each` every value a request would fill (with its weight), window
-/// by window, in entry order.
-pub fn for_each_value(
+/// Folds every value a request would fill (with its weight) into partial
+/// results, clusters in parallel: `each` adds a value to a part made by
+/// `init`, and the parts are handed to `merge` in entry order.
+pub fn fold_values<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     req: &HistRequest<'_>,
     job: &Job,
-    mut each: impl FnMut(f64, f64),
+    init: impl Fn() -> A + Sync,
+    each: impl Fn(&mut A, f64, f64) + Sync,
+    mut merge: impl FnMut(A),
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(plans_of(req, None));
     let mut counted = Counted {
         scanned: tree.entries,
         selected: 0,
     };
-    scan(
+    scan_parallel(
         file,
         tree,
-        &together.columns,
-        0..tree.entries,
-        req.cut,
+        (&together.columns, req.cut),
         job,
-        |w| {
+        || (init(), 0u64),
+        |(part, selected), w| {
             let f = window_fills(&together, req, w)?;
-            counted.selected += f.entries_selected;
+            *selected += f.entries_selected;
             for (x, weight) in f.pairs {
-                each(x, weight);
+                each(part, x, weight);
             }
-            Ok(true)
+            Ok(())
+        },
+        |(part, selected)| {
+            counted.selected += selected;
+            merge(part);
         },
     )?;
     Ok(counted)

@@ -6,7 +6,9 @@
 //! rank, and narrows to them until what is left fits, then sorts that.
 
 use super::AnalysisError;
-use super::ops::{Counted, HistRequest, for_each_value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::ops::{Counted, HistRequest, fold_values};
 use super::plan::TreeColumns;
 use crate::formats::root::RootFile;
 use crate::job::Job;
@@ -33,7 +35,8 @@ pub struct Stats {
     pub passes: usize,
 }
 
-/// Running count, mean and sum of squared deviations (Welford).
+/// Count, mean, sum of squared deviations, minimum and maximum of finite
+/// values, built batch by batch and merged pairwise.
 #[derive(Default)]
 struct Moments {
     n: u64,
@@ -44,45 +47,108 @@ struct Moments {
 }
 
 impl Moments {
-    fn add(&mut self, x: f64) {
-        if self.n == 0 {
-            (self.min, self.max) = (x, x);
+    /// The moments of a slice of finite values: the mean, then the squared
+    /// deviations from it, each summed in independent lanes.
+    fn of(xs: &[f64]) -> Moments {
+        const LANES: usize = 4;
+        if xs.is_empty() {
+            return Moments::default();
         }
-        self.n += 1;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
+        let (mut sum, mut lo, mut hi) = (
+            [0.0; LANES],
+            [f64::INFINITY; LANES],
+            [f64::NEG_INFINITY; LANES],
+        );
+        for (k, &x) in xs.iter().enumerate() {
+            let lane = k % LANES;
+            sum[lane] += x;
+            lo[lane] = lo[lane].min(x);
+            hi[lane] = hi[lane].max(x);
+        }
+        let mean = sum.iter().sum::<f64>() / xs.len() as f64;
+        let mut m2 = [0.0; LANES];
+        for (k, &x) in xs.iter().enumerate() {
+            m2[k % LANES] += (x - mean) * (x - mean);
+        }
+        Moments {
+            n: xs.len() as u64,
+            mean,
+            m2: m2.iter().sum(),
+            min: lo.iter().copied().fold(f64::INFINITY, f64::min),
+            max: hi.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+
+    /// Adds another part's values (Chan et al.'s pairwise update).
+    fn merge(&mut self, other: Moments) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = other;
+            return;
+        }
+        let n = self.n + other.n;
+        let delta = other.mean - self.mean;
+        let share = other.n as f64 / n as f64;
+        self.mean += delta * share;
+        self.m2 += other.m2 + delta * delta * self.n as f64 * share;
+        self.n = n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
     }
 }
 
 /// The statistics of what `req` would fill (its values, weights ignored).
+/// `range`, when the caller knows every value lies in it (the catalog's
+/// minimum and maximum of a branch read without a cut), lets the first pass
+/// also count the values in bins, saving the narrowing passes one pass.
 pub fn branch_stats(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     req: &HistRequest<'_>,
     quantiles: &[f64],
     cap: usize,
+    range: Option<(f64, f64)>,
     job: &Job,
 ) -> Result<Stats, AnalysisError> {
-    let mut m = Moments::default();
-    let mut kept: Vec<f64> = Vec::new();
-    let mut overflowed = false;
-    let counted: Counted = for_each_value(file, tree, req, job, |x, _| {
-        if !x.is_finite() {
-            return;
-        }
-        m.add(x);
-        if !overflowed {
-            if kept.len() < cap {
-                kept.push(x);
-            } else {
-                overflowed = true;
-                kept = Vec::new();
+    // One pass: the moments, and the values themselves while they fit (the
+    // parts share one count of values kept, so memory stays within `cap`).
+    let kept_total = AtomicUsize::new(0);
+    // With a known range, the bins of the first pass lead to the quantiles in
+    // one more pass whatever the number of values, so none are kept.
+    let new_part = || First {
+        bins: range.map(|_| empty_bins(1)),
+        overflowed: range.is_some(),
+        ..First::default()
+    };
+    let mut first = new_part();
+    let counted: Counted = fold_values(
+        file,
+        tree,
+        req,
+        job,
+        new_part,
+        |part: &mut First, x, _| {
+            if x.is_finite() {
+                part.pending.push(x);
+                if part.pending.len() == BATCH {
+                    part.flush(range, cap, &kept_total);
+                }
             }
-        }
-    })?;
+        },
+        |mut part| {
+            part.flush(range, cap, &kept_total);
+            first.merge(part);
+        },
+    )?;
+    let First {
+        m,
+        mut kept,
+        overflowed,
+        bins,
+        ..
+    } = first;
     let mut stats = Stats {
         count: m.n,
         scanned: counted.scanned,
@@ -109,8 +175,15 @@ pub fn branch_stats(
     let mut wanted: Vec<u64> = ranks.iter().flat_map(|&(a, b, _)| [a, b]).collect();
     wanted.sort_unstable();
     wanted.dedup();
-    let values = if overflowed {
-        let (found, passes) = order_statistics(file, tree, req, (m.min, m.max), &wanted, cap, job)?;
+    let values = if wanted.is_empty() {
+        Vec::new()
+    } else if overflowed {
+        // Bins counted in the first pass are used when the range held every value.
+        let (span, binned) = match (range, bins) {
+            (Some((lo, hi)), Some(b)) if lo <= m.min && m.max <= hi => ((lo, hi), Some(b)),
+            _ => ((m.min, m.max), None),
+        };
+        let (found, passes) = order_statistics(file, tree, req, span, binned, &wanted, cap, job)?;
         stats.passes += passes;
         found
     } else {
@@ -167,12 +240,95 @@ fn bin_of(x: f64, lo: f64, hi: f64) -> usize {
     (((x - lo) / (hi - lo) * BINS as f64) as usize).min(BINS - 1)
 }
 
+/// A span's `BINS` bins: the values counted in each, with the smallest and
+/// largest of them.
+type Bins = Vec<(u64, f64, f64)>;
+
+fn empty_bins(spans: usize) -> Vec<Bins> {
+    vec![vec![(0u64, f64::INFINITY, f64::NEG_INFINITY); BINS]; spans]
+}
+
+fn count_in(bins: &mut Bins, x: f64, lo: f64, hi: f64) {
+    let cell = &mut bins[bin_of(x, lo, hi)];
+    cell.0 += 1;
+    cell.1 = cell.1.min(x);
+    cell.2 = cell.2.max(x);
+}
+
+fn add_bins(into: &mut [Bins], part: Vec<Bins>) {
+    for (b, p) in into.iter_mut().zip(part) {
+        for (cell, more) in b.iter_mut().zip(p) {
+            cell.0 += more.0;
+            cell.1 = cell.1.min(more.1);
+            cell.2 = cell.2.max(more.2);
+        }
+    }
+}
+
+/// Values the first pass handles at a time: their moments are summed in two
+/// passes over them (no division per value), and the shared count of values
+/// kept is updated once per batch, not once per value.
+const BATCH: usize = 4096;
+
+/// What the first pass gathers: the moments, the values while they fit, and
+/// with a known range the first level of bins; `pending` holds the values of
+/// the batch under way.
+#[derive(Default)]
+struct First {
+    m: Moments,
+    kept: Vec<f64>,
+    overflowed: bool,
+    bins: Option<Vec<Bins>>,
+    pending: Vec<f64>,
+}
+
+impl First {
+    /// Adds the pending (finite) values to the moments and bins, and keeps
+    /// them while the values kept by every part stay within `cap`.
+    fn flush(&mut self, range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.m.merge(Moments::of(&self.pending));
+        if let (Some(bins), Some((lo, hi))) = (&mut self.bins, range) {
+            for &x in &self.pending {
+                count_in(&mut bins[0], x, lo, hi);
+            }
+        }
+        if !self.overflowed {
+            let n = self.pending.len();
+            if kept_total.fetch_add(n, Ordering::Relaxed) + n <= cap {
+                self.kept.extend_from_slice(&self.pending);
+            } else {
+                self.overflowed = true;
+                self.kept = Vec::new();
+            }
+        }
+        self.pending.clear();
+    }
+
+    fn merge(&mut self, part: First) {
+        self.m.merge(part.m);
+        self.overflowed |= part.overflowed;
+        if self.overflowed {
+            self.kept = Vec::new();
+        } else {
+            self.kept.extend(part.kept);
+        }
+        if let (Some(b), Some(p)) = (&mut self.bins, part.bins) {
+            add_bins(b, p);
+        }
+    }
+}
+
 /// The values at the wanted ranks (0-based, ascending), by narrowing passes.
+#[allow(clippy::too_many_arguments)]
 fn order_statistics(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     req: &HistRequest<'_>,
     (min, max): (f64, f64),
+    mut binned: Option<Vec<Bins>>,
     wanted: &[u64],
     cap: usize,
     job: &Job,
@@ -194,22 +350,34 @@ fn order_statistics(
                 ),
             ));
         }
-        // Each span's values counted per bin, with each bin's smallest and largest.
-        let mut bins = vec![vec![(0u64, f64::INFINITY, f64::NEG_INFINITY); BINS]; spans.len()];
-        for_each_value(file, tree, req, job, |x, _| {
-            if !x.is_finite() {
-                return;
+        // Each span's values counted per bin, with each bin's smallest and
+        // largest (the first span's may have been counted by the first pass).
+        let bins = match binned.take() {
+            Some(b) => b,
+            None => {
+                let mut bins = empty_bins(spans.len());
+                fold_values(
+                    file,
+                    tree,
+                    req,
+                    job,
+                    || empty_bins(spans.len()),
+                    |bins, x, _| {
+                        if !x.is_finite() {
+                            return;
+                        }
+                        for (s, b) in spans.iter().zip(bins.iter_mut()) {
+                            if s.holds(x) {
+                                count_in(b, x, s.lo, s.hi);
+                            }
+                        }
+                    },
+                    |part| add_bins(&mut bins, part),
+                )?;
+                passes += 1;
+                bins
             }
-            for (s, b) in spans.iter().zip(bins.iter_mut()) {
-                if s.holds(x) {
-                    let cell = &mut b[bin_of(x, s.lo, s.hi)];
-                    cell.0 += 1;
-                    cell.1 = cell.1.min(x);
-                    cell.2 = cell.2.max(x);
-                }
-            }
-        })?;
-        passes += 1;
+        };
         let (mut narrow, mut gather) = (Vec::new(), Vec::new());
         for (s, b) in spans.iter().zip(&bins) {
             let mut start = s.below;
@@ -263,14 +431,27 @@ fn collect_spans(
     spans: &[Span],
     job: &Job,
 ) -> Result<Vec<(u64, f64)>, AnalysisError> {
-    let mut held: Vec<Vec<f64>> = spans.iter().map(|_| Vec::new()).collect();
-    for_each_value(file, tree, req, job, |x, _| {
-        for (s, h) in spans.iter().zip(held.iter_mut()) {
-            if x.is_finite() && s.holds(x) {
-                h.push(x);
+    let empty = || -> Vec<Vec<f64>> { spans.iter().map(|_| Vec::new()).collect() };
+    let mut held = empty();
+    fold_values(
+        file,
+        tree,
+        req,
+        job,
+        empty,
+        |held, x, _| {
+            for (s, h) in spans.iter().zip(held.iter_mut()) {
+                if x.is_finite() && s.holds(x) {
+                    h.push(x);
+                }
             }
-        }
-    })?;
+        },
+        |part| {
+            for (h, p) in held.iter_mut().zip(part) {
+                h.extend(p);
+            }
+        },
+    )?;
     let mut out = Vec::new();
     for (s, mut v) in spans.iter().zip(held) {
         v.sort_unstable_by(f64::total_cmp);

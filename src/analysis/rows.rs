@@ -79,7 +79,8 @@ pub fn page_entries(
 
 /// The values of `columns` (indices into `tree.columns`) at `entries`
 /// (ascending): `rows[i][c]` is column `c` of entry `entries[i]`. A collection
-/// or fixed array is a `Cell::List`.
+/// or fixed array is a `Cell::List`. Columns are read in parallel, each from
+/// the baskets holding the entries only.
 pub fn read_rows(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -87,22 +88,32 @@ pub fn read_rows(
     entries: &[u64],
     job: &Job,
 ) -> Result<Vec<Vec<Cell>>, AnalysisError> {
+    use rayon::prelude::*;
+    let by_column: Vec<Vec<Cell>> = columns
+        .par_iter()
+        .map(|&c| {
+            let info = &tree.columns[c];
+            let reader = file.column_reader(info.branch, info.leaf)?;
+            let mut current = BasketCursor::new(&reader);
+            entries
+                .iter()
+                .map(|&entry| match job.stopped() {
+                    Some(stop) => Err(AnalysisError::Stopped {
+                        stop,
+                        entries_done: 0,
+                    }),
+                    None => current.cell(entry),
+                })
+                .collect()
+        })
+        .collect::<Result<_, AnalysisError>>()?;
     let mut rows: Vec<Vec<Cell>> = entries
         .iter()
         .map(|_| Vec::with_capacity(columns.len()))
         .collect();
-    for &c in columns {
-        let info = &tree.columns[c];
-        let reader = file.column_reader(info.branch, info.leaf)?;
-        let mut current = BasketCursor::new(&reader);
-        for (row, &entry) in rows.iter_mut().zip(entries) {
-            if let Some(stop) = job.stopped() {
-                return Err(AnalysisError::Stopped {
-                    stop,
-                    entries_done: 0,
-                });
-            }
-            row.push(current.cell(entry)?);
+    for column in by_column {
+        for (row, cell) in rows.iter_mut().zip(column) {
+            row.push(cell);
         }
     }
     Ok(rows)

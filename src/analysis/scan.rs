@@ -14,8 +14,14 @@ use super::plan::{Plan, TreeColumns};
 use crate::formats::root::{Column, ColumnReader, RootFile, Values};
 use crate::job::Job;
 
-/// Entries per window when no column is read (a constant cut).
-const EMPTY_WINDOW: u64 = 1 << 16;
+/// Entries per window at most: the evaluator's arrays for a window then stay
+/// in the core's cache and are reused by the allocator, where a whole
+/// basket's worth (hundreds of thousands of entries) would be fresh pages
+/// every time. Without columns (a constant cut) it is the cluster size.
+const WINDOW: u64 = 1 << 13;
+
+/// Entries per cluster when no column is read.
+const EMPTY_CLUSTER: u64 = 1 << 16;
 
 struct Stream<'f> {
     reader: ColumnReader<'f>,
@@ -194,12 +200,12 @@ fn open_streams<'f>(
 
 /// The clusters of `entries`: runs of entries whose baskets start and end
 /// together in every stream (ROOT's clusters, in a file written with them).
-/// Without streams (a constant cut) they are runs of `EMPTY_WINDOW` entries.
+/// Without streams (a constant cut) they are runs of `EMPTY_CLUSTER` entries.
 fn clusters(streams: &[Stream<'_>], entries: Range<u64>) -> Vec<Range<u64>> {
     let mut cuts: Vec<u64> = match streams.first() {
         Some(s) => s.reader.basket_ranges().iter().map(|r| r.start).collect(),
         None => (entries.start..entries.end)
-            .step_by(EMPTY_WINDOW as usize)
+            .step_by(EMPTY_CLUSTER as usize)
             .collect(),
     };
     for s in streams.iter().skip(1) {
@@ -219,19 +225,21 @@ fn clusters(streams: &[Stream<'_>], entries: Range<u64>) -> Vec<Range<u64>> {
 }
 
 /// Hands `each` the windows of `cluster`, in entry order; false when `each`
-/// asked to stop.
+/// asked to stop. With `side_by_side`, columns needing their next basket
+/// decode it in parallel (for a scan that is not already one of many).
 fn scan_cluster(
     streams: &mut [Stream<'_>],
-    cluster: Range<u64>,
+    (cluster, side_by_side): (Range<u64>, bool),
     progress: &Progress<'_>,
     each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<bool, AnalysisError> {
     let mut at = cluster.start;
     while at < cluster.end {
         progress.check()?;
-        let mut window_end = cluster.end.min(at + EMPTY_WINDOW);
-        if !streams.is_empty() {
-            window_end = cluster.end;
+        let mut window_end = cluster.end.min(at + WINDOW);
+        if side_by_side && streams.iter().filter(|s| !s.range().contains(&at)).count() > 1 {
+            use rayon::prelude::*;
+            streams.par_iter_mut().try_for_each(|s| s.seek(at))?;
         }
         for s in streams.iter_mut() {
             s.seek(at)?;
@@ -280,7 +288,7 @@ pub fn scan(
             continue;
         }
         read += 1;
-        if !scan_cluster(&mut streams, cluster, &progress, &mut each)? {
+        if !scan_cluster(&mut streams, (cluster, true), &progress, &mut each)? {
             break;
         }
     }
@@ -288,21 +296,17 @@ pub fn scan(
     Ok(())
 }
 
-/// Clusters handed to the threads at once: a few per thread, so one slow
-/// cluster does not leave the others idle, while the partial results waiting
-/// to be merged stay few.
-const CLUSTERS_PER_THREAD: usize = 4;
-
-/// Consecutive clusters read by one task: a task reads at least this many
-/// entries (small clusters are grouped, so opening the streams is not repeated
-/// for each).
-const TASK_ENTRIES: u64 = 1 << 12;
+/// Tasks per thread: enough that one slow task does not leave the other
+/// threads idle for long, few enough that each task reuses its buffers over
+/// several clusters and the partial results waiting to be merged stay few.
+const TASKS_PER_THREAD: usize = 4;
 
 /// `scan` for work whose parts combine: of the columns, the clusters the cut
-/// does not rule out are read in parallel, each task folding its windows into
-/// a fresh `init()` with `each`; the parts are handed to `merge` in entry
-/// order, so the result is the same whatever the threads did. Memory holds a
-/// few clusters per thread.
+/// does not rule out are split into runs of about equal entries, read in
+/// parallel, each run folding its windows into a fresh `init()` with `each`;
+/// the parts are handed to `merge` in entry order, so the result is the same
+/// whatever the threads did. Memory holds one basket per column per thread,
+/// and one partial result per run.
 pub fn scan_parallel<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -313,52 +317,58 @@ pub fn scan_parallel<A: Send>(
     mut merge: impl FnMut(A),
 ) -> Result<(), AnalysisError> {
     use rayon::prelude::*;
-    let entries = 0..tree.entries;
     let progress = Progress {
         job,
         done: AtomicU64::new(0),
         total: tree.entries,
     };
-    let all = clusters(&open_streams(file, tree, columns)?, entries);
-    let mut tasks: Vec<Vec<Range<u64>>> = Vec::new();
-    let mut last_read: Option<u64> = None;
-    let (mut read, mut skipped) = (0, 0);
-    for cluster in all {
-        if !tree.bounds.must_read(cut, &cluster) {
+    let mut kept = Vec::new();
+    let mut skipped = 0;
+    for cluster in clusters(&open_streams(file, tree, columns)?, 0..tree.entries) {
+        if tree.bounds.must_read(cut, &cluster) {
+            kept.push(cluster);
+        } else {
             skipped += 1;
             progress.add(cluster.end - cluster.start);
-            continue;
-        }
-        read += 1;
-        let joins = last_read == Some(cluster.start)
-            && tasks
-                .last()
-                .is_some_and(|t| t.iter().map(|r| r.end - r.start).sum::<u64>() < TASK_ENTRIES);
-        last_read = Some(cluster.end);
-        match tasks.last_mut() {
-            Some(task) if joins => task.push(cluster),
-            _ => tasks.push(vec![cluster]),
         }
     }
-    tree.bounds.record_scan(read, skipped);
-    let batch = rayon::current_num_threads().max(1) * CLUSTERS_PER_THREAD;
-    for group in tasks.chunks(batch) {
-        let parts: Vec<Result<A, AnalysisError>> = group
-            .par_iter()
-            .map(|task| {
-                let mut streams = open_streams(file, tree, columns)?;
-                let mut acc = init();
-                for cluster in task {
-                    scan_cluster(&mut streams, cluster.clone(), &progress, &mut |w| {
-                        each(&mut acc, w).map(|()| true)
-                    })?;
-                }
-                Ok(acc)
-            })
-            .collect();
-        for part in parts {
-            merge(part?);
-        }
+    tree.bounds.record_scan(kept.len() as u64, skipped);
+    let runs = runs_of(kept, rayon::current_num_threads().max(1) * TASKS_PER_THREAD);
+    let parts: Vec<Result<A, AnalysisError>> = runs
+        .par_iter()
+        .map(|run| {
+            let mut streams = open_streams(file, tree, columns)?;
+            let mut acc = init();
+            for cluster in run {
+                scan_cluster(
+                    &mut streams,
+                    (cluster.clone(), false),
+                    &progress,
+                    &mut |w| each(&mut acc, w).map(|()| true),
+                )?;
+            }
+            Ok(acc)
+        })
+        .collect();
+    for part in parts {
+        merge(part?);
     }
     Ok(())
+}
+
+/// Consecutive clusters in at most `n` runs of about equal entries.
+fn runs_of(clusters: Vec<Range<u64>>, n: usize) -> Vec<Vec<Range<u64>>> {
+    let total: u64 = clusters.iter().map(|c| c.end - c.start).sum();
+    let share = total.div_ceil(n as u64).max(1);
+    let mut runs: Vec<Vec<Range<u64>>> = Vec::new();
+    let mut in_run = 0;
+    for c in clusters {
+        if runs.is_empty() || in_run >= share {
+            runs.push(Vec::new());
+            in_run = 0;
+        }
+        in_run += c.end - c.start;
+        runs.last_mut().expect("a run").push(c);
+    }
+    runs
 }

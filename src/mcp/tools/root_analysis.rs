@@ -550,7 +550,13 @@ fn get_branch_stats(
             weight: None,
             flatten: true,
         };
-        let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, job)
+        // Without a cut every value of the branch counts: the catalog's range
+        // of it (when cached) holds them all.
+        let range = match &cut {
+            None => cached_range(ctx, &t, name, false)?,
+            Some(_) => None,
+        };
+        let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, range, job)
             .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
         (scanned, selected) = (s.scanned, selected.max(s.selected));
         let mut entry =
