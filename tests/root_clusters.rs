@@ -121,6 +121,23 @@ async fn cuts_skip_only_clusters_where_nothing_passes() {
     )
     .await;
     assert_eq!(v["metadata"]["clusters_skipped"], 38);
+    // Clusters are read in parallel and merged in entry order: the same
+    // answer every time, to the last bit.
+    let again = ok(
+        &client,
+        "compute_histogram",
+        json!({"path": FILE, "tree": "events", "branch": "met", "bins": 50}),
+    )
+    .await;
+    for _ in 0..3 {
+        let v2 = ok(
+            &client,
+            "compute_histogram",
+            json!({"path": FILE, "tree": "events", "branch": "met", "bins": 50}),
+        )
+        .await;
+        assert_eq!(v2["data"], again["data"]);
+    }
     let counts: Vec<f64> = v["data"]["bin_counts"]
         .as_array()
         .unwrap()
