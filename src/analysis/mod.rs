@@ -8,6 +8,7 @@ pub mod eval;
 pub mod export;
 pub mod ops;
 pub mod plan;
+pub mod plot;
 pub mod prune;
 pub mod quantiles;
 pub mod rows;

@@ -13,6 +13,8 @@ pub struct ToolOutput {
     /// Extra metadata fields (`truncated`, `entries_scanned`, ...).
     pub metadata: Map<String, Value>,
     pub suggestions: Vec<String>,
+    /// PNG pictures, sent as image items after the JSON text item.
+    pub images: Vec<Vec<u8>>,
 }
 
 impl ToolOutput {

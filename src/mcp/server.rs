@@ -98,8 +98,15 @@ impl QuarryServer {
             .await
         };
         let outcome = match tokio::time::timeout(limit, work).await {
-            Ok(Ok((Ok(output), ms))) => {
-                return CallToolResult::structured(output.into_json(def.name, ms));
+            Ok(Ok((Ok(mut output), ms))) => {
+                let images = std::mem::take(&mut output.images);
+                let mut result = CallToolResult::structured(output.into_json(def.name, ms));
+                for png in images {
+                    use base64::Engine;
+                    let data = base64::engine::general_purpose::STANDARD.encode(png);
+                    result.content.push(ContentBlock::image(data, "image/png"));
+                }
+                return result;
             }
             Ok(Ok((Err(e), _))) => e,
             Ok(Err(join)) if join.is_panic() => {

@@ -198,10 +198,11 @@ pub async fn call(client: &Client, tool: &str, arguments: Value) -> (Value, bool
         .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(arguments)))
         .await
         .unwrap();
-    // One text item carries the JSON; a success carries it as structuredContent
-    // too, an error only as text (clients check structuredContent against the
-    // success schema).
-    assert_eq!(result.content.len(), 1);
+    // One text item carries the JSON (then only image items, for plots); a
+    // success carries it as structuredContent too, an error only as text
+    // (clients check structuredContent against the success schema).
+    assert!(!result.content.is_empty());
+    assert!(result.content[1..].iter().all(|c| c.as_image().is_some()));
     let text = result.content[0]
         .as_text()
         .expect("a text item")

@@ -10,6 +10,7 @@ mod resources;
 mod root;
 mod root_analysis;
 mod root_export;
+mod root_plot;
 mod root_rows;
 
 use std::path::PathBuf;

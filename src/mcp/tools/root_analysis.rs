@@ -6,10 +6,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::root::{Known, corrupted, find_tree, known_root_file, rows};
+use super::root_plot::with_plot;
 use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
+use crate::analysis::plot::{Hist1Picture, Hist2Picture, png_1d, png_2d, text_1d, text_2d};
 use crate::analysis::prune::BasketSpan;
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
@@ -265,6 +267,7 @@ struct HistogramArgs {
     selection: Option<String>,
     weights: Option<String>,
     flatten: Option<bool>,
+    plot: Option<bool>,
 }
 
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
@@ -327,6 +330,30 @@ fn cached_range(
         &stats[i].values
     };
     Ok(summary.as_ref().map(|s| (s.min, s.max)))
+}
+
+/// An axis title: the branch's name and its title when it says more than the
+/// leaf's type (`Jet_pt: pt of jets`, not `Jet_pt[nJet]/F`), or its number
+/// per entry.
+fn axis_title(columns: &TreeColumns<'_>, branch: &str, multiplicity: bool) -> String {
+    let title = columns
+        .find(branch)
+        .map(|c| columns.columns[c].branch.title.trim())
+        .filter(|t| !t.is_empty() && !t.starts_with(branch))
+        .map_or(branch.to_string(), |t| format!("{branch}: {t}"));
+    if multiplicity {
+        format!("number of {title} per entry")
+    } else {
+        title
+    }
+}
+
+/// The picture's title: what was histogrammed, and the cut.
+fn picture_title(what: &str, selection: Option<&str>) -> String {
+    match selection {
+        Some(cut) => format!("{what}  [{cut}]"),
+        None => what.to_string(),
+    }
 }
 
 /// A range that holds `min` and `max` in `[lo, hi)`.
@@ -420,6 +447,34 @@ fn compute_histogram(
     if value.is_jagged() && req.flatten {
         out = out.suggest("A collection: every passing element counts; flatten=false histograms the number per entry");
     }
+    if args.plot == Some(true) {
+        let edges = axis.edges();
+        let multiplicity = value.is_jagged() && !req.flatten;
+        let x_title = axis_title(&columns, &args.branch, multiplicity);
+        let picture = Hist1Picture {
+            title: &picture_title(&args.branch, args.selection.as_deref()),
+            x_title: &x_title,
+            y_title: if weight.is_some() {
+                "sum of weights"
+            } else {
+                "entries"
+            },
+            edges: &edges,
+            counts: &h.counts,
+            underflow: h.underflow,
+            overflow: h.overflow,
+        };
+        let key = format!(
+            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}",
+            t.known.abs.display(),
+            t.row.path,
+            args.branch,
+            args.selection,
+            args.weights,
+            req.flatten
+        );
+        out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
+    }
     Ok(out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)"))
 }
 
@@ -436,6 +491,7 @@ struct Histogram2dArgs {
     y_range: Option<[f64; 2]>,
     selection: Option<String>,
     flatten: Option<bool>,
+    plot: Option<bool>,
 }
 
 fn compute_histogram_2d(
@@ -487,13 +543,41 @@ fn compute_histogram_2d(
     );
     let h = histogram_2d(&t.file, &columns, &x_req, &y, axes, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-    let out = ToolOutput::new(json!({
-        "x_edges": axes.0.edges(),
-        "y_edges": axes.1.edges(),
+    let (x_edges, y_edges) = (axes.0.edges(), axes.1.edges());
+    let mut out = ToolOutput::new(json!({
+        "x_edges": x_edges,
+        "y_edges": y_edges,
         "counts": h.counts,
         "entries": h.entries,
         "outside": h.outside,
     }));
+    if args.plot == Some(true) {
+        let (x_title, y_title) = (
+            axis_title(&columns, &args.x_branch, false),
+            axis_title(&columns, &args.y_branch, false),
+        );
+        let picture = Hist2Picture {
+            title: &picture_title(
+                &format!("{} vs {}", args.y_branch, args.x_branch),
+                args.selection.as_deref(),
+            ),
+            x_title: &x_title,
+            y_title: &y_title,
+            x_edges: &x_edges,
+            y_edges: &y_edges,
+            counts: &h.counts,
+            outside: h.outside,
+        };
+        let key = format!(
+            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}",
+            t.known.abs.display(),
+            t.row.path,
+            args.x_branch,
+            args.y_branch,
+            args.selection
+        );
+        out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
+    }
     Ok(scan_metadata(out, &t, &columns)
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
