@@ -5,13 +5,21 @@
 # read_dataset_slice and h5py (scripts/bench/h5py_read.py) round by round, the
 # resources/read server time and the indexing rate of small files.
 # Needs Python 3 and PyPI (a virtual environment outside the repository).
+# SAME_LIBHDF5=1 builds h5py from source against Debian's libhdf5 (the library
+# quarry links) instead of the wheel, which bundles its own newer HDF5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${VENV:-$(mktemp -d)/venv}
 data=${BENCHDATA:-$(mktemp -d)/benchdata}
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q h5py numpy
+  if [ "${SAME_LIBHDF5:-0}" = 1 ]; then
+    "$venv/bin/pip" install -q numpy
+    HDF5_DIR=${HDF5_DIR:-/usr/lib/$(gcc -print-multiarch)/hdf5/serial} \
+      "$venv/bin/pip" install -q --no-binary h5py h5py
+  else
+    "$venv/bin/pip" install -q h5py numpy
+  fi
 fi
 file="$data/h5/data_10000000x8_gzip.h5"
 [ -f "$file" ] || BENCHDATA="$data" "$venv/bin/python" ../shared/benchgen/gen_h5.py --compression gzip -o "$file" >/dev/null

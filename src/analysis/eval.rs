@@ -123,15 +123,7 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
             map(evaluate(inner, inputs)?, f)
         }
         Node::Func1(f, _, inner) => map(evaluate(inner, inputs)?, *f),
-        Node::Binary(op, l, r) => {
-            let op = *op;
-            zip(
-                evaluate(l, inputs)?,
-                evaluate(r, inputs)?,
-                inputs,
-                move |a, b| apply(op, a, b),
-            )?
-        }
+        Node::Binary(op, l, r) => binary(*op, evaluate(l, inputs)?, evaluate(r, inputs)?, inputs)?,
         Node::Func2(f, _, a, b) => zip(evaluate(a, inputs)?, evaluate(b, inputs)?, inputs, *f)?,
         Node::Alt(primary, alternative) => alt(
             evaluate(primary, inputs)?,
@@ -147,6 +139,29 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
             aggregate(*kind, value, condition, inputs)?
         }
     })
+}
+
+/// `zip` with the operator chosen once per window rather than per element, so
+/// each loop is a plain arithmetic or comparison loop the compiler vectorises.
+fn binary(op: BinOp, a: Val, b: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
+    let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
+    match op {
+        BinOp::Add => zip(a, b, inputs, |x, y| x + y),
+        BinOp::Sub => zip(a, b, inputs, |x, y| x - y),
+        BinOp::Mul => zip(a, b, inputs, |x, y| x * y),
+        BinOp::Div => zip(a, b, inputs, |x, y| x / y),
+        BinOp::Lt => zip(a, b, inputs, move |x, y| bool_of(x < y)),
+        BinOp::Le => zip(a, b, inputs, move |x, y| bool_of(x <= y)),
+        BinOp::Gt => zip(a, b, inputs, move |x, y| bool_of(x > y)),
+        BinOp::Ge => zip(a, b, inputs, move |x, y| bool_of(x >= y)),
+        BinOp::Eq => zip(a, b, inputs, move |x, y| bool_of(x == y)),
+        BinOp::Ne => zip(a, b, inputs, move |x, y| bool_of(x != y)),
+        // `&` and `|` rather than `&&` and `||`: both sides are computed anyway,
+        // and a branch per element would be mispredicted on real data.
+        BinOp::And => zip(a, b, inputs, move |x, y| bool_of(truth(x) & truth(y))),
+        BinOp::Or => zip(a, b, inputs, move |x, y| bool_of(truth(x) | truth(y))),
+        BinOp::Mod => zip(a, b, inputs, move |x, y| apply(op, x, y)),
+    }
 }
 
 fn index_of(d: &SlotData, index: usize, entries: usize) -> Val {

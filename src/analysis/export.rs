@@ -6,6 +6,7 @@
 //! number of entries exported.
 
 use std::io::{self, Write};
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
@@ -313,7 +314,7 @@ fn csv_quoted(s: &str) -> String {
 /// infinities, strings quoted, collections as arrays) when `json`, else CSV
 /// text (`nan`, `inf`, `-inf`; strings bare, quoted by the caller).
 fn cell(out: &mut Vec<u8>, p: &ColumnPart<'_>, r: usize, json: bool) {
-    let (a, b) = (p.offsets[r], p.offsets[r + 1]);
+    let Range { start: a, end: b } = p.entry(r);
     let is_list = p.column.counts.is_some() || p.column.inner > 1;
     if is_list {
         out.push(b'[');
@@ -407,8 +408,7 @@ fn gather(p: &ColumnPart<'_>, rows: &[usize], ty: &DataType) -> ArrayRef {
     offsets.push(0);
     let mut indices: Vec<usize> = Vec::with_capacity(rows.len());
     for &r in rows {
-        let (a, b) = (p.offsets[r], p.offsets[r + 1]);
-        indices.extend(a..b);
+        indices.extend(p.entry(r));
         offsets.push(indices.len() as i32);
     }
     macro_rules! prim {

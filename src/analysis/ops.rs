@@ -270,12 +270,15 @@ fn fills(
                 Some(c) => Some(zip(value.clone(), c, inputs, |_, c| c)?),
             };
             let weights = weight_of(weight, &value)?;
-            let element_ok = |i: usize| match &passing {
-                None => true,
-                Some(Val::Jagged { v, .. }) => truth(v[i]),
-                Some(Val::Const(c)) => truth(*c),
+            // The cut and the weight resolved once per window: the loops below
+            // index plain slices.
+            let (pass_each, pass_all): (Option<&[f64]>, bool) = match &passing {
+                None => (None, true),
+                Some(Val::Jagged { v, .. }) => (Some(v), false),
+                Some(Val::Const(c)) => (None, truth(*c)),
                 Some(Val::Scalar { .. }) => unreachable!("a collection zipped stays a collection"),
             };
+            let element_ok = |i: usize| pass_each.map_or(pass_all, |p| truth(p[i]));
             let entry_ok = |e: usize| {
                 valid.as_ref().is_none_or(|m| m[e])
                     && match &passing {
@@ -283,24 +286,41 @@ fn fills(
                         _ => true,
                     }
             };
-            let weight_at = |i: usize| match &weights {
-                Some(Val::Jagged { v, .. }) => v[i],
-                Some(Val::Const(c)) => *c,
-                _ => 1.0,
+            let (weight_each, weight_all): (Option<&[f64]>, f64) = match &weights {
+                Some(Val::Jagged { v, .. }) => (Some(v), 1.0),
+                Some(Val::Const(c)) => (None, *c),
+                _ => (None, 1.0),
             };
+            let weight_at = |i: usize| weight_each.map_or(weight_all, |w| w[i]);
+            if flatten {
+                // Every element is written and the cursor advances only past
+                // those that pass: a cut passing at random would otherwise cost
+                // a mispredicted branch per element.
+                let mut pairs = vec![(0.0, 0.0); v.len()];
+                let (mut kept, mut entries_selected) = (0, 0);
+                for (e, w) in offsets.windows(2).enumerate() {
+                    if !entry_ok(e) {
+                        continue;
+                    }
+                    let before = kept;
+                    for (i, &x) in v.iter().enumerate().take(w[1]).skip(w[0]) {
+                        pairs[kept] = (x, weight_at(i));
+                        kept += usize::from(element_ok(i));
+                    }
+                    entries_selected += u64::from(kept > before);
+                }
+                pairs.truncate(kept);
+                return Ok(Fills {
+                    pairs,
+                    entries_selected,
+                });
+            }
             let mut out = Fills {
-                pairs: Vec::new(),
+                pairs: Vec::with_capacity(n),
                 entries_selected: 0,
             };
             for (e, w) in offsets.windows(2).enumerate() {
                 if !entry_ok(e) {
-                    continue;
-                }
-                if flatten {
-                    let before = out.pairs.len();
-                    let passing = (w[0]..w[1]).filter(|&i| element_ok(i));
-                    out.pairs.extend(passing.map(|i| (v[i], weight_at(i))));
-                    out.entries_selected += u64::from(out.pairs.len() > before);
                     continue;
                 }
                 let mut passed = (w[0]..w[1]).filter(|&i| element_ok(i));

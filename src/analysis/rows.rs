@@ -3,11 +3,13 @@
 //! the baskets that hold them (a page at entry 5,000,000 decodes no basket
 //! before it).
 
+use std::ops::Range;
+
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
-use super::scan::{entry_offsets, scan};
+use super::scan::{entry_offsets, entry_range, scan};
 use crate::formats::root::{Column, ColumnReader, RootFile, Values};
 use crate::job::Job;
 
@@ -152,7 +154,7 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
             entry_offsets(&self.column, &mut self.offsets);
         }
         let e = (entry - first) as usize;
-        let (a, b) = (self.offsets[e], self.offsets[e + 1]);
+        let Range { start: a, end: b } = entry_range(&self.column, &self.offsets, e);
         let is_list = self.column.counts.is_some() || self.column.inner > 1;
         if is_list {
             Ok(Cell::List(

@@ -66,21 +66,28 @@ impl Stream<'_> {
     }
 }
 
-/// Where each entry of a decoded basket starts in its values (`offsets[e]..
-/// offsets[e + 1]`), for jagged and fixed-size columns alike.
+/// Where each entry of a decoded jagged basket starts in its values
+/// (`offsets[e]..offsets[e + 1]`); left empty for a column with a fixed
+/// number of values per entry, whose ranges `entry_range` computes.
 pub(super) fn entry_offsets(column: &Column, offsets: &mut Vec<usize>) {
     offsets.clear();
-    offsets.push(0);
-    let inner = column.inner;
-    match &column.counts {
-        Some(counts) => {
-            let mut at = 0;
-            for c in counts {
-                at += *c as usize * inner;
-                offsets.push(at);
-            }
+    if let Some(counts) = &column.counts {
+        offsets.reserve(counts.len() + 1);
+        offsets.push(0);
+        let mut at = 0;
+        for c in counts {
+            at += *c as usize * column.inner;
+            offsets.push(at);
         }
-        None => offsets.extend((1..=column.entries).map(|e| e * inner)),
+    }
+}
+
+/// The values of entry `e` of a basket, given its `entry_offsets`.
+pub(super) fn entry_range(column: &Column, offsets: &[usize], e: usize) -> Range<usize> {
+    if column.counts.is_some() {
+        offsets[e]..offsets[e + 1]
+    } else {
+        e * column.inner..(e + 1) * column.inner
     }
 }
 
@@ -90,12 +97,35 @@ pub struct Window<'s, 'f> {
     streams: &'s [Stream<'f>],
 }
 
-/// A column's part of a window: values `elements` of `column`, entry by entry
-/// as `offsets` says (relative to `elements.start`).
+/// A column's part of a window: values `elements` of `column`.
 pub struct ColumnPart<'a> {
     pub column: &'a Column,
     pub elements: Range<usize>,
-    pub offsets: &'a [usize],
+    /// The basket's entry offsets from the window's first entry on (jagged
+    /// columns only; empty for the others).
+    offsets: &'a [usize],
+}
+
+impl ColumnPart<'_> {
+    /// The values of the window's entry `r` in `column.values`.
+    pub fn entry(&self, r: usize) -> Range<usize> {
+        if self.column.counts.is_some() {
+            self.offsets[r]..self.offsets[r + 1]
+        } else {
+            let inner = self.column.inner;
+            let start = self.elements.start + r * inner;
+            start..start + inner
+        }
+    }
+
+    /// Each entry's start relative to `elements.start`, `entries + 1` of them.
+    fn relative_offsets(&self, entries: usize) -> Vec<usize> {
+        if self.column.counts.is_some() {
+            self.offsets.iter().map(|o| o - self.offsets[0]).collect()
+        } else {
+            (0..=entries).map(|e| e * self.column.inner).collect()
+        }
+    }
 }
 
 impl<'s, 'f> Window<'s, 'f> {
@@ -111,11 +141,20 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
         let first = (self.entries.start - s.range().start) as usize;
-        let offsets = &s.offsets[first..=first + self.len()];
-        ColumnPart {
-            column: &s.column,
-            elements: offsets[0]..offsets[self.len()],
-            offsets,
+        if s.column.counts.is_some() {
+            let offsets = &s.offsets[first..=first + self.len()];
+            ColumnPart {
+                column: &s.column,
+                elements: offsets[0]..offsets[self.len()],
+                offsets,
+            }
+        } else {
+            let inner = s.column.inner;
+            ColumnPart {
+                column: &s.column,
+                elements: first * inner..(first + self.len()) * inner,
+                offsets: &[],
+            }
         }
     }
 
@@ -126,8 +165,7 @@ impl<'s, 'f> Window<'s, 'f> {
         let is_collection = part.column.counts.is_some() || part.column.inner > 1;
         SlotData {
             values: to_f64(&part.column.values, part.elements.clone()),
-            offsets: is_collection
-                .then(|| Arc::new(part.offsets.iter().map(|o| o - part.offsets[0]).collect())),
+            offsets: is_collection.then(|| Arc::new(part.relative_offsets(self.len()))),
             name: s.name.clone(),
         }
     }

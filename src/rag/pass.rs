@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+use rayon::prelude::*;
+
 use crate::formats::Kind;
 use crate::index::DocumentEvent;
 
@@ -33,16 +35,18 @@ impl Rag {
     /// Builds the trees documents lack, then every dataset's view (the pass's
     /// start; `quarry call` runs it in-process).
     pub fn build_missing_trees(&self) {
+        let mut missing = Vec::new();
         for root in 0..self.catalog().roots().list().len() {
             for (rel, e) in self.catalog().files().under(root, "") {
                 if e.kind == Kind::Document
                     && !e.failed
                     && !has_tree(self.catalog(), e.id, self.model_dims())
                 {
-                    self.build(root, &rel, e.fingerprint);
+                    missing.push((root, rel, e.fingerprint));
                 }
             }
         }
+        self.build_all(&missing);
         for name in self.dataset_names() {
             self.refresh_logged(&name);
         }
@@ -51,6 +55,7 @@ impl Rag {
     fn follow(&self, rx: Receiver<DocumentEvent>) {
         while let Ok(first) = rx.recv() {
             let mut touched = BTreeSet::new();
+            let mut indexed = Vec::new();
             for event in std::iter::once(first).chain(rx.try_iter()) {
                 match event {
                     DocumentEvent::Indexed {
@@ -58,18 +63,29 @@ impl Rag {
                         rel,
                         fingerprint,
                     } => {
-                        self.build(root, &rel, fingerprint);
                         touched.extend(self.dataset_of(root, &rel));
+                        indexed.push((root, rel, fingerprint));
                     }
                     DocumentEvent::Removed { root } => {
                         touched.extend(self.datasets_of_root(root));
                     }
                 }
             }
+            self.build_all(&indexed);
             for name in touched {
                 self.refresh_logged(&name);
             }
         }
+    }
+
+    /// Builds the trees of `documents` (root, path, fingerprint), one
+    /// document per task on the shared thread pool: trees are independent,
+    /// and each is deterministic whatever thread builds it.
+    fn build_all(&self, documents: &[(usize, String, u64)]) {
+        documents
+            .par_iter()
+            .with_max_len(1)
+            .for_each(|(root, rel, fingerprint)| self.build(*root, rel, *fingerprint));
     }
 
     /// Builds one document's tree; a failure (or a panic) is logged and leaves
