@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes with libFuzzer (cargo-fuzz). Usage: scripts/fuzz.sh [SECONDS] [TARGET]
-# (default 600 s, target root_reader). Targets:
+# (default 600 s, target root_reader; RUNS=N stops after N inputs instead, e.g.
+# RUNS=1000000 scripts/fuzz.sh 36000 selection). Targets:
 #   root_reader    the ROOT reader, seeded with the real test files and the ones
 #                  written for the tests
 #   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
@@ -77,4 +78,4 @@ PY
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -max_len="$max_len" -timeout=10
+  -max_total_time="$seconds" ${RUNS:+-runs="$RUNS"} -rss_limit_mb=2048 -max_len="$max_len" -timeout=10

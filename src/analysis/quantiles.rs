@@ -1,11 +1,13 @@
 //! Summary statistics with exact quantiles in bounded memory. Quantiles follow
 //! numpy's default (linear interpolation between the order statistics at
-//! `q * (n - 1)`). When the values fit in the buffer (`cap` values) one pass
-//! sorts them; otherwise each further pass counts the values in 65,536 bins
+//! `q * (n - 1)`). When the values fit in the buffer (`cap` doubles, twice as
+//! many floats) one pass keeps them and the wanted ranks are selected in
+//! memory; otherwise each further pass counts the values in 65,536 bins
 //! between the bounds known so far, keeps only the bins that hold a wanted
 //! rank, and narrows to them until what is left fits, then sorts that.
 
 use super::AnalysisError;
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::ops::{Counted, HistRequest, fold_values};
@@ -13,8 +15,9 @@ use super::plan::TreeColumns;
 use crate::formats::root::RootFile;
 use crate::job::Job;
 
-/// Values held at once by default (32 MB of f64).
-pub const DEFAULT_CAP: usize = 1 << 22;
+/// Values held at once by default: 48 MB, 6.3M f64 or 12.6M f32 (a 10M-entry
+/// float branch is answered in one pass).
+pub const DEFAULT_CAP: usize = 6 << 20;
 const BINS: usize = 1 << 16;
 /// Narrowing passes before giving up (each divides the span by 65,536, so
 /// doubles are exhausted long before).
@@ -115,11 +118,10 @@ pub fn branch_stats(
     // One pass: the moments, and the values themselves while they fit (the
     // parts share one count of values kept, so memory stays within `cap`).
     let kept_total = AtomicUsize::new(0);
-    // With a known range, the bins of the first pass lead to the quantiles in
-    // one more pass whatever the number of values, so none are kept.
+    // With a known range the first pass also counts bins, which lead to the
+    // quantiles in one more pass if the values turn out not to fit.
     let new_part = || First {
         bins: range.map(|_| empty_bins(1)),
-        overflowed: range.is_some(),
         ..First::default()
     };
     let mut first = new_part();
@@ -139,12 +141,12 @@ pub fn branch_stats(
         },
         |mut part| {
             part.flush(range, cap, &kept_total);
-            first.merge(part);
+            first.merge(part, range);
         },
     )?;
     let First {
         m,
-        mut kept,
+        kept,
         overflowed,
         bins,
         ..
@@ -187,8 +189,7 @@ pub fn branch_stats(
         stats.passes += passes;
         found
     } else {
-        kept.sort_unstable_by(f64::total_cmp);
-        wanted.iter().map(|&k| (k, kept[k as usize])).collect()
+        kept.select(&wanted)
     };
     let value_of = |k: u64| {
         values
@@ -276,44 +277,212 @@ const BATCH: usize = 4096;
 #[derive(Default)]
 struct First {
     m: Moments,
-    kept: Vec<f64>,
+    kept: Kept,
     overflowed: bool,
     bins: Option<Vec<Bins>>,
     pending: Vec<f64>,
 }
 
+/// The values kept by the first pass: as f32 while every one of them is
+/// exactly an f32 (the usual branch type: twice as many fit), else as f64.
+/// The budget counts halves of an f64: 1 per f32, 2 per f64.
+enum Kept {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept::F32(Vec::new())
+    }
+}
+
+impl Kept {
+    /// Adds `xs`; returns the budget units they took (with those of values
+    /// widened to f64 on the way).
+    fn extend(&mut self, xs: &[f64]) -> usize {
+        if let Kept::F32(v) = self {
+            if xs.iter().all(|&x| f64::from(x as f32) == x) {
+                v.extend(xs.iter().map(|&x| x as f32));
+                return xs.len();
+            }
+            let widened = v.len();
+            *self = Kept::F64(v.iter().map(|&x| f64::from(x)).collect());
+            return self.extend(xs) + widened;
+        }
+        let Kept::F64(v) = self else { unreachable!() };
+        v.extend_from_slice(xs);
+        2 * xs.len()
+    }
+
+    fn append(&mut self, other: Kept) {
+        match (&mut *self, other) {
+            (Kept::F32(a), Kept::F32(b)) => a.extend(b),
+            (Kept::F64(a), Kept::F32(b)) => a.extend(b.into_iter().map(f64::from)),
+            (_, Kept::F64(b)) => {
+                self.extend(&b);
+            }
+        }
+    }
+
+    /// The values at the wanted ranks (ascending): each found by selection in
+    /// what lies above the previous one, linear time instead of a sort.
+    fn select(self, wanted: &[u64]) -> Vec<(u64, f64)> {
+        fn pick<T: Copy + Into<f64>>(
+            mut v: Vec<T>,
+            wanted: &[u64],
+            cmp: impl Fn(&T, &T) -> std::cmp::Ordering + Copy,
+        ) -> Vec<(u64, f64)> {
+            let mut from = 0;
+            wanted
+                .iter()
+                .map(|&k| {
+                    let k = k as usize;
+                    let (_, x, _) = v[from..].select_nth_unstable_by(k - from, cmp);
+                    let x = (*x).into();
+                    from = k + 1;
+                    (k as u64, x)
+                })
+                .collect()
+        }
+        match self {
+            Kept::F32(v) => select_f32(v, wanted),
+            Kept::F64(v) => pick(v, wanted, f64::total_cmp),
+        }
+    }
+}
+
+/// The f32 at each wanted rank (ascending) by one radix pass: every value's
+/// order-preserving 32-bit key is counted by its top 16 bits, the counts say
+/// which bucket holds each rank, and only those buckets' values are gathered
+/// and searched. Two linear passes instead of a selection per rank.
+fn select_f32(values: Vec<f32>, wanted: &[u64]) -> Vec<(u64, f64)> {
+    // Flipping the sign bit of positives and every bit of negatives orders
+    // the keys as the floats (finite values only reach here).
+    let key = |x: f32| {
+        let bits = x.to_bits();
+        if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        }
+    };
+    // Both passes run over slices of the values in parallel.
+    const SLICE: usize = 1 << 20;
+    let counts = values
+        .par_chunks(SLICE)
+        .map(|part| {
+            let mut counts = vec![0u64; 1 << 16];
+            for &x in part {
+                counts[(key(x) >> 16) as usize] += 1;
+            }
+            counts
+        })
+        .reduce(
+            || vec![0u64; 1 << 16],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    // For each wanted rank: its bucket and its rank among the bucket's values.
+    let mut targets = Vec::with_capacity(wanted.len());
+    let (mut bucket, mut below) = (0usize, 0u64);
+    for &k in wanted {
+        while below + counts[bucket] <= k {
+            below += counts[bucket];
+            bucket += 1;
+        }
+        targets.push((bucket as u32, k - below));
+    }
+    let mut chosen: Vec<u32> = targets.iter().map(|t| t.0).collect();
+    chosen.dedup();
+    let (lowest, highest) = (chosen[0], chosen[chosen.len() - 1]);
+    let mut held: Vec<Vec<f32>> = values
+        .par_chunks(SLICE)
+        .map(|part| {
+            let mut held = vec![Vec::new(); chosen.len()];
+            for &x in part {
+                let b = key(x) >> 16;
+                if (lowest..=highest).contains(&b)
+                    && let Ok(i) = chosen.binary_search(&b)
+                {
+                    held[i].push(x);
+                }
+            }
+            held
+        })
+        .reduce(
+            || vec![Vec::new(); chosen.len()],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| x.extend(y));
+                a
+            },
+        );
+    drop(values);
+    wanted
+        .iter()
+        .zip(targets)
+        .map(|(&k, (b, r))| {
+            let group = &mut held[chosen.binary_search(&b).expect("a chosen bucket")];
+            let (_, x, _) = group.select_nth_unstable_by(r as usize, f32::total_cmp);
+            (k, f64::from(*x))
+        })
+        .collect()
+}
+
 impl First {
-    /// Adds the pending (finite) values to the moments and bins, and keeps
-    /// them while the values kept by every part stay within `cap`.
+    /// Adds the pending (finite) values to the moments, and keeps them while
+    /// the values kept by every part stay within `cap`. Bins are counted only
+    /// once the values no longer fit: the values kept so far are binned then,
+    /// and every later value as it comes (kept values need no bins).
     fn flush(&mut self, range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
         if self.pending.is_empty() {
             return;
         }
         self.m.merge(Moments::of(&self.pending));
-        if let (Some(bins), Some((lo, hi))) = (&mut self.bins, range) {
-            for &x in &self.pending {
-                count_in(&mut bins[0], x, lo, hi);
-            }
-        }
-        if !self.overflowed {
-            let n = self.pending.len();
-            if kept_total.fetch_add(n, Ordering::Relaxed) + n <= cap {
-                self.kept.extend_from_slice(&self.pending);
-            } else {
-                self.overflowed = true;
-                self.kept = Vec::new();
+        if self.overflowed {
+            let pending = std::mem::take(&mut self.pending);
+            self.bin(&pending, range);
+            self.pending = pending;
+        } else {
+            let units = self.kept.extend(&self.pending);
+            if kept_total.fetch_add(units, Ordering::Relaxed) + units > 2 * cap {
+                self.spill(range);
             }
         }
         self.pending.clear();
     }
 
-    fn merge(&mut self, part: First) {
-        self.m.merge(part.m);
-        self.overflowed |= part.overflowed;
-        if self.overflowed {
-            self.kept = Vec::new();
+    fn bin(&mut self, xs: &[f64], range: Option<(f64, f64)>) {
+        if let (Some(bins), Some((lo, hi))) = (&mut self.bins, range) {
+            for &x in xs {
+                count_in(&mut bins[0], x, lo, hi);
+            }
+        }
+    }
+
+    /// Gives up keeping values: those kept go into the bins.
+    fn spill(&mut self, range: Option<(f64, f64)>) {
+        self.overflowed = true;
+        match std::mem::take(&mut self.kept) {
+            Kept::F32(v) => self.bin(&v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), range),
+            Kept::F64(v) => self.bin(&v, range),
+        }
+    }
+
+    fn merge(&mut self, mut part: First, range: Option<(f64, f64)>) {
+        self.m.merge(std::mem::take(&mut part.m));
+        if self.overflowed || part.overflowed {
+            // The bins must then hold every value: spill whichever side kept its own.
+            if !self.overflowed {
+                self.spill(range);
+            }
+            if !part.overflowed {
+                part.spill(range);
+            }
         } else {
-            self.kept.extend(part.kept);
+            self.kept.append(part.kept);
         }
         if let (Some(b), Some(p)) = (&mut self.bins, part.bins) {
             add_bins(b, p);
@@ -468,4 +637,69 @@ fn collect_spans(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks picked by selection agree with a full sort, floats stay floats
+    /// until a value needs a double, and the budget counts the widening.
+    #[test]
+    fn kept_values_widen_when_needed_and_select_like_a_sort() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((state >> 40) % 1000) as f64 / 8.0 // exact as f32, with repeats
+        };
+        let first: Vec<f64> = (0..5000).map(|_| next()).collect();
+        let mut kept = Kept::default();
+        assert_eq!(kept.extend(&first), 5000);
+        assert!(matches!(kept, Kept::F32(_)));
+        let second = [0.1, next(), -3.0];
+        assert_eq!(kept.extend(&second), 5000 + 2 * 3);
+        assert!(matches!(kept, Kept::F64(_)));
+        let mut other = Kept::default();
+        other.extend(&[next(), next()]);
+        kept.append(other);
+        let Kept::F64(all) = &kept else { panic!() };
+        let mut sorted = all.clone();
+        sorted.sort_by(f64::total_cmp);
+        let wanted = [0, 1, 2500, 2501, 5004];
+        let expected: Vec<(u64, f64)> = wanted.iter().map(|&k| (k, sorted[k as usize])).collect();
+        assert_eq!(kept.select(&wanted), expected);
+    }
+
+    /// The radix selection of floats agrees with a sort: negatives, zeros of
+    /// both signs, subnormals, huge values and long runs of one value.
+    #[test]
+    fn float_ranks_by_radix_match_a_sort() {
+        let mut state = 11u64;
+        // More than one slice of the parallel passes.
+        let mut values: Vec<f64> = (0..1_100_000)
+            .map(|i| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let r = (state >> 33) as f32 / (1u64 << 31) as f32;
+                f64::from(match i % 7 {
+                    0 => -r * 1e30,
+                    1 => r * 1e-40,
+                    2 => 3.5,
+                    3 => -0.0,
+                    4 => 0.0,
+                    _ => r - 0.5,
+                })
+            })
+            .collect();
+        let mut kept = Kept::default();
+        kept.extend(&values);
+        assert!(matches!(kept, Kept::F32(_)));
+        values.sort_by(f64::total_cmp);
+        let wanted = [
+            0, 1, 2856, 500_000, 549_999, 550_000, 1_000_000, 1_099_998, 1_099_999,
+        ];
+        let got = kept.select(&wanted);
+        for (&k, (rank, x)) in wanted.iter().zip(got) {
+            assert_eq!((rank, x.to_bits()), (k, values[k as usize].to_bits()));
+        }
+    }
 }
