@@ -406,22 +406,34 @@ fn arrow_type(c: &Column) -> DataType {
 fn gather(p: &ColumnPart<'_>, rows: &[usize], ty: &DataType) -> ArrayRef {
     let mut offsets: Vec<i32> = Vec::with_capacity(rows.len() + 1);
     offsets.push(0);
-    let mut indices: Vec<usize> = Vec::with_capacity(rows.len());
+    // The rows' values as runs of consecutive elements: without a cut a
+    // window's rows are one run, copied as one slice.
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    let mut total = 0;
     for &r in rows {
-        indices.extend(p.entry(r));
-        offsets.push(indices.len() as i32);
+        let e = p.entry(r);
+        total += e.len();
+        offsets.push(total as i32);
+        match runs.last_mut() {
+            Some(last) if last.end == e.start => last.end = e.end,
+            _ if e.is_empty() => {}
+            _ => runs.push(e),
+        }
     }
     macro_rules! prim {
-        ($v:expr, $t:ty) => {
-            Arc::new(PrimitiveArray::<$t>::from_iter_values(
-                indices.iter().map(|&i| $v[i]),
-            )) as ArrayRef
-        };
+        ($v:expr, $t:ty) => {{
+            let mut out = Vec::with_capacity(total);
+            for run in &runs {
+                out.extend_from_slice(&$v[run.clone()]);
+            }
+            Arc::new(PrimitiveArray::<$t>::from(out)) as ArrayRef
+        }};
     }
+    let elements = || runs.iter().flat_map(|run| run.clone());
     let values: ArrayRef = match &p.column.values {
         Values::Bool(v) => {
-            let mut b = BooleanBuilder::with_capacity(indices.len());
-            indices.iter().for_each(|&i| b.append_value(v[i]));
+            let mut b = BooleanBuilder::with_capacity(total);
+            elements().for_each(|i| b.append_value(v[i]));
             Arc::new(b.finish())
         }
         Values::I8(v) => prim!(v, Int8Type),
@@ -436,7 +448,7 @@ fn gather(p: &ColumnPart<'_>, rows: &[usize], ty: &DataType) -> ArrayRef {
         Values::F64(v) => prim!(v, Float64Type),
         Values::Str(v) => {
             let mut b = StringBuilder::new();
-            indices.iter().for_each(|&i| b.append_value(&v[i]));
+            elements().for_each(|i| b.append_value(&v[i]));
             Arc::new(b.finish())
         }
     };
