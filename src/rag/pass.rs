@@ -5,8 +5,8 @@
 //! here runs on a request's path.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -79,13 +79,18 @@ impl Rag {
     }
 
     /// Builds the trees of `documents` (root, path, fingerprint), one
-    /// document per task on the shared thread pool: trees are independent,
-    /// and each is deterministic whatever thread builds it.
+    /// document per task: trees are independent, and each is deterministic
+    /// whatever thread builds it. The tasks run on the pass's own pool, so a
+    /// long tree (the sentence model's matrix products included) never sits
+    /// in the queue of the shared pool that requests' scans run on.
     fn build_all(&self, documents: &[(usize, String, u64)]) {
-        documents
-            .par_iter()
-            .with_max_len(1)
-            .for_each(|(root, rel, fingerprint)| self.build(*root, rel, *fingerprint));
+        let build_each = || {
+            documents
+                .par_iter()
+                .with_max_len(1)
+                .for_each(|(root, rel, fingerprint)| self.build(*root, rel, *fingerprint));
+        };
+        on_pass_pool(build_each);
     }
 
     /// Builds one document's tree; a failure (or a panic) is logged and leaves
@@ -116,8 +121,26 @@ impl Rag {
     }
 
     fn refresh_logged(&self, name: &str) {
-        if let Err(e) = self.refresh(name) {
+        if let Err(e) = on_pass_pool(|| self.refresh(name)) {
             tracing::warn!("RAG dataset {name}: {e:#}");
         }
+    }
+}
+
+/// Runs `work` on the RAG pass's own threads, one per core (on the shared
+/// pool if they could not be started), so that its parallel work, the
+/// sentence model's included, never queues ahead of requests' scans.
+fn on_pass_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("quarry-rag-{i}"))
+            .build()
+            .map_err(|e| tracing::warn!("RAG pass threads: {e}"))
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
     }
 }
