@@ -287,7 +287,9 @@ struct First {
 /// exactly an f32 (the usual branch type: twice as many fit), else as f64.
 /// The budget counts halves of an f64: 1 per f32, 2 per f64.
 enum Kept {
-    F32(Vec<f32>),
+    /// One vector per part of the pass: merging parts moves them, never
+    /// copies the values.
+    F32(Vec<Vec<f32>>),
     F64(Vec<f64>),
 }
 
@@ -303,11 +305,16 @@ impl Kept {
     fn extend(&mut self, xs: &[f64]) -> usize {
         if let Kept::F32(v) = self {
             if xs.iter().all(|&x| f64::from(x as f32) == x) {
-                v.extend(xs.iter().map(|&x| x as f32));
+                if v.is_empty() {
+                    v.push(Vec::new());
+                }
+                v.last_mut()
+                    .expect("a part's vector")
+                    .extend(xs.iter().map(|&x| x as f32));
                 return xs.len();
             }
-            let widened = v.len();
-            *self = Kept::F64(v.iter().map(|&x| f64::from(x)).collect());
+            let widened = v.iter().map(Vec::len).sum::<usize>();
+            *self = Kept::F64(v.iter().flatten().map(|&x| f64::from(x)).collect());
             return self.extend(xs) + widened;
         }
         let Kept::F64(v) = self else { unreachable!() };
@@ -318,7 +325,7 @@ impl Kept {
     fn append(&mut self, other: Kept) {
         match (&mut *self, other) {
             (Kept::F32(a), Kept::F32(b)) => a.extend(b),
-            (Kept::F64(a), Kept::F32(b)) => a.extend(b.into_iter().map(f64::from)),
+            (Kept::F64(a), Kept::F32(b)) => a.extend(b.into_iter().flatten().map(f64::from)),
             (_, Kept::F64(b)) => {
                 self.extend(&b);
             }
@@ -356,7 +363,7 @@ impl Kept {
 /// order-preserving 32-bit key is counted by its top 16 bits, the counts say
 /// which bucket holds each rank, and only those buckets' values are gathered
 /// and searched. Two linear passes instead of a selection per rank.
-fn select_f32(values: Vec<f32>, wanted: &[u64]) -> Vec<(u64, f64)> {
+fn select_f32(parts: Vec<Vec<f32>>, wanted: &[u64]) -> Vec<(u64, f64)> {
     // Flipping the sign bit of positives and every bit of negatives orders
     // the keys as the floats (finite values only reach here).
     let key = |x: f32| {
@@ -369,11 +376,12 @@ fn select_f32(values: Vec<f32>, wanted: &[u64]) -> Vec<(u64, f64)> {
     };
     // Both passes run over slices of the values in parallel.
     const SLICE: usize = 1 << 20;
-    let counts = values
-        .par_chunks(SLICE)
+    let slices: Vec<&[f32]> = parts.iter().flat_map(|p| p.chunks(SLICE)).collect();
+    let counts = slices
+        .par_iter()
         .map(|part| {
             let mut counts = vec![0u64; 1 << 16];
-            for &x in part {
+            for &x in *part {
                 counts[(key(x) >> 16) as usize] += 1;
             }
             counts
@@ -398,11 +406,11 @@ fn select_f32(values: Vec<f32>, wanted: &[u64]) -> Vec<(u64, f64)> {
     let mut chosen: Vec<u32> = targets.iter().map(|t| t.0).collect();
     chosen.dedup();
     let (lowest, highest) = (chosen[0], chosen[chosen.len() - 1]);
-    let mut held: Vec<Vec<f32>> = values
-        .par_chunks(SLICE)
+    let mut held: Vec<Vec<f32>> = slices
+        .par_iter()
         .map(|part| {
             let mut held = vec![Vec::new(); chosen.len()];
-            for &x in part {
+            for &x in *part {
                 let b = key(x) >> 16;
                 if (lowest..=highest).contains(&b)
                     && let Ok(i) = chosen.binary_search(&b)
@@ -419,7 +427,8 @@ fn select_f32(values: Vec<f32>, wanted: &[u64]) -> Vec<(u64, f64)> {
                 a
             },
         );
-    drop(values);
+    drop(slices);
+    drop(parts);
     wanted
         .iter()
         .zip(targets)
@@ -443,7 +452,7 @@ impl First {
         self.m.merge(Moments::of(&self.pending));
         if self.overflowed {
             let pending = std::mem::take(&mut self.pending);
-            self.bin(&pending, range);
+            self.bin(pending.iter().copied(), range);
             self.pending = pending;
         } else {
             let units = self.kept.extend(&self.pending);
@@ -454,9 +463,9 @@ impl First {
         self.pending.clear();
     }
 
-    fn bin(&mut self, xs: &[f64], range: Option<(f64, f64)>) {
+    fn bin(&mut self, xs: impl IntoIterator<Item = f64>, range: Option<(f64, f64)>) {
         if let (Some(bins), Some((lo, hi))) = (&mut self.bins, range) {
-            for &x in xs {
+            for x in xs {
                 count_in(&mut bins[0], x, lo, hi);
             }
         }
@@ -466,8 +475,8 @@ impl First {
     fn spill(&mut self, range: Option<(f64, f64)>) {
         self.overflowed = true;
         match std::mem::take(&mut self.kept) {
-            Kept::F32(v) => self.bin(&v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), range),
-            Kept::F64(v) => self.bin(&v, range),
+            Kept::F32(v) => self.bin(v.iter().flatten().map(|&x| f64::from(x)), range),
+            Kept::F64(v) => self.bin(v, range),
         }
     }
 
@@ -690,9 +699,12 @@ mod tests {
                 })
             })
             .collect();
-        let mut kept = Kept::default();
-        kept.extend(&values);
-        assert!(matches!(kept, Kept::F32(_)));
+        // Two parts of a pass, merged as the pass merges them.
+        let (mut kept, mut other) = (Kept::default(), Kept::default());
+        kept.extend(&values[..700_000]);
+        other.extend(&values[700_000..]);
+        kept.append(other);
+        assert!(matches!(&kept, Kept::F32(parts) if parts.len() == 2));
         values.sort_by(f64::total_cmp);
         let wanted = [
             0, 1, 2856, 500_000, 549_999, 550_000, 1_000_000, 1_099_998, 1_099_999,
