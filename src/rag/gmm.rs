@@ -13,11 +13,11 @@ pub const SOFT_THRESHOLD: f64 = 0.1;
 /// EM stops after this many rounds at most...
 const EM_ROUNDS: usize = 40;
 /// ...or once the mean log-likelihood per point gains less than this in a
-/// round (scikit-learn's default tolerance): later rounds move no point.
+/// round (scikit-learn's default tolerance): later rounds barely move it.
 const EM_TOLERANCE: f64 = 1e-3;
 /// The search over the number of components stops once BIC has failed to
-/// improve on the best this many times in a row: BIC over k is close to
-/// convex, and the larger mixtures are the costly ones to fit.
+/// improve on the best this many times in a row: BIC over k usually has one
+/// minimum, and the larger mixtures are the costly ones to fit.
 const BIC_PATIENCE: usize = 2;
 const VARIANCE_FLOOR: f64 = 1e-4;
 
