@@ -332,29 +332,24 @@ impl Kept {
         }
     }
 
-    /// The values at the wanted ranks (ascending): each found by selection in
-    /// what lies above the previous one, linear time instead of a sort.
+    /// The values at the wanted ranks (ascending, at least one).
     fn select(self, wanted: &[u64]) -> Vec<(u64, f64)> {
-        fn pick<T: Copy + Into<f64>>(
-            mut v: Vec<T>,
-            wanted: &[u64],
-            cmp: impl Fn(&T, &T) -> std::cmp::Ordering + Copy,
-        ) -> Vec<(u64, f64)> {
-            let mut from = 0;
-            wanted
-                .iter()
-                .map(|&k| {
-                    let k = k as usize;
-                    let (_, x, _) = v[from..].select_nth_unstable_by(k - from, cmp);
-                    let x = (*x).into();
-                    from = k + 1;
-                    (k as u64, x)
-                })
-                .collect()
-        }
         match self {
-            Kept::F32(v) => select_f32(v, wanted),
-            Kept::F64(v) => pick(v, wanted, f64::total_cmp),
+            Kept::F32(parts) => select_f32(parts, wanted),
+            Kept::F64(mut v) => {
+                // Each rank by selection in what lies above the previous one:
+                // linear time instead of a sort.
+                let mut from = 0;
+                wanted
+                    .iter()
+                    .map(|&k| {
+                        let k = k as usize;
+                        let x = *v[from..].select_nth_unstable_by(k - from, f64::total_cmp).1;
+                        from = k + 1;
+                        (k as u64, x)
+                    })
+                    .collect()
+            }
         }
     }
 }
