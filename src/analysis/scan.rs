@@ -101,30 +101,23 @@ pub struct Window<'s, 'f> {
 pub struct ColumnPart<'a> {
     pub column: &'a Column,
     pub elements: Range<usize>,
-    /// The basket's entry offsets from the window's first entry on (jagged
-    /// columns only; empty for the others).
+    /// The basket's `entry_offsets`, and the window's first entry in it.
     offsets: &'a [usize],
+    first: usize,
 }
 
 impl ColumnPart<'_> {
     /// The values of the window's entry `r` in `column.values`.
     pub fn entry(&self, r: usize) -> Range<usize> {
-        if self.column.counts.is_some() {
-            self.offsets[r]..self.offsets[r + 1]
-        } else {
-            let inner = self.column.inner;
-            let start = self.elements.start + r * inner;
-            start..start + inner
-        }
+        entry_range(self.column, self.offsets, self.first + r)
     }
 
     /// Each entry's start relative to `elements.start`, `entries + 1` of them.
     fn relative_offsets(&self, entries: usize) -> Vec<usize> {
-        if self.column.counts.is_some() {
-            self.offsets.iter().map(|o| o - self.offsets[0]).collect()
-        } else {
-            (0..=entries).map(|e| e * self.column.inner).collect()
-        }
+        (0..entries)
+            .map(|r| self.entry(r).start - self.elements.start)
+            .chain([self.elements.len()])
+            .collect()
     }
 }
 
@@ -141,20 +134,16 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
         let first = (self.entries.start - s.range().start) as usize;
-        if s.column.counts.is_some() {
-            let offsets = &s.offsets[first..=first + self.len()];
-            ColumnPart {
-                column: &s.column,
-                elements: offsets[0]..offsets[self.len()],
-                offsets,
-            }
+        let elements = if s.column.counts.is_some() {
+            s.offsets[first]..s.offsets[first + self.len()]
         } else {
-            let inner = s.column.inner;
-            ColumnPart {
-                column: &s.column,
-                elements: first * inner..(first + self.len()) * inner,
-                offsets: &[],
-            }
+            first * s.column.inner..(first + self.len()) * s.column.inner
+        };
+        ColumnPart {
+            column: &s.column,
+            elements,
+            offsets: &s.offsets,
+            first,
         }
     }
 
