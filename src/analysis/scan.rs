@@ -114,10 +114,12 @@ impl ColumnPart<'_> {
 
     /// Each entry's start relative to `elements.start`, `entries + 1` of them.
     fn relative_offsets(&self, entries: usize) -> Vec<usize> {
-        (0..entries)
-            .map(|r| self.entry(r).start - self.elements.start)
-            .chain([self.elements.len()])
-            .collect()
+        if self.column.counts.is_some() {
+            let window = &self.offsets[self.first..=self.first + entries];
+            window.iter().map(|o| o - window[0]).collect()
+        } else {
+            (0..=entries).map(|e| e * self.column.inner).collect()
+        }
     }
 }
 
