@@ -70,6 +70,7 @@ pub fn truth(x: f64) -> bool {
     x != 0.0
 }
 
+#[inline(always)]
 pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
     let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
     match op {
@@ -88,8 +89,10 @@ pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
         BinOp::Ge => bool_of(a >= b),
         BinOp::Eq => bool_of(a == b),
         BinOp::Ne => bool_of(a != b),
-        BinOp::And => bool_of(truth(a) && truth(b)),
-        BinOp::Or => bool_of(truth(a) || truth(b)),
+        // `&` and `|`: both sides are computed anyway, and a branch per
+        // element would be mispredicted on real data.
+        BinOp::And => bool_of(truth(a) & truth(b)),
+        BinOp::Or => bool_of(truth(a) | truth(b)),
     }
 }
 
@@ -141,27 +144,18 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
     })
 }
 
-/// `zip` with the operator chosen once per window rather than per element, so
-/// each loop is a plain arithmetic or comparison loop the compiler vectorises.
+/// `zip` with the operator chosen once per window rather than per element:
+/// each arm inlines `apply` with a constant operator, so each loop is a plain
+/// arithmetic or comparison loop the compiler vectorises.
 fn binary(op: BinOp, a: Val, b: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
-    let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
-    match op {
-        BinOp::Add => zip(a, b, inputs, |x, y| x + y),
-        BinOp::Sub => zip(a, b, inputs, |x, y| x - y),
-        BinOp::Mul => zip(a, b, inputs, |x, y| x * y),
-        BinOp::Div => zip(a, b, inputs, |x, y| x / y),
-        BinOp::Lt => zip(a, b, inputs, move |x, y| bool_of(x < y)),
-        BinOp::Le => zip(a, b, inputs, move |x, y| bool_of(x <= y)),
-        BinOp::Gt => zip(a, b, inputs, move |x, y| bool_of(x > y)),
-        BinOp::Ge => zip(a, b, inputs, move |x, y| bool_of(x >= y)),
-        BinOp::Eq => zip(a, b, inputs, move |x, y| bool_of(x == y)),
-        BinOp::Ne => zip(a, b, inputs, move |x, y| bool_of(x != y)),
-        // `&` and `|` rather than `&&` and `||`: both sides are computed anyway,
-        // and a branch per element would be mispredicted on real data.
-        BinOp::And => zip(a, b, inputs, move |x, y| bool_of(truth(x) & truth(y))),
-        BinOp::Or => zip(a, b, inputs, move |x, y| bool_of(truth(x) | truth(y))),
-        BinOp::Mod => zip(a, b, inputs, move |x, y| apply(op, x, y)),
+    macro_rules! per_operator {
+        ($($o:ident),*) => {
+            match op {
+                $(BinOp::$o => zip(a, b, inputs, |x, y| apply(BinOp::$o, x, y)),)*
+            }
+        };
     }
+    per_operator!(Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or)
 }
 
 fn index_of(d: &SlotData, index: usize, entries: usize) -> Val {
