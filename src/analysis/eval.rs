@@ -4,20 +4,83 @@
 //! entries where a value is missing (`x[3]` of an entry with three elements)
 //! are marked invalid and never pass.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::AnalysisError;
-use super::plan::{Aggregate, Node, mixed_collections};
+use super::plan::{Aggregate, Fn1, Node, mixed_collections};
+use super::scan::{map_f64, number_at};
 use super::syntax::{BinOp, UnOp};
+use crate::formats::root::Values;
 
-/// One column's numbers for a window: values flattened in entry order, and for
-/// collections the offsets of each entry's elements (`entries + 1` of them).
-#[derive(Debug, Clone, Default)]
-pub struct SlotData {
-    pub values: Vec<f64>,
+/// Runs `$body` with `$g` bound to the operator `$op` as a closure of a
+/// constant operator, one arm per operator: each arm's loops inline `apply`
+/// and vectorise, where a per-element `match` on the operator would not.
+macro_rules! with_operator {
+    ($op:expr, $g:ident => $body:expr) => {
+        with_operator!(@ $op, $g => $body;
+            Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or)
+    };
+    (@ $op:expr, $g:ident => $body:expr; $($o:ident),*) => {
+        match $op {
+            $(BinOp::$o => {
+                let $g = |a: f64, b: f64| apply(BinOp::$o, a, b);
+                $body
+            })*
+        }
+    };
+}
+
+/// `with_operator` for the functions of one number.
+macro_rules! with_function {
+    ($f:expr, $g:ident => $body:expr) => {
+        with_function!(@ $f, $g => $body;
+            Abs, Sqrt, Exp, Ln, Log10, Log2, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh,
+            Tanh, Floor, Ceil, Square)
+    };
+    (@ $f:expr, $g:ident => $body:expr; $($v:ident),*) => {
+        match $f {
+            $(Fn1::$v => {
+                let $g = |x: f64| Fn1::$v.call(x);
+                $body
+            })*
+        }
+    };
+}
+
+/// One column over a window: the decoded basket's values and the window's
+/// elements of them, and for collections the offsets of each entry's elements
+/// (`entries + 1` of them, relative to `elements.start`).
+#[derive(Debug, Clone)]
+pub struct SlotData<'a> {
+    pub values: &'a Values,
+    pub elements: Range<usize>,
     pub offsets: Option<Arc<Vec<usize>>>,
     /// The column's path, for messages.
     pub name: Arc<str>,
+}
+
+impl SlotData<'_> {
+    /// `f` of each of the window's values, shaped as the column: the one copy
+    /// of a column the evaluator makes, fused with the operation on it.
+    #[inline(always)]
+    fn mapped(&self, f: impl Fn(f64) -> f64) -> Val {
+        let v = map_f64(self.values, self.elements.clone(), f);
+        match &self.offsets {
+            None => Val::Scalar { v, valid: None },
+            Some(offsets) => Val::Jagged {
+                v,
+                offsets: offsets.clone(),
+                valid: None,
+                name: self.name.clone(),
+            },
+        }
+    }
+
+    /// The window's element `i` as a number.
+    fn number(&self, i: usize) -> f64 {
+        number_at(self.values, self.elements.start + i)
+    }
 }
 
 /// The columns of a plan for a window of `entries` entries, by slot.
@@ -25,10 +88,16 @@ pub struct Inputs<'a> {
     pub entries: usize,
     /// The first entry of the window in the tree (for messages).
     pub first_entry: u64,
-    pub slots: &'a [SlotData],
+    pub slots: &'a [SlotData<'a>],
     /// A plan's slot -> its index in `slots` (plans evaluated together share
     /// one window of columns).
     pub map: &'a [usize],
+}
+
+impl Inputs<'_> {
+    fn slot(&self, slot: usize) -> &SlotData<'_> {
+        &self.slots[self.map[slot]]
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -47,7 +116,7 @@ pub enum Val {
     },
 }
 
-fn and_masks(a: Option<Vec<bool>>, b: Option<Vec<bool>>) -> Option<Vec<bool>> {
+pub(super) fn and_masks(a: Option<Vec<bool>>, b: Option<Vec<bool>>) -> Option<Vec<bool>> {
     match (a, b) {
         (None, m) | (m, None) => m,
         (Some(mut a), Some(b)) => {
@@ -100,24 +169,8 @@ pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
 pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
     Ok(match node {
         Node::Const(c) => Val::Const(*c),
-        Node::Column(slot) => {
-            let d = &inputs.slots[inputs.map[*slot]];
-            match &d.offsets {
-                None => Val::Scalar {
-                    v: d.values.clone(),
-                    valid: None,
-                },
-                Some(offsets) => Val::Jagged {
-                    v: d.values.clone(),
-                    offsets: offsets.clone(),
-                    valid: None,
-                    name: d.name.clone(),
-                },
-            }
-        }
-        Node::Index { slot, index } => {
-            index_of(&inputs.slots[inputs.map[*slot]], *index, inputs.entries)
-        }
+        Node::Column(slot) => inputs.slot(*slot).mapped(|x| x),
+        Node::Index { slot, index } => index_of(inputs.slot(*slot), *index, inputs.entries),
         Node::Unary(op, inner) => {
             let f = match op {
                 UnOp::Neg => |x: f64| -x,
@@ -125,8 +178,29 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
             };
             map(evaluate(inner, inputs)?, f)
         }
-        Node::Func1(f, _, inner) => map(evaluate(inner, inputs)?, *f),
-        Node::Binary(op, l, r) => binary(*op, evaluate(l, inputs)?, evaluate(r, inputs)?, inputs)?,
+        // A function or an operator with a constant applied to a column is
+        // computed as the column is converted: one pass, no intermediate array.
+        Node::Func1(f, _, inner) => match &**inner {
+            Node::Column(slot) => {
+                let d = inputs.slot(*slot);
+                with_function!(*f, g => d.mapped(g))
+            }
+            _ => {
+                let v = evaluate(inner, inputs)?;
+                with_function!(*f, g => map(v, g))
+            }
+        },
+        Node::Binary(op, l, r) => match (&**l, &**r) {
+            (Node::Column(slot), Node::Const(c)) => {
+                let (d, c) = (inputs.slot(*slot), *c);
+                with_operator!(*op, g => d.mapped(|x| g(x, c)))
+            }
+            (Node::Const(c), Node::Column(slot)) => {
+                let (d, c) = (inputs.slot(*slot), *c);
+                with_operator!(*op, g => d.mapped(|x| g(c, x)))
+            }
+            _ => binary(*op, evaluate(l, inputs)?, evaluate(r, inputs)?, inputs)?,
+        },
         Node::Func2(f, _, a, b) => zip(evaluate(a, inputs)?, evaluate(b, inputs)?, inputs, *f)?,
         Node::Alt(primary, alternative) => alt(
             evaluate(primary, inputs)?,
@@ -144,27 +218,18 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
     })
 }
 
-/// `zip` with the operator chosen once per window rather than per element:
-/// each arm inlines `apply` with a constant operator, so each loop is a plain
-/// arithmetic or comparison loop the compiler vectorises.
+/// `zip` with the operator chosen once per window rather than per element.
 fn binary(op: BinOp, a: Val, b: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
-    macro_rules! per_operator {
-        ($($o:ident),*) => {
-            match op {
-                $(BinOp::$o => zip(a, b, inputs, |x, y| apply(BinOp::$o, x, y)),)*
-            }
-        };
-    }
-    per_operator!(Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or)
+    with_operator!(op, g => zip(a, b, inputs, g))
 }
 
-fn index_of(d: &SlotData, index: usize, entries: usize) -> Val {
+fn index_of(d: &SlotData<'_>, index: usize, entries: usize) -> Val {
     let offsets = d.offsets.as_ref().expect("indexed columns are collections");
     let mut v = vec![0.0; entries];
     let mut valid = vec![false; entries];
     for (e, w) in offsets.windows(2).enumerate() {
         if w[0] + index < w[1] {
-            v[e] = d.values[w[0] + index];
+            v[e] = d.number(w[0] + index);
             valid[e] = true;
         }
     }
@@ -446,11 +511,11 @@ enum Keep {
 pub fn entry_mask(v: &Val, entries: usize) -> Vec<bool> {
     match v {
         Val::Const(c) => vec![truth(*c); entries],
-        Val::Scalar { v, valid } => v
-            .iter()
-            .enumerate()
-            .map(|(e, x)| truth(*x) && valid.as_ref().is_none_or(|m| m[e]))
-            .collect(),
+        // Without branches: a cut passing at random would mispredict.
+        Val::Scalar { v, valid: None } => v.iter().map(|&x| truth(x)).collect(),
+        Val::Scalar { v, valid: Some(m) } => {
+            v.iter().zip(m).map(|(&x, &ok)| truth(x) & ok).collect()
+        }
         Val::Jagged {
             v, offsets, valid, ..
         } => offsets
@@ -460,5 +525,16 @@ pub fn entry_mask(v: &Val, entries: usize) -> Vec<bool> {
                 valid.as_ref().is_none_or(|m| m[e]) && v[w[0]..w[1]].iter().any(|x| truth(*x))
             })
             .collect(),
+    }
+}
+
+/// How many entries pass a cut (`entry_mask`'s trues, without the mask).
+pub fn count_passing(v: &Val, entries: usize) -> u64 {
+    match v {
+        Val::Scalar { v, valid: None } => v.iter().map(|&x| u64::from(truth(x))).sum(),
+        other => entry_mask(other, entries)
+            .iter()
+            .map(|&p| u64::from(p))
+            .sum(),
     }
 }

@@ -8,6 +8,8 @@
 use std::io::{self, Write};
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use arrow_array::{
@@ -19,13 +21,15 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowColumnWriter, compute_leaves};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::plan::{Plan, TreeColumns};
-use super::scan::{ColumnPart, scan};
+use super::scan::{ColumnPart, WINDOW, scan};
 use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
@@ -82,7 +86,7 @@ pub struct Exported {
 /// columns `columns` (names as the file shows them, indices into
 /// `tree.columns`) to `out` in `format`; returns `out` once complete.
 #[allow(clippy::too_many_arguments)]
-pub fn export<W: Write + Send>(
+pub fn export<W: Write + Send + 'static>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     columns: &[(String, usize)],
@@ -158,16 +162,24 @@ pub fn export<W: Write + Send>(
         Ok(done.entries_written < limit)
     });
     if let Some(e) = failure {
-        return Err(e);
+        // When the encoder stopped first, its own error says more.
+        return Err(writer.finish().err().unwrap_or(e));
     }
-    scanned?;
+    if let Err(e) = scanned {
+        let _ = writer.finish();
+        return Err(e.into());
+    }
     if done.entries_written < limit {
         done.entries_scanned = tree.entries;
     }
     Ok((done, writer.finish()?))
 }
 
-enum Writer<W: Write + Send> {
+/// Record batches waiting for the Parquet encoder at most: the scan runs
+/// ahead of the encoder by this many windows, no more.
+const BATCHES_AHEAD: usize = 4;
+
+enum Writer<W: Write + Send + 'static> {
     Text {
         out: io::BufWriter<W>,
         json: bool,
@@ -175,13 +187,16 @@ enum Writer<W: Write + Send> {
         first: bool,
         line: Vec<u8>,
     },
+    /// Encoding and compressing the columns (arrow-rs) takes as long as
+    /// reading them, so it runs on a thread of its own, fed window by window.
     Parquet {
-        writer: Box<ArrowWriter<W>>,
+        batches: SyncSender<RecordBatch>,
+        encoder: JoinHandle<Result<W, ExportError>>,
         schema: SchemaRef,
     },
 }
 
-impl<W: Write + Send> Writer<W> {
+impl<W: Write + Send + 'static> Writer<W> {
     fn new(
         format: ExportFormat,
         out: W,
@@ -202,11 +217,19 @@ impl<W: Write + Send> Writer<W> {
                 let props = WriterProperties::builder()
                     .set_compression(Compression::SNAPPY)
                     .set_dictionary_enabled(false)
-                    .set_max_row_group_row_count(Some(ROW_GROUP))
+                    // Values handed to the column encoders at a time: the
+                    // default 1,024 spends a tenth of an export on per-batch
+                    // work (levels, page checks).
+                    .set_write_batch_size(WINDOW as usize)
                     .build();
                 let writer = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
+                let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);
+                let encoder = std::thread::Builder::new()
+                    .name("quarry-parquet".into())
+                    .spawn(move || encode_parquet(writer, received))?;
                 Ok(Writer::Parquet {
-                    writer: Box::new(writer),
+                    batches,
+                    encoder,
                     schema,
                 })
             }
@@ -234,13 +257,22 @@ impl<W: Write + Send> Writer<W> {
     /// Writes entries `rows` (window positions) of the columns' parts.
     fn window(&mut self, parts: &[ColumnPart<'_>], rows: &[usize]) -> Result<(), ExportError> {
         match self {
-            Writer::Parquet { writer, schema } => {
+            Writer::Parquet {
+                batches, schema, ..
+            } => {
                 let arrays: Vec<ArrayRef> = parts
                     .iter()
                     .zip(schema.fields())
                     .map(|(p, f)| gather(p, rows, f.data_type()))
                     .collect();
-                writer.write(&RecordBatch::try_new(schema.clone(), arrays)?)?;
+                // A send fails only once the encoder stopped on an error,
+                // which `finish` returns.
+                if batches
+                    .send(RecordBatch::try_new(schema.clone(), arrays)?)
+                    .is_err()
+                {
+                    return Err(ExportError::Write("the Parquet encoder stopped".into()));
+                }
             }
             Writer::Text {
                 out,
@@ -290,7 +322,14 @@ impl<W: Write + Send> Writer<W> {
 
     fn finish(self) -> Result<W, ExportError> {
         match self {
-            Writer::Parquet { writer, .. } => Ok(writer.into_inner()?),
+            Writer::Parquet {
+                batches, encoder, ..
+            } => {
+                drop(batches);
+                encoder.join().unwrap_or_else(|_| {
+                    Err(ExportError::Write("the Parquet encoder failed".into()))
+                })
+            }
             Writer::Text { mut out, json, .. } => {
                 if json {
                     out.write_all(b"\n]\n")?;
@@ -300,6 +339,52 @@ impl<W: Write + Send> Writer<W> {
             }
         }
     }
+}
+
+/// The Parquet encoder: each row group's columns are encoded side by side
+/// (arrow-rs's column writers, one per field: every exported field is one
+/// leaf), then appended to the file in order.
+fn encode_parquet<W: Write + Send>(
+    writer: ArrowWriter<W>,
+    batches: Receiver<RecordBatch>,
+) -> Result<W, ExportError> {
+    use rayon::prelude::*;
+    let (mut file, factory) = writer.into_serialized_writer()?;
+    let mut group = 0;
+    let mut columns = factory.create_column_writers(group)?;
+    let mut rows = 0;
+    let append = |file: &mut SerializedFileWriter<W>,
+                  columns: Vec<ArrowColumnWriter>|
+     -> Result<(), ExportError> {
+        let mut row_group = file.next_row_group()?;
+        for c in columns {
+            c.close()?.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+        Ok(())
+    };
+    for batch in batches {
+        let schema = batch.schema();
+        columns
+            .par_iter_mut()
+            .zip(schema.fields().par_iter().zip(batch.columns()))
+            .try_for_each(|(writer, (field, array))| {
+                compute_leaves(field, array)?
+                    .iter()
+                    .try_for_each(|leaf| writer.write(leaf))
+            })?;
+        rows += batch.num_rows();
+        if rows >= ROW_GROUP {
+            group += 1;
+            let full = std::mem::replace(&mut columns, factory.create_column_writers(group)?);
+            append(&mut file, full)?;
+            rows = 0;
+        }
+    }
+    if rows > 0 {
+        append(&mut file, columns)?;
+    }
+    Ok(file.into_inner()?)
 }
 
 fn csv_quoted(s: &str) -> String {

@@ -6,6 +6,7 @@
 
 pub mod eval;
 pub mod export;
+mod fills;
 pub mod ops;
 pub mod plan;
 pub mod plot;

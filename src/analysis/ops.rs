@@ -3,7 +3,8 @@
 //! the columns its plans name.
 
 use super::AnalysisError;
-use super::eval::{Inputs, SlotData, Val, entry_mask, evaluate, truth, zip};
+use super::eval::{Inputs, SlotData, Val, count_passing, evaluate, zip};
+use super::fills::{Fills, fills};
 use super::plan::{Plan, TreeColumns};
 use super::scan::{Window, scan_parallel};
 use crate::formats::root::RootFile;
@@ -45,7 +46,7 @@ impl<'p> Together<'p> {
     /// Evaluates every plan over a window's columns.
     fn evaluate(
         &self,
-        slots: &[SlotData],
+        slots: &[SlotData<'_>],
         entries: usize,
         first_entry: u64,
     ) -> Result<Vec<Val>, AnalysisError> {
@@ -94,7 +95,7 @@ pub fn count_selected(
         |n, w| {
             let slots = window_slots(&together, w);
             let vals = together.evaluate(&slots, w.len(), w.entries.start)?;
-            *n += entry_mask(&vals[0], w.len()).iter().filter(|&&p| p).count() as u64;
+            *n += count_passing(&vals[0], w.len());
             Ok(())
         },
         |n| selected += n,
@@ -106,7 +107,7 @@ pub fn count_selected(
 }
 
 /// A window's columns as the evaluator takes them.
-fn window_slots(together: &Together<'_>, w: &Window<'_, '_>) -> Vec<SlotData> {
+fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
     (0..together.columns.len())
         .map(|i| w.slot_data(i))
         .collect()
@@ -193,14 +194,72 @@ impl Hist1 {
         self.selected += other.selected;
     }
 
-    /// Fills every (value, weight) pair. The sums of the values in range are
-    /// kept in separate lanes, so consecutive values do not wait on each
-    /// other's additions.
-    fn fill_all(&mut self, axis: &Axis, pairs: &[(f64, f64)]) {
+    /// Fills a window's values. The sums of the values in range are kept in
+    /// separate lanes, so consecutive values do not wait on each other's
+    /// additions; without weights every weight is 1 and none is read.
+    fn fill_all(&mut self, axis: &Axis, f: &Fills) {
+        self.entries += f.values.len() as u64;
+        if f.weighted {
+            self.fill_lanes(axis, f.values.iter().zip(&f.weights).map(|(&x, &w)| (x, w)));
+        } else {
+            self.fill_unweighted(axis, &f.values);
+        }
+    }
+
+    /// `fill_lanes` with every weight 1, in two passes that do not wait on
+    /// each other: each value's slot (0 underflow, 1..=bins, bins + 1
+    /// overflow; the bin `Axis::bin` gives) and the sums of the values in
+    /// range, without branches, then the counts. One pass doing both spent a
+    /// division's latency and a mispredicted branch on each value.
+    fn fill_unweighted(&mut self, axis: &Axis, xs: &[f64]) {
+        const LANES: usize = 4;
+        let (lo, hi, bins) = (axis.lo, axis.hi, axis.bins);
+        let (width, scale) = (hi - lo, bins as f64);
+        let overflow = bins + 1;
+        let slot = |x: f64| -> usize {
+            let bin = (((x - lo) / width * scale) as usize).min(bins - 1) + 1;
+            // NaN fails both comparisons: overflow, as in `Axis::bin`.
+            if x < lo {
+                0
+            } else if x < hi {
+                bin
+            } else {
+                overflow
+            }
+        };
+        let slots: Vec<u32> = xs.iter().map(|&x| slot(x) as u32).collect();
+        // The same lanes as `fill_lanes` (value k in lane k % 4), so the sums
+        // are the same to the last bit whichever path filled them.
+        let (mut sw, mut swx, mut swx2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+        for (chunk, slot_chunk) in xs.chunks(LANES).zip(slots.chunks(LANES)) {
+            for lane in 0..chunk.len() {
+                let in_range = slot_chunk[lane] != 0 && slot_chunk[lane] as usize != overflow;
+                let x = if in_range { chunk[lane] } else { 0.0 };
+                sw[lane] += if in_range { 1.0 } else { 0.0 };
+                swx[lane] += x;
+                swx2[lane] += x * x;
+            }
+        }
+        let mut counts = vec![0u32; bins + 2];
+        for &s in &slots {
+            counts[s as usize] += 1;
+        }
+        self.underflow += f64::from(counts[0]);
+        self.overflow += f64::from(counts[overflow]);
+        for (b, &c) in counts[1..=bins].iter().enumerate() {
+            self.counts[b] += f64::from(c);
+            self.sumw2[b] += f64::from(c);
+        }
+        self.sum_w += sw.iter().sum::<f64>();
+        self.sum_wx += swx.iter().sum::<f64>();
+        self.sum_wx2 += swx2.iter().sum::<f64>();
+    }
+
+    #[inline(always)]
+    fn fill_lanes(&mut self, axis: &Axis, pairs: impl Iterator<Item = (f64, f64)>) {
         const LANES: usize = 4;
         let (mut sw, mut swx, mut swx2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
-        self.entries += pairs.len() as u64;
-        for (k, &(x, w)) in pairs.iter().enumerate() {
+        for (k, (x, w)) in pairs.enumerate() {
             match axis.bin(x) {
                 Ok(b) => {
                     self.counts[b] += w;
@@ -239,164 +298,13 @@ pub struct HistRequest<'p> {
     pub flatten: bool,
 }
 
-/// The numbers to fill for one window: (value, weight) pairs, and how many
-/// entries contributed.
-struct Fills {
-    pairs: Vec<(f64, f64)>,
-    entries_selected: u64,
-}
-
-/// One value per element (or entry) of `value`, with the cut and the weight
-/// brought to its shape. A per-entry value with a cut on a collection is
-/// filled once for each entry where any element passes.
-fn fills(
-    value: Val,
-    cut: Option<Val>,
-    weight: Option<Val>,
-    flatten: bool,
-    inputs: &Inputs<'_>,
-) -> Result<Fills, AnalysisError> {
-    let n = inputs.entries;
-    let weight_of = |w: Option<Val>, like: &Val| -> Result<Option<Val>, AnalysisError> {
-        w.map(|w| zip(like.clone(), w, inputs, |_, w| w))
-            .transpose()
-    };
-    match &value {
-        Val::Jagged {
-            v, offsets, valid, ..
-        } => {
-            let passing = match cut {
-                None => None,
-                Some(c) => Some(zip(value.clone(), c, inputs, |_, c| c)?),
-            };
-            let weights = weight_of(weight, &value)?;
-            // The cut and the weight resolved once per window: the loops below
-            // index plain slices.
-            let (pass_each, pass_all): (Option<&[f64]>, bool) = match &passing {
-                None => (None, true),
-                Some(Val::Jagged { v, .. }) => (Some(v), false),
-                Some(Val::Const(c)) => (None, truth(*c)),
-                Some(Val::Scalar { .. }) => unreachable!("a collection zipped stays a collection"),
-            };
-            let element_ok = |i: usize| pass_each.map_or(pass_all, |p| truth(p[i]));
-            let entry_ok = |e: usize| {
-                valid.as_ref().is_none_or(|m| m[e])
-                    && match &passing {
-                        Some(Val::Jagged { valid: Some(m), .. }) => m[e],
-                        _ => true,
-                    }
-            };
-            let (weight_each, weight_all): (Option<&[f64]>, f64) = match &weights {
-                Some(Val::Jagged { v, .. }) => (Some(v), 1.0),
-                Some(Val::Const(c)) => (None, *c),
-                _ => (None, 1.0),
-            };
-            let weight_at = |i: usize| weight_each.map_or(weight_all, |w| w[i]);
-            if flatten {
-                // Every element is written and the cursor advances only past
-                // those that pass: a cut passing at random would otherwise cost
-                // a mispredicted branch per element.
-                let mut pairs = vec![(0.0, 0.0); v.len()];
-                let (mut kept, mut entries_selected) = (0, 0);
-                for (e, w) in offsets.windows(2).enumerate() {
-                    if !entry_ok(e) {
-                        continue;
-                    }
-                    let before = kept;
-                    for (i, &x) in v.iter().enumerate().take(w[1]).skip(w[0]) {
-                        pairs[kept] = (x, weight_at(i));
-                        kept += usize::from(element_ok(i));
-                    }
-                    entries_selected += u64::from(kept > before);
-                }
-                pairs.truncate(kept);
-                return Ok(Fills {
-                    pairs,
-                    entries_selected,
-                });
-            }
-            let mut out = Fills {
-                pairs: Vec::with_capacity(n),
-                entries_selected: 0,
-            };
-            for (e, w) in offsets.windows(2).enumerate() {
-                if !entry_ok(e) {
-                    continue;
-                }
-                let mut passed = (w[0]..w[1]).filter(|&i| element_ok(i));
-                let first = passed.next();
-                let count = first.map_or(0, |_| 1 + passed.count());
-                if passing.is_none() || count > 0 {
-                    // The multiplicity of the entry's passing elements, weighted by
-                    // the entry's weight (its first element's for a collection).
-                    out.entries_selected += 1;
-                    let weight = first.map_or_else(|| entry_weight(&weights, e, w[0]), weight_at);
-                    out.pairs.push((count as f64, weight));
-                }
-            }
-            Ok(out)
-        }
-        _ => {
-            let mask = match &cut {
-                None => vec![true; n],
-                Some(c) => entry_mask(c, n),
-            };
-            let (values, valid) = match value {
-                Val::Const(c) => (vec![c; n], None),
-                Val::Scalar { v, valid } => (v, valid),
-                Val::Jagged { .. } => unreachable!("handled above"),
-            };
-            let weights = match weight {
-                None => None,
-                Some(Val::Jagged { name, .. }) => {
-                    return Err(AnalysisError::invalid(
-                        0,
-                        "a weight with one value per entry",
-                        format!(
-                            "the weight '{name}' is a collection but the histogrammed value has one value per entry"
-                        ),
-                    ));
-                }
-                Some(w) => Some(w),
-            };
-            let mut out = Fills {
-                pairs: Vec::new(),
-                entries_selected: 0,
-            };
-            for e in 0..n {
-                let weight_valid = match &weights {
-                    Some(Val::Scalar { valid: Some(m), .. }) => m[e],
-                    _ => true,
-                };
-                if mask[e] && valid.as_ref().is_none_or(|m| m[e]) && weight_valid {
-                    let weight = match &weights {
-                        Some(Val::Scalar { v, .. }) => v[e],
-                        Some(Val::Const(c)) => *c,
-                        _ => 1.0,
-                    };
-                    out.entries_selected += 1;
-                    out.pairs.push((values[e], weight));
-                }
-            }
-            Ok(out)
-        }
-    }
-}
-
-fn entry_weight(weights: &Option<Val>, _entry: usize, first_element: usize) -> f64 {
-    match weights {
-        Some(Val::Jagged { v, .. }) => v.get(first_element).copied().unwrap_or(1.0),
-        Some(Val::Const(c)) => *c,
-        _ => 1.0,
-    }
-}
-
-/// Evaluates a request's plans over a window and returns what to fill.
+/// Evaluates a request's plans over a window into `out`, what to fill.
 fn window_fills(
     together: &Together<'_>,
     req: &HistRequest<'_>,
     w: &super::scan::Window<'_, '_>,
-) -> Result<Fills, AnalysisError> {
+    out: &mut Fills,
+) -> Result<(), AnalysisError> {
     let slots = window_slots(together, w);
     let mut vals = together
         .evaluate(&slots, w.len(), w.entries.start)?
@@ -411,7 +319,7 @@ fn window_fills(
         slots: &slots,
         map: &map,
     };
-    fills(value, cut, weight, req.flatten, &inputs)
+    fills(value, (cut, weight), req.flatten, &inputs, out)
 }
 
 fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan> {
@@ -437,14 +345,14 @@ pub fn histogram(
         tree,
         (&together.columns, req.cut),
         job,
-        || Hist1::empty(&axis),
-        |part, w| {
-            let f = window_fills(&together, req, w)?;
+        || (Hist1::empty(&axis), Fills::default()),
+        |(part, f), w| {
+            window_fills(&together, req, w, f)?;
             part.selected += f.entries_selected;
-            part.fill_all(&axis, &f.pairs);
+            part.fill_all(&axis, f);
             Ok(())
         },
-        |part| h.merge(part),
+        |(part, _)| h.merge(part),
     )?;
     h.scanned = tree.entries;
     Ok(h)
@@ -460,6 +368,52 @@ pub fn fold_values<A: Send>(
     job: &Job,
     init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, f64, f64) + Sync,
+    merge: impl FnMut(A),
+) -> Result<Counted, AnalysisError> {
+    fold_windows(
+        file,
+        tree,
+        req,
+        job,
+        init,
+        |part, f| {
+            for (x, weight) in f.pairs() {
+                each(part, x, weight);
+            }
+        },
+        merge,
+    )
+}
+
+/// `fold_values` a window at a time, weights left out: `each` gets the
+/// values a window fills.
+pub fn fold_value_slices<A: Send>(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    job: &Job,
+    init: impl Fn() -> A + Sync,
+    each: impl Fn(&mut A, &[f64]) + Sync,
+    merge: impl FnMut(A),
+) -> Result<Counted, AnalysisError> {
+    fold_windows(
+        file,
+        tree,
+        req,
+        job,
+        init,
+        |part, f| each(part, &f.values),
+        merge,
+    )
+}
+
+fn fold_windows<A: Send>(
+    file: &RootFile,
+    tree: &TreeColumns<'_>,
+    req: &HistRequest<'_>,
+    job: &Job,
+    init: impl Fn() -> A + Sync,
+    each: impl Fn(&mut A, &Fills) + Sync,
     mut merge: impl FnMut(A),
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(plans_of(req, None));
@@ -472,16 +426,14 @@ pub fn fold_values<A: Send>(
         tree,
         (&together.columns, req.cut),
         job,
-        || (init(), 0u64),
-        |(part, selected), w| {
-            let f = window_fills(&together, req, w)?;
+        || (init(), 0u64, Fills::default()),
+        |(part, selected, f), w| {
+            window_fills(&together, req, w, f)?;
             *selected += f.entries_selected;
-            for (x, weight) in f.pairs {
-                each(part, x, weight);
-            }
+            each(part, f);
             Ok(())
         },
-        |(part, selected)| {
+        |(part, selected, _)| {
             counted.selected += selected;
             merge(part);
         },
@@ -507,16 +459,17 @@ pub fn value_range(
         tree,
         (&together.columns, req.cut),
         job,
-        || None,
-        |part: &mut Option<(f64, f64)>, w| {
-            for (x, _) in window_fills(&together, req, w)?.pairs {
+        || (None, Fills::default()),
+        |(part, f): &mut (Option<(f64, f64)>, Fills), w| {
+            window_fills(&together, req, w, f)?;
+            for &x in &f.values {
                 if x.is_finite() {
                     *part = widen(*part, (x, x));
                 }
             }
             Ok(())
         },
-        |part| {
+        |(part, _)| {
             if let Some(p) = part {
                 range = widen(range, p);
             }
@@ -594,10 +547,11 @@ pub fn histogram_2d(
             // as its "weight" slot and read the pairs back.
             let paired_y = zip(x.clone(), yv, &inputs, |_, y| y)?;
             let paired_x = zip(paired_y.clone(), x, &inputs, |_, x| x)?;
-            let xs = fills(paired_x, cut.clone(), None, true, &inputs)?;
-            let ys = fills(paired_y, cut, None, true, &inputs)?;
+            let (mut xs, mut ys) = (Fills::default(), Fills::default());
+            fills(paired_x, (cut.clone(), None), true, &inputs, &mut xs)?;
+            fills(paired_y, (cut, None), true, &inputs, &mut ys)?;
             part.selected += xs.entries_selected;
-            for ((x, _), (y, _)) in xs.pairs.into_iter().zip(ys.pairs) {
+            for (&x, &y) in xs.values.iter().zip(&ys.values) {
                 part.entries += 1;
                 match (ax.bin(x), ay.bin(y)) {
                     (Ok(i), Ok(j)) => part.counts[j][i] += 1.0,
@@ -610,4 +564,50 @@ pub fn histogram_2d(
     )?;
     h.scanned = tree.entries;
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Axis, Fills, Hist1};
+
+    /// The unweighted fill (slots, then counts) against the one-pass fill
+    /// with weights of 1: the same bins and the same sums to the last bit, on
+    /// values at the edges, outside, infinite and NaN.
+    #[test]
+    fn unweighted_fills_match_weighted_fills_of_one() {
+        let axis = Axis {
+            bins: 7,
+            lo: -1.5,
+            hi: 2.0,
+        };
+        let mut values = vec![-1.5, 2.0, -1.5 - 1e-12, 2.0 - 1e-12, 0.0, -0.0];
+        values.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e300]);
+        values.extend(axis.edges());
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..10_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            values.push((state >> 11) as f64 / (1u64 << 53) as f64 * 5.0 - 2.5);
+        }
+        let (mut plain, mut weighted) = (Hist1::empty(&axis), Hist1::empty(&axis));
+        plain.fill_all(
+            &axis,
+            &Fills {
+                values: values.clone(),
+                ..Fills::default()
+            },
+        );
+        weighted.fill_all(
+            &axis,
+            &Fills {
+                weights: vec![1.0; values.len()],
+                values,
+                weighted: true,
+                entries_selected: 0,
+            },
+        );
+        assert_eq!(plain, weighted);
+        assert!(plain.underflow > 0.0 && plain.overflow > 0.0);
+    }
 }

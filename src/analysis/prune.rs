@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::plan::{Curve, Node, Pair, Plan};
+use super::plan::{Curve, Fn1, Node, Pair, Plan};
 use super::syntax::{BinOp, UnOp};
 
 /// One basket of a column: the entries it holds, and the range of its values
@@ -244,7 +244,8 @@ impl Span {
         Span::truth(self.may_be_true(), self.may_be_false())
     }
 
-    fn mapped(self, f: fn(f64) -> f64, curve: Curve) -> Span {
+    fn mapped(self, f: Fn1, curve: Curve) -> Span {
+        let f = |x: f64| f.call(x);
         if self.none || !self.has_finite() {
             return Span {
                 nan: self.nan,
@@ -517,9 +518,9 @@ mod tests {
                 let (a, x) = rng.span_and_value();
                 let span = a.mapped(f, curve);
                 assert!(
-                    holds(&span, f(x)),
+                    holds(&span, f.call(x)),
                     "{name}({x}) = {} outside {span:?} ({a:?})",
-                    f(x)
+                    f.call(x)
                 );
             }
         }

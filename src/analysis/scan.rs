@@ -18,7 +18,7 @@ use crate::job::Job;
 /// in the core's cache and are reused by the allocator, where a whole
 /// basket's worth (hundreds of thousands of entries) would be fresh pages
 /// every time. Without columns (a constant cut) it is the cluster size.
-const WINDOW: u64 = 1 << 13;
+pub(super) const WINDOW: u64 = 1 << 13;
 
 /// Entries per cluster when no column is read.
 const EMPTY_CLUSTER: u64 = 1 << 16;
@@ -149,34 +149,62 @@ impl<'s, 'f> Window<'s, 'f> {
         }
     }
 
-    /// Column `i` as numbers, for the evaluator.
-    pub fn slot_data(&self, i: usize) -> SlotData {
+    /// Column `i` for the evaluator: its typed values, converted to numbers
+    /// only by the evaluator's first use of them.
+    pub fn slot_data(&self, i: usize) -> SlotData<'s> {
         let part = self.part(i);
         let s = &self.streams[i];
         let is_collection = part.column.counts.is_some() || part.column.inner > 1;
         SlotData {
-            values: to_f64(&part.column.values, part.elements.clone()),
+            values: &part.column.values,
+            elements: part.elements.clone(),
             offsets: is_collection.then(|| Arc::new(part.relative_offsets(self.len()))),
             name: s.name.clone(),
         }
     }
 }
 
-/// Numbers of a column as f64 (strings are refused by the plan before this).
-pub fn to_f64(values: &Values, r: Range<usize>) -> Vec<f64> {
+/// `f` of each value `r` of a column taken as a number (strings, refused by
+/// the plan before this, are NaN). Inlined into each caller so that the
+/// conversion and `f` make one loop per type.
+#[inline(always)]
+pub fn map_f64(values: &Values, r: Range<usize>, f: impl Fn(f64) -> f64) -> Vec<f64> {
     match values {
-        Values::Bool(v) => v[r].iter().map(|&b| f64::from(u8::from(b))).collect(),
-        Values::I8(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::U8(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::I16(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::U16(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::I32(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::U32(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::I64(v) => v[r].iter().map(|&x| x as f64).collect(),
-        Values::U64(v) => v[r].iter().map(|&x| x as f64).collect(),
-        Values::F32(v) => v[r].iter().map(|&x| f64::from(x)).collect(),
-        Values::F64(v) => v[r].to_vec(),
-        Values::Str(v) => vec![f64::NAN; v[r].len()],
+        Values::Bool(v) => v[r].iter().map(|&b| f(f64::from(u8::from(b)))).collect(),
+        Values::I8(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::U8(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::I16(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::U16(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::I32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::U32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::I64(v) => v[r].iter().map(|&x| f(x as f64)).collect(),
+        Values::U64(v) => v[r].iter().map(|&x| f(x as f64)).collect(),
+        Values::F32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
+        Values::F64(v) => v[r].iter().map(|&x| f(x)).collect(),
+        Values::Str(v) => vec![f(f64::NAN); v[r].len()],
+    }
+}
+
+/// Values `r` of a column as numbers.
+pub fn to_f64(values: &Values, r: Range<usize>) -> Vec<f64> {
+    map_f64(values, r, |x| x)
+}
+
+/// Value `i` of a column as a number (NaN for a string).
+pub fn number_at(values: &Values, i: usize) -> f64 {
+    match values {
+        Values::Bool(v) => f64::from(u8::from(v[i])),
+        Values::I8(v) => f64::from(v[i]),
+        Values::U8(v) => f64::from(v[i]),
+        Values::I16(v) => f64::from(v[i]),
+        Values::U16(v) => f64::from(v[i]),
+        Values::I32(v) => f64::from(v[i]),
+        Values::U32(v) => f64::from(v[i]),
+        Values::I64(v) => v[i] as f64,
+        Values::U64(v) => v[i] as f64,
+        Values::F32(v) => f64::from(v[i]),
+        Values::F64(v) => v[i],
+        Values::Str(_) => f64::NAN,
     }
 }
 

@@ -131,64 +131,132 @@ fn cell_json(c: &Cell, non_finite: &mut u64) -> Value {
     }
 }
 
-fn shape(names: &[String], rows: &[Vec<Cell>], flatten: bool) -> Result<Shaped, ToolError> {
+/// Appends the records of one row (one per element when flattening).
+fn shape_row(
+    names: &[String],
+    row: &[Cell],
+    flatten: bool,
+    out: &mut Shaped,
+) -> Result<(), ToolError> {
+    let lengths: Vec<usize> = row
+        .iter()
+        .filter_map(|c| {
+            if let Cell::List(l) = c {
+                Some(l.len())
+            } else {
+                None
+            }
+        })
+        .collect();
+    if !flatten || lengths.is_empty() {
+        out.records.push(
+            names
+                .iter()
+                .cloned()
+                .zip(row.iter().map(|c| cell_json(c, &mut out.non_finite)))
+                .collect(),
+        );
+        return Ok(());
+    }
+    if lengths.iter().any(|&n| n != lengths[0]) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "flatten=true pairs the elements of the collections read, but they have different lengths",
+            "Read branches of one collection with flatten=true (e.g. Muon_pt with Muon_eta), or use flatten=false",
+        ));
+    }
+    for i in 0..lengths[0] {
+        let record = names
+            .iter()
+            .cloned()
+            .zip(row.iter().map(|c| match c {
+                Cell::List(l) => cell_json(&l[i], &mut out.non_finite),
+                other => cell_json(other, &mut out.non_finite),
+            }))
+            .collect();
+        out.records.push(record);
+    }
+    Ok(())
+}
+
+/// The records of the first rows whose JSON (a line per record) stays within
+/// `cap` bytes, with how many rows that is: rows are cut whole, before
+/// flattening, so a page never ends inside an entry.
+fn shape_within(
+    names: &[String],
+    rows: &[Vec<Cell>],
+    flatten: bool,
+    cap: usize,
+) -> Result<(Shaped, usize), ToolError> {
     let mut out = Shaped {
         records: Vec::new(),
         non_finite: 0,
     };
-    for row in rows {
-        let lengths: Vec<usize> = row
-            .iter()
-            .filter_map(|c| {
-                if let Cell::List(l) = c {
-                    Some(l.len())
-                } else {
-                    None
+    // Sizes are bounded from above cheaply while the bound stays under the
+    // cap (a page far from it formats no number twice); past that, measured.
+    let mut bound = 0;
+    let mut measured: Option<usize> = None;
+    for (kept, row) in rows.iter().enumerate() {
+        let (records_before, non_finite_before) = (out.records.len(), out.non_finite);
+        shape_row(names, row, flatten, &mut out)?;
+        let added = &out.records[records_before..];
+        let bytes = match &mut measured {
+            Some(bytes) => {
+                *bytes += added.iter().map(|r| json_len(r) + 1).sum::<usize>();
+                *bytes
+            }
+            None => {
+                bound += added.iter().map(|r| record_bound(r) + 1).sum::<usize>();
+                if bound <= cap {
+                    continue;
                 }
-            })
-            .collect();
-        if !flatten || lengths.is_empty() {
-            out.records.push(
-                names
-                    .iter()
-                    .cloned()
-                    .zip(row.iter().map(|c| cell_json(c, &mut out.non_finite)))
-                    .collect(),
-            );
-            continue;
-        }
-        if lengths.iter().any(|&n| n != lengths[0]) {
-            return Err(ToolError::new(
-                "invalid_arguments",
-                "flatten=true pairs the elements of the collections read, but they have different lengths",
-                "Read branches of one collection with flatten=true (e.g. Muon_pt with Muon_eta), or use flatten=false",
-            ));
-        }
-        for i in 0..lengths[0] {
-            let record = names
-                .iter()
-                .cloned()
-                .zip(row.iter().map(|c| match c {
-                    Cell::List(l) => cell_json(&l[i], &mut out.non_finite),
-                    other => cell_json(other, &mut out.non_finite),
-                }))
-                .collect();
-            out.records.push(record);
+                *measured.insert(out.records.iter().map(|r| json_len(r) + 1).sum())
+            }
+        };
+        if bytes > cap {
+            out.records.truncate(records_before);
+            out.non_finite = non_finite_before;
+            return Ok((out, kept));
         }
     }
-    Ok(out)
+    Ok((out, rows.len()))
 }
 
-/// Records kept while their JSON stays within `cap` bytes: (count, bytes).
-fn within_cap(records: &[Map<String, Value>], cap: usize) -> usize {
-    let mut bytes = 0;
-    for (i, r) in records.iter().enumerate() {
-        bytes += serde_json::to_string(r).map_or(0, |s| s.len()) + 1;
-        if bytes > cap {
-            return i;
+/// At least the length of a record's JSON: numbers at their longest (24
+/// characters for a double, 20 for a 64-bit integer), every character of a
+/// string escaped.
+fn record_bound(record: &Map<String, Value>) -> usize {
+    fn bound(v: &Value) -> usize {
+        match v {
+            Value::Null => 4,
+            Value::Bool(_) => 5,
+            Value::Number(n) if n.is_f64() => 24,
+            Value::Number(_) => 20,
+            Value::String(s) => 2 + 6 * s.len(),
+            Value::Array(items) => 2 + items.iter().map(|i| bound(i) + 1).sum::<usize>(),
+            Value::Object(m) => record_bound(m),
         }
     }
-    records.len()
+    2 + record
+        .iter()
+        .map(|(k, v)| 2 + 6 * k.len() + 1 + bound(v) + 1)
+        .sum::<usize>()
+}
+
+/// The length of a record's JSON, without keeping the text.
+fn json_len(record: &Map<String, Value>) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, record).map_or(0, |()| count.0)
 }
 
 fn csv_cell(v: &Value) -> String {
@@ -205,19 +273,34 @@ fn csv_cell(v: &Value) -> String {
 }
 
 /// `data` in the output format asked for.
-fn formatted(names: &[String], records: &[Map<String, Value>], format: &str) -> Value {
+/// `data` in the output format asked for (the records moved, not copied: a
+/// page of 10,000 rows is tens of thousands of values).
+fn formatted(names: &[String], records: Vec<Map<String, Value>>, format: &str) -> Value {
     match format {
         "json" => {
+            let mut columns: Vec<Vec<Value>> = names
+                .iter()
+                .map(|_| Vec::with_capacity(records.len()))
+                .collect();
+            // A branch named twice is one key of the records: copied then.
+            let unique =
+                names.iter().collect::<std::collections::HashSet<_>>().len() == names.len();
+            for mut r in records {
+                for (n, column) in names.iter().zip(&mut columns) {
+                    let value = if unique {
+                        r.remove(n)
+                    } else {
+                        r.get(n).cloned()
+                    };
+                    column.push(value.unwrap_or(Value::Null));
+                }
+            }
             let columns: Map<String, Value> = names
                 .iter()
-                .map(|n| {
-                    (
-                        n.clone(),
-                        Value::Array(records.iter().map(|r| r[n].clone()).collect()),
-                    )
-                })
+                .cloned()
+                .zip(columns.into_iter().map(Value::Array))
                 .collect();
-            json!({ "columns": columns })
+            object_of("columns", Value::Object(columns))
         }
         "csv" => {
             let mut text = names
@@ -225,7 +308,7 @@ fn formatted(names: &[String], records: &[Map<String, Value>], format: &str) -> 
                 .map(|n| csv_cell(&json!(n)))
                 .collect::<Vec<_>>()
                 .join(",");
-            for r in records {
+            for r in &records {
                 text.push('\n');
                 text.push_str(
                     &names
@@ -235,10 +318,18 @@ fn formatted(names: &[String], records: &[Map<String, Value>], format: &str) -> 
                         .join(","),
                 );
             }
-            json!({ "csv": text })
+            object_of("csv", Value::String(text))
         }
-        _ => json!({ "records": records }),
+        _ => object_of(
+            "records",
+            Value::Array(records.into_iter().map(Value::Object).collect()),
+        ),
     }
+}
+
+/// `{key: value}`, the value moved in (`json!` would serialise a copy).
+fn object_of(key: &str, value: Value) -> Value {
+    Value::Object(Map::from_iter([(key.to_string(), value)]))
 }
 
 fn read_branches(
@@ -324,33 +415,12 @@ fn rows_answer(
     let is_jagged = rows
         .first()
         .is_some_and(|r| r.iter().any(|c| matches!(c, Cell::List(_))));
-    // Rows are cut whole, before flattening, so a page never ends inside an entry.
-    let cap = ctx.settings.limits.max_result_bytes;
-    let mut kept_rows = rows.len();
-    let mut shaped = shape(&names, &rows, flatten)?;
-    let fits = within_cap(&shaped.records, cap);
-    if fits < shaped.records.len() {
-        // Find how many entries fit (fewer entries never take more room): a
-        // binary search, each step shaping that many rows.
-        let fit = |k: usize| {
-            shape(&names, &rows[..k], flatten)
-                .is_ok_and(|s| within_cap(&s.records, cap) == s.records.len())
-        };
-        let (mut lo, mut hi) = (0, rows.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fit(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        kept_rows = lo;
-        shaped = shape(&names, &rows[..kept_rows], flatten)?;
-    }
-    let mut data = formatted(&names, &shaped.records, format);
+    let (shaped, kept_rows) =
+        shape_within(&names, &rows, flatten, ctx.settings.limits.max_result_bytes)?;
+    let entries = shaped.records.len();
+    let mut data = formatted(&names, shaped.records, format);
     data["branches"] = json!(names);
-    data["entries"] = json!(shaped.records.len());
+    data["entries"] = json!(entries);
     data["is_jagged"] = json!(is_jagged && !flatten);
     let mut output = ToolOutput::new(data);
     if shaped.non_finite > 0 {
@@ -474,7 +544,7 @@ wanted with branches=[...] (list_branches(path, tree, pattern=...) finds them)"
 
 #[cfg(test)]
 mod tests {
-    use super::{Cell, random_entries, shape};
+    use super::{Cell, random_entries, shape_within};
     use serde_json::json;
 
     #[test]
@@ -491,7 +561,7 @@ mod tests {
             ]),
         ]];
         let names: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
-        let shaped = shape(&names, &rows, false).unwrap();
+        let (shaped, _) = shape_within(&names, &rows, false, usize::MAX).unwrap();
         let text = serde_json::to_string(&shaped.records[0]).unwrap();
         assert!(
             text.contains("9007199254740993") && text.contains("18446744073709551615"),
@@ -501,9 +571,46 @@ mod tests {
         assert_eq!(shaped.records[0]["d"], json!([null, 1.5, null]));
         assert_eq!(shaped.non_finite, 2);
         // Flattened: one record per element, the other values repeated.
-        let flat = shape(&names, &rows, true).unwrap();
+        let (flat, _) = shape_within(&names, &rows, true, usize::MAX).unwrap();
         assert_eq!(flat.records.len(), 3);
         assert_eq!(flat.records[2]["a"], json!(big));
+    }
+
+    #[test]
+    fn a_capped_page_ends_at_a_whole_entry() {
+        // `{"a":1}` and a newline: 8 bytes a record.
+        let names = vec!["a".to_string()];
+        let rows: Vec<Vec<Cell>> = (0..3).map(|_| vec![Cell::Int(1)]).collect();
+        let (shaped, kept) = shape_within(&names, &rows, false, 20).unwrap();
+        assert_eq!((shaped.records.len(), kept), (2, 2));
+        let (_, kept) = shape_within(&names, &rows, false, 24).unwrap();
+        assert_eq!(kept, 3);
+        // Flattened, an entry of three elements is three records, kept or cut
+        // together: the first entry (27 bytes) fits in 40, not the second too.
+        let lists: Vec<Vec<Cell>> = (0..2)
+            .map(|_| {
+                vec![Cell::List(vec![
+                    Cell::Int(1),
+                    Cell::Int(2),
+                    Cell::Float(f64::NAN),
+                ])]
+            })
+            .collect();
+        let (flat, kept) = shape_within(&names, &lists, true, 40).unwrap();
+        assert_eq!((flat.records.len(), kept, flat.non_finite), (3, 1, 1));
+        // The bound never undercounts: the longest numbers, escaped strings.
+        let wide = vec![vec![Cell::List(vec![
+            Cell::Float(-2.2250738585072014e-308),
+            Cell::Int(i64::MIN),
+            Cell::UInt(u64::MAX),
+            Cell::Str("\u{1}\"\\".into()),
+        ])]];
+        let (shaped, _) = shape_within(&["k\"".to_string()], &wide, false, usize::MAX).unwrap();
+        let text = serde_json::to_string(&shaped.records[0]).unwrap();
+        assert!(
+            super::record_bound(&shaped.records[0]) >= text.len(),
+            "{text}"
+        );
     }
 
     #[test]

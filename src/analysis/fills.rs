@@ -1,0 +1,227 @@
+//! What a histogram fills from a window's evaluated plans: the value's
+//! numbers (per element of a collection, or per entry) that pass the cut,
+//! with their weights, compacted without a branch per element.
+
+use std::sync::Arc;
+
+use super::AnalysisError;
+use super::eval::{Inputs, Val, and_masks, entry_mask, truth, zip};
+
+/// The numbers to fill for one window, in buffers a part reuses from window
+/// to window: the values, their weights when the request has any, and how
+/// many entries contributed.
+#[derive(Default)]
+pub(super) struct Fills {
+    pub values: Vec<f64>,
+    pub weighted: bool,
+    pub weights: Vec<f64>,
+    pub entries_selected: u64,
+}
+
+impl Fills {
+    fn start(&mut self, weighted: bool) {
+        self.values.clear();
+        self.weights.clear();
+        self.weighted = weighted;
+        self.entries_selected = 0;
+    }
+
+    fn push(&mut self, x: f64, w: f64) {
+        self.values.push(x);
+        if self.weighted {
+            self.weights.push(w);
+        }
+    }
+
+    /// (value, weight) of every fill.
+    pub fn pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let weight = |i: usize| if self.weighted { self.weights[i] } else { 1.0 };
+        self.values
+            .iter()
+            .enumerate()
+            .map(move |(i, &x)| (x, weight(i)))
+    }
+}
+
+/// `other` brought to the shape of the collection `like`: unchanged when it is
+/// already a value per element of the same collection (no copy), else spread
+/// or checked by `zip`.
+fn shaped_like(like: &Val, other: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {
+    if let (Val::Jagged { offsets: a, .. }, Val::Jagged { offsets: b, .. }) = (like, &other)
+        && (Arc::ptr_eq(a, b) || a == b)
+    {
+        return Ok(other);
+    }
+    zip(like.clone(), other, inputs, |_, o| o)
+}
+
+/// The elements of a collection's valid entries (`entry_ok`) that pass,
+/// appended to `out`: every element is written and the cursor advances only
+/// past those that pass, since a cut passing at random would otherwise cost a
+/// mispredicted branch per element.
+fn compact(
+    (v, offsets, entry_ok): (&[f64], &[usize], Option<&[bool]>),
+    pass: impl Fn(usize) -> bool,
+    weight: impl Fn(usize) -> f64,
+    out: &mut Fills,
+) {
+    let weighted = out.weighted;
+    out.values.resize(v.len(), 0.0);
+    if weighted {
+        out.weights.resize(v.len(), 0.0);
+    }
+    // Counters in locals, not in `out`: the compiler keeps them in registers
+    // instead of a load and store per entry.
+    let (values, weights) = (&mut out.values[..], &mut out.weights[..]);
+    let (mut kept, mut selected) = (0, 0);
+    for (e, w) in offsets.windows(2).enumerate() {
+        if entry_ok.is_some_and(|m| !m[e]) {
+            continue;
+        }
+        let before = kept;
+        for (i, &x) in (w[0]..w[1]).zip(&v[w[0]..w[1]]) {
+            values[kept] = x;
+            if weighted {
+                weights[kept] = weight(i);
+            }
+            kept += usize::from(pass(i));
+        }
+        selected += u64::from(kept > before);
+    }
+    out.entries_selected += selected;
+    out.values.truncate(kept);
+    out.weights.truncate(if weighted { kept } else { 0 });
+}
+
+/// One value per element (or entry) of `value`, with the cut and the weight
+/// brought to its shape, into `out`. A per-entry value with a cut on a
+/// collection is filled once for each entry where any element passes.
+pub(super) fn fills(
+    value: Val,
+    (cut, weight): (Option<Val>, Option<Val>),
+    flatten: bool,
+    inputs: &Inputs<'_>,
+    out: &mut Fills,
+) -> Result<(), AnalysisError> {
+    out.start(weight.is_some());
+    if !matches!(value, Val::Jagged { .. }) {
+        return entry_fills(value, cut, weight, inputs.entries, out);
+    }
+    let passing = cut.map(|c| shaped_like(&value, c, inputs)).transpose()?;
+    let weights = weight.map(|w| shaped_like(&value, w, inputs)).transpose()?;
+    let Val::Jagged {
+        v, offsets, valid, ..
+    } = &value
+    else {
+        unreachable!("a collection")
+    };
+    // The cut and the weight resolved once per window: the loops below index
+    // plain slices.
+    let (pass_each, pass_all): (Option<&[f64]>, bool) = match &passing {
+        None => (None, true),
+        Some(Val::Jagged { v, .. }) => (Some(v), false),
+        Some(Val::Const(c)) => (None, truth(*c)),
+        Some(Val::Scalar { .. }) => unreachable!("a collection zipped stays a collection"),
+    };
+    let entry_ok = match &passing {
+        Some(Val::Jagged { valid: p, .. }) => and_masks(valid.clone(), p.clone()),
+        _ => valid.clone(),
+    };
+    let (weight_each, weight_all): (Option<&[f64]>, f64) = match &weights {
+        Some(Val::Jagged { v, .. }) => (Some(v), 1.0),
+        Some(Val::Const(c)) => (None, *c),
+        _ => (None, 1.0),
+    };
+    let weight_at = |i: usize| weight_each.map_or(weight_all, |w| w[i]);
+    if flatten {
+        let columns = (&v[..], &offsets[..], entry_ok.as_deref());
+        match (pass_each, weight_each) {
+            (Some(p), None) => compact(columns, |i| truth(p[i]), |_| weight_all, out),
+            (Some(p), Some(w)) => compact(columns, |i| truth(p[i]), |i| w[i], out),
+            (None, _) => compact(columns, |_| pass_all, weight_at, out),
+        }
+        return Ok(());
+    }
+    let element_ok = |i: usize| pass_each.map_or(pass_all, |p| truth(p[i]));
+    for (e, w) in offsets.windows(2).enumerate() {
+        if entry_ok.as_ref().is_some_and(|m| !m[e]) {
+            continue;
+        }
+        let mut passed = (w[0]..w[1]).filter(|&i| element_ok(i));
+        let first = passed.next();
+        let count = first.map_or(0, |_| 1 + passed.count());
+        if passing.is_none() || count > 0 {
+            // The multiplicity of the entry's passing elements, weighted by
+            // the entry's weight (its first element's for a collection).
+            out.entries_selected += 1;
+            let weight = first.map_or_else(|| entry_weight(&weights, e, w[0]), weight_at);
+            out.push(count as f64, weight);
+        }
+    }
+    Ok(())
+}
+
+/// `fills` of a value with one number per entry.
+fn entry_fills(
+    value: Val,
+    cut: Option<Val>,
+    weight: Option<Val>,
+    n: usize,
+    out: &mut Fills,
+) -> Result<(), AnalysisError> {
+    let mask = match &cut {
+        None => vec![true; n],
+        Some(c) => entry_mask(c, n),
+    };
+    let (values, valid) = match value {
+        Val::Const(c) => (vec![c; n], None),
+        Val::Scalar { v, valid } => (v, valid),
+        Val::Jagged { .. } => unreachable!("a value per entry"),
+    };
+    if let Some(Val::Jagged { name, .. }) = &weight {
+        return Err(AnalysisError::invalid(
+            0,
+            "a weight with one value per entry",
+            format!(
+                "the weight '{name}' is a collection but the histogrammed value has one value per entry"
+            ),
+        ));
+    }
+    if weight.is_none() && valid.is_none() {
+        // Every entry the cut passes, without a branch per entry.
+        let kept = out.values.len();
+        out.values.resize(kept + n, 0.0);
+        let mut at = kept;
+        for (&x, &pass) in values.iter().zip(&mask) {
+            out.values[at] = x;
+            at += usize::from(pass);
+        }
+        out.values.truncate(at);
+        out.entries_selected += (at - kept) as u64;
+        return Ok(());
+    }
+    for e in 0..n {
+        let weight_valid = match &weight {
+            Some(Val::Scalar { valid: Some(m), .. }) => m[e],
+            _ => true,
+        };
+        if mask[e] && valid.as_ref().is_none_or(|m| m[e]) && weight_valid {
+            let w = match &weight {
+                Some(Val::Scalar { v, .. }) => v[e],
+                Some(Val::Const(c)) => *c,
+                _ => 1.0,
+            };
+            out.entries_selected += 1;
+            out.push(values[e], w);
+        }
+    }
+    Ok(())
+}
+
+fn entry_weight(weights: &Option<Val>, _entry: usize, first_element: usize) -> f64 {
+    match weights {
+        Some(Val::Jagged { v, .. }) => v.get(first_element).copied().unwrap_or(1.0),
+        Some(Val::Const(c)) => *c,
+        _ => 1.0,
+    }
+}
