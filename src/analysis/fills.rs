@@ -187,6 +187,11 @@ fn entry_fills(
             ),
         ));
     }
+    if weight.is_none() && valid.is_none() && cut.is_none() {
+        out.values.extend_from_slice(&values);
+        out.entries_selected += n as u64;
+        return Ok(());
+    }
     if weight.is_none() && valid.is_none() {
         // Every entry the cut passes, without a branch per entry.
         let kept = out.values.len();
