@@ -32,15 +32,6 @@ impl Fills {
             self.weights.push(w);
         }
     }
-
-    /// (value, weight) of every fill.
-    pub fn pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        let weight = |i: usize| if self.weighted { self.weights[i] } else { 1.0 };
-        self.values
-            .iter()
-            .enumerate()
-            .map(move |(i, &x)| (x, weight(i)))
-    }
 }
 
 /// `other` brought to the shape of the collection `like`: unchanged when it is
@@ -154,7 +145,7 @@ pub(super) fn fills(
             // The multiplicity of the entry's passing elements, weighted by
             // the entry's weight (its first element's for a collection).
             out.entries_selected += 1;
-            let weight = first.map_or_else(|| entry_weight(&weights, e, w[0]), weight_at);
+            let weight = first.map_or_else(|| entry_weight(&weights, w[0]), weight_at);
             out.push(count as f64, weight);
         }
     }
@@ -169,10 +160,6 @@ fn entry_fills(
     n: usize,
     out: &mut Fills,
 ) -> Result<(), AnalysisError> {
-    let mask = match &cut {
-        None => vec![true; n],
-        Some(c) => entry_mask(c, n),
-    };
     let (values, valid) = match value {
         Val::Const(c) => (vec![c; n], None),
         Val::Scalar { v, valid } => (v, valid),
@@ -187,22 +174,26 @@ fn entry_fills(
             ),
         ));
     }
-    if weight.is_none() && valid.is_none() && cut.is_none() {
-        out.values.extend_from_slice(&values);
-        out.entries_selected += n as u64;
-        return Ok(());
-    }
+    let mask = match &cut {
+        None => vec![true; n],
+        Some(c) => entry_mask(c, n),
+    };
     if weight.is_none() && valid.is_none() {
-        // Every entry the cut passes, without a branch per entry.
+        // Every entry the cut passes (all without one), without a branch per
+        // entry.
         let kept = out.values.len();
-        out.values.resize(kept + n, 0.0);
-        let mut at = kept;
-        for (&x, &pass) in values.iter().zip(&mask) {
-            out.values[at] = x;
-            at += usize::from(pass);
+        if cut.is_none() {
+            out.values.extend_from_slice(&values);
+        } else {
+            out.values.resize(kept + n, 0.0);
+            let mut at = kept;
+            for (&x, &pass) in values.iter().zip(&mask) {
+                out.values[at] = x;
+                at += usize::from(pass);
+            }
+            out.values.truncate(at);
         }
-        out.values.truncate(at);
-        out.entries_selected += (at - kept) as u64;
+        out.entries_selected += (out.values.len() - kept) as u64;
         return Ok(());
     }
     for e in 0..n {
@@ -223,7 +214,7 @@ fn entry_fills(
     Ok(())
 }
 
-fn entry_weight(weights: &Option<Val>, _entry: usize, first_element: usize) -> f64 {
+fn entry_weight(weights: &Option<Val>, first_element: usize) -> f64 {
     match weights {
         Some(Val::Jagged { v, .. }) => v.get(first_element).copied().unwrap_or(1.0),
         Some(Val::Const(c)) => *c,

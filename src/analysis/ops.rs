@@ -373,62 +373,17 @@ pub fn histogram(
     Ok(h)
 }
 
-/// Folds every value a request would fill (with its weight) into partial
-/// results, clusters in parallel: `each` adds a value to a part made by
-/// `init`, and the parts are handed to `merge` in entry order.
+/// Folds the values a request would fill (weights left out: no caller needs
+/// them) into partial results, clusters in parallel: `each` adds a window's
+/// values to a part made by `init`, and the parts are handed to `merge` in
+/// entry order.
 pub fn fold_values<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     req: &HistRequest<'_>,
     job: &Job,
     init: impl Fn() -> A + Sync,
-    each: impl Fn(&mut A, f64, f64) + Sync,
-    merge: impl FnMut(A),
-) -> Result<Counted, AnalysisError> {
-    fold_windows(
-        file,
-        tree,
-        req,
-        job,
-        init,
-        |part, f| {
-            for (x, weight) in f.pairs() {
-                each(part, x, weight);
-            }
-        },
-        merge,
-    )
-}
-
-/// `fold_values` a window at a time, weights left out: `each` gets the
-/// values a window fills.
-pub fn fold_value_slices<A: Send>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
-    req: &HistRequest<'_>,
-    job: &Job,
-    init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, &[f64]) + Sync,
-    merge: impl FnMut(A),
-) -> Result<Counted, AnalysisError> {
-    fold_windows(
-        file,
-        tree,
-        req,
-        job,
-        init,
-        |part, f| each(part, &f.values),
-        merge,
-    )
-}
-
-fn fold_windows<A: Send>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
-    req: &HistRequest<'_>,
-    job: &Job,
-    init: impl Fn() -> A + Sync,
-    each: impl Fn(&mut A, &Fills) + Sync,
     mut merge: impl FnMut(A),
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(plans_of(req, None));
@@ -445,7 +400,7 @@ fn fold_windows<A: Send>(
         |(part, selected, f), w| {
             window_fills(&together, req, w, f)?;
             *selected += f.entries_selected;
-            each(part, f);
+            each(part, &f.values);
             Ok(())
         },
         |(part, selected, _)| {

@@ -10,7 +10,7 @@ use super::AnalysisError;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::ops::{Counted, HistRequest, fold_value_slices, fold_values};
+use super::ops::{Counted, HistRequest, fold_values};
 use super::plan::TreeColumns;
 use crate::formats::root::RootFile;
 use crate::job::Job;
@@ -130,7 +130,7 @@ pub fn branch_stats(
         ..First::default()
     };
     let mut first = new_part();
-    let counted: Counted = fold_value_slices(
+    let counted: Counted = fold_values(
         file,
         tree,
         req,
@@ -543,13 +543,12 @@ fn order_statistics(
                     req,
                     job,
                     || empty_bins(spans.len()),
-                    |bins, x, _| {
-                        if !x.is_finite() {
-                            return;
-                        }
-                        for (s, b) in spans.iter().zip(bins.iter_mut()) {
-                            if s.holds(x) {
-                                count_in(b, x, s.lo, s.hi);
+                    |bins, xs| {
+                        for &x in xs.iter().filter(|x| x.is_finite()) {
+                            for (s, b) in spans.iter().zip(bins.iter_mut()) {
+                                if s.holds(x) {
+                                    count_in(b, x, s.lo, s.hi);
+                                }
                             }
                         }
                     },
@@ -620,10 +619,12 @@ fn collect_spans(
         req,
         job,
         empty,
-        |held, x, _| {
-            for (s, h) in spans.iter().zip(held.iter_mut()) {
-                if x.is_finite() && s.holds(x) {
-                    h.push(x);
+        |held, xs| {
+            for &x in xs.iter().filter(|x| x.is_finite()) {
+                for (s, h) in spans.iter().zip(held.iter_mut()) {
+                    if s.holds(x) {
+                        h.push(x);
+                    }
                 }
             }
         },
