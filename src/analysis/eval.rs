@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::AnalysisError;
 use super::plan::{Aggregate, Fn1, Node, mixed_collections};
-use super::scan::{map_f64, number_at};
+use super::scan::{map_f64, to_f64};
 use super::syntax::{BinOp, UnOp};
 use crate::formats::root::Values;
 
@@ -75,11 +75,6 @@ impl SlotData<'_> {
                 name: self.name.clone(),
             },
         }
-    }
-
-    /// The window's element `i` as a number.
-    fn number(&self, i: usize) -> f64 {
-        number_at(self.values, self.elements.start + i)
     }
 }
 
@@ -225,11 +220,12 @@ fn binary(op: BinOp, a: Val, b: Val, inputs: &Inputs<'_>) -> Result<Val, Analysi
 
 fn index_of(d: &SlotData<'_>, index: usize, entries: usize) -> Val {
     let offsets = d.offsets.as_ref().expect("indexed columns are collections");
+    let values = to_f64(d.values, d.elements.clone());
     let mut v = vec![0.0; entries];
     let mut valid = vec![false; entries];
     for (e, w) in offsets.windows(2).enumerate() {
         if w[0] + index < w[1] {
-            v[e] = d.number(w[0] + index);
+            v[e] = values[w[0] + index];
             valid[e] = true;
         }
     }

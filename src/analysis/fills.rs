@@ -47,7 +47,7 @@ fn shaped_like(like: &Val, other: Val, inputs: &Inputs<'_>) -> Result<Val, Analy
 }
 
 /// The elements of a collection's valid entries (`entry_ok`) that pass,
-/// appended to `out`: every element is written and the cursor advances only
+/// into `out` (emptied by `Fills::start`): every element is written and the cursor advances only
 /// past those that pass, since a cut passing at random would otherwise cost a
 /// mispredicted branch per element.
 fn compact(

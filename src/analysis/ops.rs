@@ -125,14 +125,29 @@ impl Axis {
     /// The bin of `x`: `Err(false)` below, `Err(true)` at or above the range
     /// (NaN counts as overflow, as `TH1::Fill` puts it there).
     pub fn bin(&self, x: f64) -> Result<usize, bool> {
+        match self.slot(x) {
+            0 => Err(false),
+            s if s == self.bins + 1 => Err(true),
+            s => Ok(s - 1),
+        }
+    }
+
+    /// `bin` as one number without a branch: 0 below the range, 1..=bins
+    /// for the bins, bins + 1 at or above it (and for NaN, which fails both
+    /// comparisons).
+    #[inline(always)]
+    fn slot(&self, x: f64) -> usize {
+        let last = (self.bins - 1) as f64;
+        // Clamped before the conversion: the same bin as clamping after.
+        let bin =
+            ((x - self.lo) / (self.hi - self.lo) * self.bins as f64).clamp(0.0, last) as usize + 1;
         if x < self.lo {
-            return Err(false);
+            0
+        } else if x < self.hi {
+            bin
+        } else {
+            self.bins + 1
         }
-        if x >= self.hi || x.is_nan() {
-            return Err(true);
-        }
-        let b = ((x - self.lo) / (self.hi - self.lo) * self.bins as f64) as usize;
-        Ok(b.min(self.bins - 1))
     }
 
     pub fn edges(&self) -> Vec<f64> {
@@ -207,29 +222,14 @@ impl Hist1 {
     }
 
     /// `fill_lanes` with every weight 1, in two passes that do not wait on
-    /// each other: each value's slot (0 underflow, 1..=bins, bins + 1
-    /// overflow; the bin `Axis::bin` gives) and the sums of the values in
+    /// each other: each value's `Axis::slot` and the sums of the values in
     /// range, without branches, then the counts. One pass doing both spent a
     /// division's latency and a mispredicted branch on each value.
     fn fill_unweighted(&mut self, axis: &Axis, xs: &[f64]) {
         const LANES: usize = 4;
-        let (lo, hi, bins) = (axis.lo, axis.hi, axis.bins);
-        let (width, scale) = (hi - lo, bins as f64);
+        let bins = axis.bins;
         let overflow = bins + 1;
-        let last = (bins - 1) as f64;
-        let slot = |x: f64| -> usize {
-            // Clamped before the conversion, the same bin as clamping after.
-            let bin = ((x - lo) / width * scale).clamp(0.0, last) as usize + 1;
-            // NaN fails both comparisons: overflow, as in `Axis::bin`.
-            if x < lo {
-                0
-            } else if x < hi {
-                bin
-            } else {
-                overflow
-            }
-        };
-        let slots: Vec<u32> = xs.iter().map(|&x| slot(x) as u32).collect();
+        let slots: Vec<u32> = xs.iter().map(|&x| axis.slot(x) as u32).collect();
         // The same lanes as `fill_lanes` (value k in lane k % 4), so the sums
         // are the same to the last bit whichever path filled them.
         let (mut sw, mut swx, mut swx2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);

@@ -190,24 +190,6 @@ pub fn to_f64(values: &Values, r: Range<usize>) -> Vec<f64> {
     map_f64(values, r, |x| x)
 }
 
-/// Value `i` of a column as a number (NaN for a string).
-pub fn number_at(values: &Values, i: usize) -> f64 {
-    match values {
-        Values::Bool(v) => f64::from(u8::from(v[i])),
-        Values::I8(v) => f64::from(v[i]),
-        Values::U8(v) => f64::from(v[i]),
-        Values::I16(v) => f64::from(v[i]),
-        Values::U16(v) => f64::from(v[i]),
-        Values::I32(v) => f64::from(v[i]),
-        Values::U32(v) => f64::from(v[i]),
-        Values::I64(v) => v[i] as f64,
-        Values::U64(v) => v[i] as f64,
-        Values::F32(v) => f64::from(v[i]),
-        Values::F64(v) => v[i],
-        Values::Str(_) => f64::NAN,
-    }
-}
-
 /// Progress shared by the clusters of one scan: entries done out of `total`.
 struct Progress<'j> {
     job: &'j Job,
