@@ -16,6 +16,8 @@ pub(super) struct Fills {
     pub weighted: bool,
     pub weights: Vec<f64>,
     pub entries_selected: u64,
+    /// Scratch: how many elements passed before each element, and the end.
+    pub(super) passed_before: Vec<u32>,
 }
 
 impl Fills {
@@ -65,23 +67,67 @@ fn compact(
     // instead of a load and store per entry.
     let (values, weights) = (&mut out.values[..], &mut out.weights[..]);
     let (mut kept, mut selected) = (0, 0);
-    for (e, w) in offsets.windows(2).enumerate() {
-        if entry_ok.is_some_and(|m| !m[e]) {
-            continue;
+    match entry_ok {
+        // Every entry counts: one loop over the elements, whatever entry they
+        // belong to (a loop per entry of two elements mispredicts its exit
+        // about once an entry); an entry is selected when the count of
+        // elements passed grows across it.
+        None => {
+            let passed_before = &mut out.passed_before;
+            passed_before.resize(v.len() + 1, 0);
+            kept = if weighted {
+                compact_all::<true>(v, (pass, weight), (values, weights), passed_before)
+            } else {
+                compact_all::<false>(v, (pass, weight), (values, weights), passed_before)
+            };
+            selected = offsets
+                .windows(2)
+                .map(|w| u64::from(passed_before[w[1]] > passed_before[w[0]]))
+                .sum();
         }
-        let before = kept;
-        for (i, &x) in (w[0]..w[1]).zip(&v[w[0]..w[1]]) {
-            values[kept] = x;
-            if weighted {
-                weights[kept] = weight(i);
+        Some(ok) => {
+            for (e, w) in offsets.windows(2).enumerate() {
+                if !ok[e] {
+                    continue;
+                }
+                let before = kept;
+                for (i, &x) in (w[0]..w[1]).zip(&v[w[0]..w[1]]) {
+                    values[kept] = x;
+                    if weighted {
+                        weights[kept] = weight(i);
+                    }
+                    kept += usize::from(pass(i));
+                }
+                selected += u64::from(kept > before);
             }
-            kept += usize::from(pass(i));
         }
-        selected += u64::from(kept > before);
     }
     out.entries_selected += selected;
     out.values.truncate(kept);
     out.weights.truncate(if weighted { kept } else { 0 });
+}
+
+/// `compact`'s loop over every element, the weights' copy compiled in or out:
+/// returns how many passed, and sets `passed_before[i]` to how many passed
+/// before element `i` (a window's elements number far fewer than 2^32).
+#[inline(always)]
+fn compact_all<const WEIGHTED: bool>(
+    v: &[f64],
+    (pass, weight): (impl Fn(usize) -> bool, impl Fn(usize) -> f64),
+    (values, weights): (&mut [f64], &mut [f64]),
+    passed_before: &mut [u32],
+) -> usize {
+    let mut kept = 0;
+    for (i, &x) in v.iter().enumerate() {
+        values[kept] = x;
+        if WEIGHTED {
+            weights[kept] = weight(i);
+        }
+        passed_before[i] = kept as u32;
+        kept += usize::from(pass(i));
+    }
+    passed_before[v.len()] = kept as u32;
+    kept
 }
 
 /// One value per element (or entry) of `value`, with the cut and the weight

@@ -574,7 +574,7 @@ mod tests {
                 weights: vec![1.0; values.len()],
                 values,
                 weighted: true,
-                entries_selected: 0,
+                ..Fills::default()
             },
         );
         assert_eq!(plain, weighted);

@@ -187,7 +187,10 @@ pub struct Rag {
     llm: Option<super::llm::LlmConfig>,
     /// The sentence model, or why it could not be loaded.
     model: Result<Option<Arc<Embedder>>, String>,
-    views: RwLock<HashMap<String, Arc<Dataset>>>,
+    /// Each dataset's view with the number of the refresh that built it.
+    views: RwLock<HashMap<String, (u64, Arc<Dataset>)>>,
+    /// Numbers refreshes in the order they started reading the catalog.
+    refreshes: std::sync::atomic::AtomicU64,
     /// The root that holds ingested documents, a folder per dataset.
     ingest_root: Option<usize>,
     /// Document trees by file id, reused across view rebuilds.
@@ -222,6 +225,7 @@ impl Rag {
             model,
             catalog,
             views: RwLock::default(),
+            refreshes: Default::default(),
             trees: Mutex::default(),
             counters: Mutex::default(),
         })
@@ -329,7 +333,7 @@ impl Rag {
 
     /// The dataset's current view (built now if the pass has not yet).
     pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
-        if let Some(v) = self.views.read().expect("rag views").get(name) {
+        if let Some((_, v)) = self.views.read().expect("rag views").get(name) {
             return Ok(v.clone());
         }
         self.refresh(name)
@@ -361,7 +365,14 @@ impl Rag {
 
     /// Rebuilds a dataset's view from the catalog: unchanged documents' trees
     /// are reused, the top layer is clustered again.
+    ///
+    /// A request and the pass may refresh the same dataset at once; the view
+    /// kept is the one whose refresh started last (it read the newer catalog),
+    /// so a slow refresh of an older state never replaces a newer view.
     pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        let number = self
+            .refreshes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut docs = Vec::new();
         for (rel, entry) in self.documents_of(name) {
             let cached = self
@@ -399,11 +410,14 @@ impl Rag {
             }
         }
         let view = Arc::new(Dataset::assemble(name.to_string(), docs, self.model()));
-        self.views
-            .write()
-            .expect("rag views")
-            .insert(name.to_string(), view.clone());
-        Ok(view)
+        let mut views = self.views.write().expect("rag views");
+        match views.get(name) {
+            Some((newer, kept)) if *newer > number => Ok(kept.clone()),
+            _ => {
+                views.insert(name.to_string(), (number, view.clone()));
+                Ok(view)
+            }
+        }
     }
 
     /// Forgets a document's cached tree (it was rebuilt).
