@@ -188,11 +188,11 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
         Node::Binary(op, l, r) => match (&**l, &**r) {
             (Node::Column(slot), Node::Const(c)) => {
                 let (d, c) = (inputs.slot(*slot), *c);
-                with_operator!(*op, g => d.mapped(|x| g(x, c)))
+                with_operator!(*op, g => d.mapped(move |x| g(x, c)))
             }
             (Node::Const(c), Node::Column(slot)) => {
                 let (d, c) = (inputs.slot(*slot), *c);
-                with_operator!(*op, g => d.mapped(|x| g(c, x)))
+                with_operator!(*op, g => d.mapped(move |x| g(c, x)))
             }
             _ => binary(*op, evaluate(l, inputs)?, evaluate(r, inputs)?, inputs)?,
         },

@@ -231,18 +231,26 @@ impl Header {
 
 /// Buffers of baskets already handed on, for the next baskets to reuse: reading a
 /// branch keeps a window's worth of buffers instead of mapping (and faulting in)
-/// fresh pages for every basket, which cost a quarter of a read's time.
+/// fresh pages for every basket, which cost a quarter of a read's time. A
+/// reader dropped hands its buffers to a small process-wide pool that the
+/// next readers draw from, so that a call (or a run of clusters) does not
+/// start with fresh pages either.
 #[derive(Default)]
 pub(super) struct Buffers {
     bytes: Mutex<Vec<Vec<u8>>>,
 }
 
+/// Buffers kept between readers: at most this many bytes, none larger than
+/// `SHARED_LARGEST` (an odd file's huge basket is given back to the system).
+const SHARED_BYTES: usize = 64 << 20;
+const SHARED_LARGEST: usize = 16 << 20;
+
+static SHARED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
 impl Buffers {
     fn bytes(&self) -> Vec<u8> {
-        self.bytes
-            .lock()
-            .map(|mut v| v.pop())
-            .unwrap_or_default()
+        let own = self.bytes.lock().ok().and_then(|mut v| v.pop());
+        own.or_else(|| SHARED.lock().ok().and_then(|mut v| v.pop()))
             .unwrap_or_default()
     }
 
@@ -254,6 +262,24 @@ impl Buffers {
 
     pub(super) fn recycle(&self, basket: Basket) {
         self.give_bytes(basket.buf);
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        let Ok(own) = self.bytes.get_mut() else {
+            return;
+        };
+        let Ok(mut shared) = SHARED.lock() else {
+            return;
+        };
+        let mut kept: usize = shared.iter().map(Vec::capacity).sum();
+        for buf in own.drain(..) {
+            if buf.capacity() <= SHARED_LARGEST && kept + buf.capacity() <= SHARED_BYTES {
+                kept += buf.capacity();
+                shared.push(buf);
+            }
+        }
     }
 }
 
