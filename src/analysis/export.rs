@@ -1,9 +1,9 @@
 //! Exporting the entries that pass a cut to a file: JSON (an array of records),
 //! CSV (a header, then one line per entry; a collection is a JSON array in one
 //! cell) or Parquet (arrow-rs; a collection is a list column). The entries are
-//! streamed window by window (one basket of each column in memory, plus the
-//! Parquet writer's current row group), so memory does not grow with the
-//! number of entries exported.
+//! streamed window by window (one basket of each column in memory and the next
+//! cluster's being decoded, plus the Parquet writer's current row group), so
+//! memory does not grow with the number of entries exported.
 
 use std::io::{self, Write};
 use std::ops::Range;

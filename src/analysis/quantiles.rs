@@ -67,8 +67,10 @@ impl Moments {
         for chunk in xs.chunks(LANES) {
             for (lane, &x) in chunk.iter().enumerate() {
                 sum[lane] += x;
-                lo[lane] = lo[lane].min(x);
-                hi[lane] = hi[lane].max(x);
+                // Plain comparisons (the values are finite): `f64::min`'s
+                // NaN rule keeps the loop from vectorising.
+                lo[lane] = if x < lo[lane] { x } else { lo[lane] };
+                hi[lane] = if x > hi[lane] { x } else { hi[lane] };
             }
         }
         let mean = sum.iter().sum::<f64>() / xs.len() as f64;
@@ -137,7 +139,13 @@ pub fn branch_stats(
         job,
         new_part,
         |part: &mut First, xs| {
-            part.pending.extend(xs.iter().filter(|x| x.is_finite()));
+            // Checked without stopping early, which vectorises: a branch
+            // per value costs more than the rare window holding a NaN.
+            if xs.iter().fold(true, |all, x| all & x.is_finite()) {
+                part.pending.extend_from_slice(xs);
+            } else {
+                part.pending.extend(xs.iter().filter(|x| x.is_finite()));
+            }
             if part.pending.len() >= BATCH {
                 part.flush(range, cap, &kept_total);
             }
@@ -307,7 +315,10 @@ impl Kept {
     /// widened to f64 on the way).
     fn extend(&mut self, xs: &[f64]) -> usize {
         if let Kept::F32(v) = self {
-            if xs.iter().all(|&x| f64::from(x as f32) == x) {
+            if xs
+                .iter()
+                .fold(true, |all, &x| all & (f64::from(x as f32) == x))
+            {
                 if v.is_empty() {
                     v.push(Vec::new());
                 }

@@ -1,7 +1,8 @@
 //! Reading several columns lined up on entries. Each column is read one basket
 //! at a time; a window runs from the current entry to the nearest end of any
 //! column's current basket, so every window lies within one basket of every
-//! column and no basket is decoded twice. Memory holds one basket per column,
+//! column and no basket is decoded twice. Memory holds one basket per column
+//! (two for a sequential scan, which decodes the next cluster's ahead),
 //! whatever the tree's size.
 
 use std::ops::Range;
