@@ -55,6 +55,15 @@ async fn ok(client: &Client, tool: &str, args: Value) -> Value {
     v
 }
 
+/// A client of quarry serving a root that holds the clusters file, indexed.
+async fn serving_clusters(s: &Sandbox) -> Client {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root");
+    s.write(FILE, &std::fs::read(data).unwrap());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    client
+}
+
 async fn select(client: &Client, cut: &str) -> Value {
     ok(
         client,
@@ -67,10 +76,7 @@ async fn select(client: &Client, cut: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cuts_skip_only_clusters_where_nothing_passes() {
     let s = Sandbox::new();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root");
-    s.write(FILE, &std::fs::read(data).unwrap());
-    let client = s.mcp().await;
-    wait_indexed(&client).await;
+    let client = serving_clusters(&s).await;
     let doc = fixture();
     let cuts = doc["cuts"].as_array().unwrap();
 
@@ -196,14 +202,8 @@ fn exported_json(path: &Path) -> Exported {
 
 fn exported_parquet(path: &Path) -> Exported {
     use arrow_array::{Array, Float32Array, Int64Array, ListArray};
-    let file = std::fs::File::open(path).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
     let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
+    for batch in common::parquet_batches(path) {
         let column = |name: &str| batch.column_by_name(name).unwrap().clone();
         let (event, met, pt) = (column("event_number"), column("met"), column("muon_pt"));
         let event = event.as_any().downcast_ref::<Int64Array>().unwrap();
@@ -229,10 +229,7 @@ fn exported_parquet(path: &Path) -> Exported {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_across_clusters_stop_at_their_limit() {
     let s = Sandbox::new();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root");
-    s.write(FILE, &std::fs::read(data).unwrap());
-    let client = s.mcp().await;
-    wait_indexed(&client).await;
+    let client = serving_clusters(&s).await;
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/cluster_export.json");
     let want: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
     ok(

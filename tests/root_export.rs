@@ -8,8 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Float32Array, Int32Array, ListArray};
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use common::{Client, Sandbox, assert_valid, call, parquet_batches, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -56,14 +55,8 @@ fn arrow_value(a: &ArrayRef, i: usize) -> Value {
 }
 
 fn read_parquet(path: &Path, branch: &str) -> Vec<Value> {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
     let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
+    for batch in parquet_batches(path) {
         let col = batch.column_by_name(branch).unwrap();
         out.extend((0..batch.num_rows()).map(|i| arrow_value(col, i)));
     }

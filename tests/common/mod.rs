@@ -305,3 +305,14 @@ pub fn status_indexed(catalog: &Path) -> usize {
         .map(|k| k["indexed"].as_u64().unwrap())
         .sum::<u64>() as usize
 }
+
+/// Every record batch of a Parquet file, read with arrow-rs.
+pub fn parquet_batches(path: &Path) -> Vec<arrow_array::RecordBatch> {
+    let file = std::fs::File::open(path).unwrap();
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
