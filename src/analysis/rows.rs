@@ -10,7 +10,7 @@ use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
 use super::scan::{entry_offsets, entry_range, scan};
-use crate::formats::root::{Column, ColumnReader, RootFile, Values};
+use crate::formats::root::{Branch, Column, ColumnReader, RootFile, Values};
 use crate::job::Job;
 
 /// One value as read, exactly (integers stay integers, uint64 included).
@@ -91,10 +91,12 @@ pub fn read_rows(
     job: &Job,
 ) -> Result<Vec<Vec<Cell>>, AnalysisError> {
     use rayon::prelude::*;
-    let read_column = |c: usize| -> Result<Vec<Cell>, AnalysisError> {
-        let info = &tree.columns[c];
-        let reader = file.column_reader(info.branch, info.leaf)?;
-        let mut current = BasketCursor::new(&reader);
+    let readers: Vec<ColumnReader<'_>> = columns
+        .iter()
+        .map(|&c| file.column_reader(tree.columns[c].branch, tree.columns[c].leaf))
+        .collect::<Result<_, _>>()?;
+    let read_column = |reader: &ColumnReader<'_>| -> Result<Vec<Cell>, AnalysisError> {
+        let mut current = BasketCursor::new(reader);
         entries
             .iter()
             .map(|&entry| match job.stopped() {
@@ -108,8 +110,9 @@ pub fn read_rows(
     };
     let costs: Vec<u64> = columns
         .iter()
-        .map(|&c| read_cost(file, tree, c, entries))
-        .collect::<Result<_, _>>()?;
+        .zip(&readers)
+        .map(|(&c, reader)| read_cost(reader, tree.columns[c].branch, entries))
+        .collect();
     let groups = balanced_groups(&costs, rayon::current_num_threads().max(1));
     let read: Vec<Vec<(usize, Vec<Cell>)>> = groups
         .par_iter()
@@ -117,7 +120,7 @@ pub fn read_rows(
         .map(|group| {
             group
                 .iter()
-                .map(|&k| Ok((k, read_column(columns[k])?)))
+                .map(|&k| Ok((k, read_column(&readers[k])?)))
                 .collect()
         })
         .collect::<Result<_, AnalysisError>>()?;
@@ -137,28 +140,21 @@ pub fn read_rows(
     Ok(rows)
 }
 
-/// The stored bytes of the baskets of column `c` holding `entries`
-/// (ascending): what reading them costs, nearly all of it decompression.
-fn read_cost(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
-    c: usize,
-    entries: &[u64],
-) -> Result<u64, AnalysisError> {
-    let info = &tree.columns[c];
-    let reader = file.column_reader(info.branch, info.leaf)?;
+/// The stored bytes of the baskets of a column holding `entries` (ascending):
+/// what reading them costs, nearly all of it decompression.
+fn read_cost(reader: &ColumnReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
     let mut cost = 0;
     let mut last = None;
     for &entry in entries {
         let basket = ranges.partition_point(|r| r.end <= entry);
         if last != Some(basket) {
-            let bytes = info.branch.basket_bytes.get(basket).copied().unwrap_or(0);
+            let bytes = branch.basket_bytes.get(basket).copied().unwrap_or(0);
             cost += bytes.max(0) as u64;
             last = Some(basket);
         }
     }
-    Ok(cost)
+    cost
 }
 
 /// The indices of `costs` in at most `n` groups of about equal total cost,
