@@ -52,15 +52,6 @@ fn summary_of(nodes: &[Node], members: &[usize], budget: usize) -> Node {
 /// finished, so a summary across documents would change with the timing of
 /// the scan that indexed them.
 fn candidates<'a>(nodes: &'a [Node], members: &[usize]) -> Vec<(&'a str, &'a Piece)> {
-    let mut docs: Vec<u64> = Vec::new();
-    for &m in members {
-        for p in &nodes[m].pieces {
-            if !docs.contains(&p.doc) {
-                docs.push(p.doc);
-            }
-        }
-    }
-    let rank = |p: &Piece| docs.iter().position(|&d| d == p.doc);
     let mut all: Vec<(&str, &Piece)> = members
         .iter()
         .flat_map(|&m| {
@@ -70,7 +61,13 @@ fn candidates<'a>(nodes: &'a [Node], members: &[usize]) -> Vec<(&'a str, &'a Pie
                 .map(move |p| (nodes[m].piece_text(p), p))
         })
         .collect();
-    all.sort_by(|a, b| (rank(a.1), a.1.line, a.0).cmp(&(rank(b.1), b.1.line, b.0)));
+    let mut docs: Vec<u64> = Vec::new();
+    for (_, p) in &all {
+        if !docs.contains(&p.doc) {
+            docs.push(p.doc);
+        }
+    }
+    all.sort_by_cached_key(|&(text, p)| (docs.iter().position(|&d| d == p.doc), p.line, text));
     all.dedup_by(|a, b| a.0 == b.0 && a.1.doc == b.1.doc && a.1.line == b.1.line);
     all
 }
