@@ -5,7 +5,8 @@
 //! none of its entries passes, and a cut on one column against constants skips
 //! every such cluster; the bytes read for a narrow cut are a small part of the
 //! file; an export that skips clusters and stops at its limit mid-file writes
-//! what uproot selects (tests/fixtures/root/cluster_export.json, from
+//! what uproot selects, and pages inside baskets hold what uproot reads there
+//! (tests/fixtures/root/cluster_export.json, from
 //! scripts/fixtures/root_cluster_export.py).
 
 mod common;
@@ -222,6 +223,31 @@ fn exported_parquet(path: &Path) -> Exported {
     out
 }
 
+fn export_fixture() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/cluster_export.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Pages that start inside a basket, cross into the next one, or end at the
+/// last entry hold what uproot reads there: the baskets are decompressed only
+/// up to the page, the jagged branch's through the counts its counter gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_inside_baskets_read_what_uproot_reads() {
+    let s = Sandbox::new();
+    let client = serving_clusters(&s).await;
+    let want = export_fixture();
+    for page in want["pages"].as_array().unwrap() {
+        let v = ok(
+            &client,
+            "read_branches",
+            json!({"path": FILE, "tree": "events", "branches": want["branches"],
+                   "offset": page["offset"], "limit": page["limit"]}),
+        )
+        .await;
+        assert_eq!(v["data"]["records"], page["records"], "{page}");
+    }
+}
+
 /// An export that skips clusters and stops at its limit in the middle of the
 /// file writes exactly the entries uproot selects (the scan decodes the next
 /// cluster while the current one is written, and must neither lose, repeat
@@ -230,8 +256,7 @@ fn exported_parquet(path: &Path) -> Exported {
 async fn exports_across_clusters_stop_at_their_limit() {
     let s = Sandbox::new();
     let client = serving_clusters(&s).await;
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/cluster_export.json");
-    let want: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let want = export_fixture();
     ok(
         &client,
         "list_branches",

@@ -1,6 +1,7 @@
 //! Feeds arbitrary bytes to quarry's ROOT reader as a whole file and reads all it
 //! can reach: keys, objects, the streamer info, trees, columns (each leaf of a
-//! leaf list too) and histograms (profiles included). Errors are expected; a
+//! leaf list too), the first half of each column's first basket (decompressed
+//! only that far) and histograms (profiles included). Errors are expected; a
 //! panic, a hang or an allocation beyond libFuzzer's limit is a bug.
 #![no_main]
 
@@ -22,6 +23,15 @@ fuzz_target!(|data: &[u8]| {
             let mut stack: Vec<_> = tree.branches.iter().collect();
             while let Some(branch) = stack.pop() {
                 let _ = file.column(branch);
+                if let Ok(reader) = file.column_reader(branch, None)
+                    && let Some(first) = reader.basket_ranges().first()
+                {
+                    let half = ((first.end - first.start) / 2) as usize;
+                    let counts = vec![1; half];
+                    let mut column = reader.empty_column();
+                    let _ = reader.read_basket_head(0, half, None, &mut column);
+                    let _ = reader.read_basket_head(0, half, Some(&counts), &mut column);
+                }
                 if branch.leaves.len() > 1 {
                     for leaf in 0..branch.leaves.len() {
                         let _ = file.leaf_column(branch, leaf);

@@ -10,7 +10,7 @@ use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
 use super::scan::{entry_offsets, entry_range, scan};
-use crate::formats::root::{Branch, Column, ColumnReader, RootFile, Values};
+use crate::formats::root::{Branch, Column, ColumnReader, LeafType, RootFile, Values};
 use crate::job::Job;
 
 /// One value as read, exactly (integers stay integers, uint64 included).
@@ -95,8 +95,13 @@ pub fn read_rows(
         .iter()
         .map(|&c| file.column_reader(tree.columns[c].branch, tree.columns[c].leaf))
         .collect::<Result<_, _>>()?;
-    let read_column = |reader: &ColumnReader<'_>| -> Result<Vec<Cell>, AnalysisError> {
-        let mut current = BasketCursor::new(reader);
+    let counters: Vec<Option<ColumnReader<'_>>> = columns
+        .iter()
+        .zip(&readers)
+        .map(|(&c, reader)| counter_reader(file, tree, c, reader))
+        .collect::<Result<_, _>>()?;
+    let read_column = |k: usize| -> Result<Vec<Cell>, AnalysisError> {
+        let mut current = BasketCursor::new(&readers[k], counters[k].as_ref(), entries);
         entries
             .iter()
             .map(|&entry| match job.stopped() {
@@ -117,12 +122,7 @@ pub fn read_rows(
     let read: Vec<Vec<(usize, Vec<Cell>)>> = groups
         .par_iter()
         .with_max_len(1)
-        .map(|group| {
-            group
-                .iter()
-                .map(|&k| Ok((k, read_column(&readers[k])?)))
-                .collect()
-        })
+        .map(|group| group.iter().map(|&k| Ok((k, read_column(k)?))).collect())
         .collect::<Result<_, AnalysisError>>()?;
     let mut by_column: Vec<Vec<Cell>> = vec![Vec::new(); columns.len()];
     for (k, cells) in read.into_iter().flatten() {
@@ -140,19 +140,24 @@ pub fn read_rows(
     Ok(rows)
 }
 
-/// The stored bytes of the baskets of a column holding `entries` (ascending):
-/// what reading them costs, nearly all of it decompression.
+/// The stored bytes of a column's baskets read for `entries` (ascending),
+/// each up to the last entry wanted from it: what reading them costs, nearly
+/// all of it decompression.
 fn read_cost(reader: &ColumnReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
     let mut cost = 0;
-    let mut last = None;
-    for &entry in entries {
+    let mut rest = entries;
+    while let Some(&entry) = rest.first() {
         let basket = ranges.partition_point(|r| r.end <= entry);
-        if last != Some(basket) {
-            let bytes = branch.basket_bytes.get(basket).copied().unwrap_or(0);
-            cost += bytes.max(0) as u64;
-            last = Some(basket);
-        }
+        let Some(range) = ranges.get(basket) else {
+            break;
+        };
+        let within = rest.partition_point(|&e| e < range.end);
+        let last = rest[within.max(1) - 1];
+        let bytes = branch.basket_bytes.get(basket).copied().unwrap_or(0).max(0) as u64;
+        let span = (range.end - range.start).max(1);
+        cost += bytes * (last + 1 - range.start).min(span) / span;
+        rest = &rest[within.max(1)..];
     }
     cost
 }
@@ -176,18 +181,51 @@ fn balanced_groups(costs: &[u64], n: usize) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(_, g)| g).collect()
 }
 
-/// The basket of one column holding the entry last asked for.
+/// A reader of the counter of a jagged column, when the column's baskets can
+/// be read only up to the entries wanted given their item counts (a counter
+/// leaf's arrays, `muon_pt[nMuon]`), and the counter is an integer scalar.
+fn counter_reader<'f>(
+    file: &'f RootFile,
+    tree: &TreeColumns<'f>,
+    column: usize,
+    reader: &ColumnReader<'f>,
+) -> Result<Option<ColumnReader<'f>>, AnalysisError> {
+    let info = &tree.columns[column];
+    let counter = info.counter.as_deref().and_then(|name| tree.find(name));
+    let Some(counter) = counter.filter(|_| reader.head_needs_counts()) else {
+        return Ok(None);
+    };
+    let c = &tree.columns[counter];
+    let integer_scalar = c.layout.as_ref().is_ok_and(|l| {
+        !l.jagged && l.inner == 1 && matches!(l.leaf_type, LeafType::Prim(p) if p.is_integer())
+    });
+    if !integer_scalar {
+        return Ok(None);
+    }
+    Ok(Some(file.column_reader(c.branch, c.leaf)?))
+}
+
+/// The basket of one column holding the entry last asked for, decoded up to
+/// the last entry wanted from it (`wanted`, ascending).
 struct BasketCursor<'r, 'f> {
     reader: &'r ColumnReader<'f>,
+    counter: Option<&'r ColumnReader<'f>>,
+    wanted: &'r [u64],
     basket: Option<usize>,
     column: Column,
     offsets: Vec<usize>,
 }
 
 impl<'r, 'f> BasketCursor<'r, 'f> {
-    fn new(reader: &'r ColumnReader<'f>) -> Self {
+    fn new(
+        reader: &'r ColumnReader<'f>,
+        counter: Option<&'r ColumnReader<'f>>,
+        wanted: &'r [u64],
+    ) -> Self {
         BasketCursor {
             reader,
+            counter,
+            wanted,
             basket: None,
             column: reader.empty_column(),
             offsets: Vec::new(),
@@ -204,9 +242,7 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
         };
         let first = range.start;
         if self.basket != Some(index) {
-            self.reader.read_basket(index, &mut self.column)?;
-            self.basket = Some(index);
-            entry_offsets(&self.column, &mut self.offsets);
+            self.load(index, range.clone(), entry)?;
         }
         let e = (entry - first) as usize;
         let Range { start: a, end: b } = entry_range(&self.column, &self.offsets, e);
@@ -218,6 +254,89 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
         } else {
             Ok(cell_at(&self.column.values, a))
         }
+    }
+
+    /// Decodes basket `index` (entries `range`) through the last entry wanted
+    /// from it: a page early in a large basket inflates only its head.
+    fn load(&mut self, index: usize, range: Range<u64>, entry: u64) -> Result<(), AnalysisError> {
+        let last = self.wanted[..self.wanted.partition_point(|&e| e < range.end)]
+            .last()
+            .copied()
+            .unwrap_or(entry)
+            .max(entry);
+        let head = (last + 1 - range.start) as usize;
+        let counts = match self.counter {
+            Some(counter) if self.reader.head_needs_counts() => {
+                Some(counts_between(counter, range.start..last + 1)?)
+            }
+            _ => None,
+        };
+        if self.reader.head_needs_counts() && counts.is_none() {
+            self.reader.read_basket(index, &mut self.column)?;
+        } else {
+            self.reader
+                .read_basket_head(index, head, counts.as_deref(), &mut self.column)?;
+        }
+        self.basket = Some(index);
+        entry_offsets(&self.column, &mut self.offsets);
+        Ok(())
+    }
+}
+
+/// The values of an integer counter at `entries`, as item counts, read from
+/// the heads of the counter's baskets; a negative count is corrupt data.
+fn counts_between(
+    counter: &ColumnReader<'_>,
+    entries: Range<u64>,
+) -> Result<Vec<u32>, AnalysisError> {
+    let mut counts = Vec::with_capacity((entries.end - entries.start) as usize);
+    let mut column = counter.empty_column();
+    let ranges = counter.basket_ranges();
+    let mut index = ranges.partition_point(|r| r.end <= entries.start);
+    while let Some(range) = ranges.get(index).filter(|r| r.start < entries.end) {
+        let through = entries.end.min(range.end);
+        counter.read_basket_head(index, (through - range.start) as usize, None, &mut column)?;
+        let from = (entries.start.max(range.start) - range.start) as usize;
+        let to = (through - range.start) as usize;
+        push_counts(&column.values, from..to, &mut counts)?;
+        index += 1;
+    }
+    if counts.len() as u64 != entries.end - entries.start {
+        return Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
+            format!("the counter's baskets end before entry {}", entries.end),
+        )));
+    }
+    Ok(counts)
+}
+
+/// `values[span]` of an integer counter appended to `out` as item counts.
+fn push_counts(
+    values: &Values,
+    span: Range<usize>,
+    out: &mut Vec<u32>,
+) -> Result<(), AnalysisError> {
+    fn add<T: Copy + TryInto<u32>>(v: &[T], out: &mut Vec<u32>) -> Result<(), AnalysisError> {
+        for &n in v {
+            out.push(n.try_into().map_err(|_| {
+                AnalysisError::Format(crate::formats::FormatError::Corrupt(
+                    "a counter leaf holds a negative or huge count".into(),
+                ))
+            })?);
+        }
+        Ok(())
+    }
+    match values {
+        Values::I8(v) => add(&v[span], out),
+        Values::U8(v) => add(&v[span], out),
+        Values::I16(v) => add(&v[span], out),
+        Values::U16(v) => add(&v[span], out),
+        Values::I32(v) => add(&v[span], out),
+        Values::U32(v) => add(&v[span], out),
+        Values::I64(v) => add(&v[span], out),
+        Values::U64(v) => add(&v[span], out),
+        _ => Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
+            "a counter leaf that is not an integer".into(),
+        ))),
     }
 }
 

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use super::RootFile;
-use super::compression::decompress_into;
+use super::compression::decompress_head_into;
 use super::cursor::Cursor;
 use super::tree::Branch;
 use crate::formats::FormatError;
@@ -283,12 +283,15 @@ impl Drop for Buffers {
     }
 }
 
-/// A basket written to the file as a key of its own.
+/// A basket written to the file as a key of its own; with `head`, only the
+/// first `head` bytes of its entries are wanted, and its record is
+/// decompressed no further than needed for them (no offset table then).
 fn read_free(
     file: &RootFile,
     seek: u64,
     bytes: usize,
     buffers: &Buffers,
+    head: Option<usize>,
 ) -> Result<Basket, FormatError> {
     let mut raw = buffers.bytes();
     file.read_into(seek, bytes, "basket", &mut raw)?;
@@ -300,17 +303,33 @@ fn read_free(
         )));
     }
     let border = h.border();
+    if let Some(head) = head.filter(|&n| n > border) {
+        return Err(FormatError::Corrupt(format!(
+            "basket at byte {seek} holds {border} bytes of entries, its first entries need {head}"
+        )));
+    }
     let stored = h.nbytes - h.key_len;
     let (buf, start) = if stored == h.obj_len {
         (raw, h.key_len)
     } else {
         let mut out = buffers.bytes();
-        let unpacked = decompress_into(&raw[h.key_len..h.nbytes], h.obj_len, &mut out);
+        let want = head.unwrap_or(h.obj_len);
+        let unpacked = decompress_head_into(&raw[h.key_len..h.nbytes], h.obj_len, want, &mut out);
         buffers.give_bytes(raw);
         unpacked?;
         (out, 0)
     };
     let end = start + h.obj_len.min(buf.len() - start);
+    if let Some(head) = head {
+        // At least `head` bytes were decompressed, and `head <= border`.
+        return Ok(Basket {
+            entries: h.entries,
+            buf,
+            range: start..start + head,
+            table: None,
+            key_len: h.key_len,
+        });
+    }
     if start + border > end {
         return Err(FormatError::Corrupt(format!(
             "basket data ends at {border}, past its {} bytes",
@@ -371,10 +390,20 @@ enum Source<'b> {
     Embedded(&'b [u8]),
 }
 
+fn source_at<'s, 'b>(
+    sources: &'s [Source<'b>],
+    branch: &Branch,
+    index: usize,
+) -> Result<&'s Source<'b>, FormatError> {
+    sources.get(index).ok_or_else(|| {
+        FormatError::Corrupt(format!("branch '{}' has no basket {index}", branch.name))
+    })
+}
+
 impl RootFile {
     fn read_source(&self, source: &Source<'_>, buffers: &Buffers) -> Result<Basket, FormatError> {
         match source {
-            Source::Free { seek, bytes } => read_free(self, *seek, *bytes, buffers),
+            Source::Free { seek, bytes } => read_free(self, *seek, *bytes, buffers, None),
             Source::Embedded(b) => read_embedded(b, buffers),
         }
     }
@@ -438,10 +467,35 @@ impl RootFile {
         buffers: &Buffers,
     ) -> Result<Basket, FormatError> {
         let sources = self.basket_sources(branch)?;
-        let source = sources.get(index).ok_or_else(|| {
-            FormatError::Corrupt(format!("branch '{}' has no basket {index}", branch.name))
-        })?;
-        self.read_source(source, buffers)
+        self.read_source(source_at(&sources, branch, index)?, buffers)
+    }
+
+    /// The first `head` bytes of basket `index`'s entries (the caller knows
+    /// how many entries they hold), decompressing no further than needed.
+    pub(super) fn basket_head(
+        &self,
+        branch: &Branch,
+        index: usize,
+        head: usize,
+        buffers: &Buffers,
+    ) -> Result<Basket, FormatError> {
+        let sources = self.basket_sources(branch)?;
+        match source_at(&sources, branch, index)? {
+            Source::Free { seek, bytes } => read_free(self, *seek, *bytes, buffers, Some(head)),
+            embedded => {
+                let mut basket = self.read_source(embedded, buffers)?;
+                if head > basket.range.len() {
+                    return Err(FormatError::Corrupt(format!(
+                        "basket {index} of '{}' holds {} bytes of entries, its first entries need {head}",
+                        branch.name,
+                        basket.range.len()
+                    )));
+                }
+                basket.range.end = basket.range.start + head;
+                basket.table = None;
+                Ok(basket)
+            }
+        }
     }
 
     /// Hands every basket of a branch, passed through `map`, to `each`, in entry

@@ -187,7 +187,7 @@ pub(super) fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<
         }
         (LeafType::Str, _) => append_tstrings(col, basket, &entries_of()?),
         (LeafType::Prim(_), Layout::Strided { offset, stride }) => {
-            append_strided(col, basket, offset, stride)
+            append_strided(col, basket.data(), basket.entries, offset, stride)
         }
         (LeafType::Prim(_), Layout::Object { .. }) => {
             if !basket.has_offsets() && basket.data().is_empty() {
@@ -205,6 +205,58 @@ pub(super) fn append(col: &mut Column, basket: &Basket, branch: &str) -> Result<
         other => other,
     })?;
     col.entries += basket.entries;
+    Ok(())
+}
+
+/// The first `entries` entries of a basket whose data was cut to just their
+/// bytes: items of one size back to back (`Plain`, `Strided`), or a counter
+/// leaf's arrays with the item counts the caller read from the counter.
+pub(super) fn append_head(
+    col: &mut Column,
+    basket: &Basket,
+    entries: usize,
+    counts: Option<&[u32]>,
+    branch: &str,
+) -> Result<(), FormatError> {
+    let corrupt = |why: String| FormatError::Corrupt(format!("branch '{branch}': {why}"));
+    let item = item_size(col);
+    let data = basket.data();
+    match (col.leaf_type, col.layout, &mut col.counts, counts) {
+        (LeafType::Prim(_), Layout::Strided { offset, stride }, None, None) => {
+            append_strided(col, data, entries, offset, stride).map_err(|e| match e {
+                FormatError::Corrupt(why) => corrupt(why),
+                other => other,
+            })?;
+        }
+        (LeafType::Prim(_), Layout::Plain, None, None) => {
+            if data.len() != entries * item {
+                return Err(corrupt(format!(
+                    "{entries} entries of {item} bytes in {} bytes",
+                    data.len()
+                )));
+            }
+            col.values.extend_from_be(data);
+        }
+        (LeafType::Prim(_), Layout::Plain, Some(own), Some(given)) => {
+            let items: u64 = given.iter().map(|&n| u64::from(n)).sum();
+            if given.len() != entries || items.checked_mul(item as u64) != Some(data.len() as u64) {
+                return Err(corrupt(format!(
+                    "the counter gives {items} items of {item} bytes to {} entries, \
+                     their {} bytes hold {entries} entries",
+                    given.len(),
+                    data.len()
+                )));
+            }
+            own.extend_from_slice(given);
+            col.values.extend_from_be(data);
+        }
+        _ => {
+            return Err(FormatError::Unsupported(format!(
+                "branch '{branch}': its entries are found through the basket's offset table"
+            )));
+        }
+    }
+    col.entries += entries;
     Ok(())
 }
 
@@ -295,20 +347,19 @@ fn skip_object_header(c: &mut Cursor<'_>) -> Result<(), FormatError> {
 /// One leaf of a leaf list: its items at `offset` in each `stride`-byte entry.
 fn append_strided(
     col: &mut Column,
-    basket: &Basket,
+    data: &[u8],
+    entries: usize,
     offset: usize,
     stride: usize,
 ) -> Result<(), FormatError> {
-    let data = basket.data();
-    if data.len() != basket.entries * stride {
+    if data.len() != entries * stride {
         return Err(FormatError::Corrupt(format!(
-            "{} entries of {stride} bytes in {} bytes",
-            basket.entries,
+            "{entries} entries of {stride} bytes in {} bytes",
             data.len()
         )));
     }
     let width = item_size(col);
-    let mut picked = Vec::with_capacity(basket.entries * width);
+    let mut picked = Vec::with_capacity(entries * width);
     for entry in data.chunks_exact(stride) {
         picked.extend_from_slice(&entry[offset..offset + width]);
     }

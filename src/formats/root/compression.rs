@@ -35,9 +35,28 @@ pub fn decompress_into(
     uncompressed_len: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), FormatError> {
+    decompress_head_into(src, uncompressed_len, uncompressed_len, out)
+}
+
+/// Past the bytes wanted, how far a zlib block is inflated when only its head
+/// is wanted: enough for any symbol that starts before the end of the head to
+/// be written whole (a stored block holds at most 65,535 bytes, a match 258).
+const HEAD_MARGIN: usize = 1 << 16;
+
+/// `decompress_into`, but only as far as the first `want` bytes of the record
+/// (at least those, at most all `uncompressed_len`): `out` holds them, and the
+/// rest of the last block decoded when that block is not zlib. A page of entries early in a large basket costs inflating
+/// the bytes up to it, not the whole basket.
+pub fn decompress_head_into(
+    src: &[u8],
+    uncompressed_len: usize,
+    want: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FormatError> {
+    let want = want.min(uncompressed_len);
     if src.len() == uncompressed_len {
         out.clear();
-        out.extend_from_slice(src);
+        out.extend_from_slice(&src[..want]);
         return Ok(());
     }
     // The buffer grows block by block, each block present in `src` (a damaged
@@ -45,7 +64,7 @@ pub fn decompress_into(
     // buffer is only zeroed where it grows: the blocks overwrite the rest.
     let mut filled = 0;
     let mut rest = src;
-    while filled < uncompressed_len {
+    while filled < want {
         if rest.len() < HEADER {
             return Err(corrupt(format!(
                 "compressed record ends after {filled} of {uncompressed_len} bytes"
@@ -64,14 +83,29 @@ pub fn decompress_into(
             )));
         }
         let payload = &rest[HEADER..HEADER + c_len];
-        if out.len() < filled + u_len {
-            out.resize(filled + u_len, 0);
+        // Only zlib is inflated part way: LZ4 and ZSTD decode so fast that
+        // the rest of a block costs little, and their decoders promise
+        // nothing of a cut-short output.
+        let take = if tag == b"ZL" {
+            u_len.min(want.saturating_sub(filled).saturating_add(HEAD_MARGIN))
+        } else {
+            u_len
+        };
+        if out.len() < filled + take {
+            out.resize(filled + take, 0);
         }
-        decode_block(tag, payload, &mut out[filled..filled + u_len])?;
-        filled += u_len;
+        if take < u_len {
+            inflate_head(payload, &mut out[filled..filled + take])?;
+            // Past `want`, the margin holds what was written before the
+            // symbol that did not fit, then stale bytes: it is cut off.
+            filled = want;
+        } else {
+            decode_block(tag, payload, &mut out[filled..filled + u_len])?;
+            filled += u_len;
+        }
         rest = &rest[HEADER + c_len..];
     }
-    out.truncate(uncompressed_len);
+    out.truncate(filled);
     Ok(())
 }
 
@@ -79,6 +113,21 @@ thread_local! {
     /// One zlib decoder per thread, kept: making one allocates its tables.
     static INFLATER: std::cell::RefCell<libdeflater::Decompressor> =
         std::cell::RefCell::new(libdeflater::Decompressor::new());
+}
+
+/// The first `out.len()` bytes of a zlib block that holds more. libdeflate
+/// stops with "insufficient space" at the first symbol that does not fit,
+/// everything before it written: with `HEAD_MARGIN` to spare, the bytes wanted
+/// are all there (`a_zlib_head_is_the_head_of_the_whole` checks it on every
+/// cut of real data, so a libdeflate that behaved otherwise fails the tests).
+fn inflate_head(payload: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
+    match INFLATER.with_borrow_mut(|inflater| inflater.zlib_decompress(payload, out)) {
+        Err(libdeflater::DecompressionError::InsufficientSpace) => Ok(()),
+        Err(e) => Err(corrupt(format!("bad zlib block: {e}"))),
+        Ok(n) => Err(corrupt(format!(
+            "compressed block decoded to {n} bytes, fewer than its header says"
+        ))),
+    }
 }
 
 fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
@@ -213,6 +262,51 @@ mod tests {
         // A record claiming a terabyte: refused once its blocks run out, without
         // first allocating what it claims (found by the fuzzer).
         assert!(decompress(&lz4_record(&plain), 1 << 40).is_err());
+    }
+
+    /// Bytes that compress in every way deflate has: runs of text (long
+    /// matches), float-like noise (literals), and random stretches that
+    /// libdeflate stores raw (the longest symbols).
+    fn mixed_bytes() -> Vec<u8> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut out = Vec::new();
+        for round in 0..6 {
+            out.extend(text().repeat(20));
+            for _ in 0..20_000 {
+                let pt = 20.0 + (next() % 10_000) as f32 / 100.0;
+                out.extend_from_slice(&pt.to_be_bytes());
+            }
+            out.extend((0..70_000 + round * 1_000).map(|_| next() as u8));
+        }
+        out
+    }
+
+    #[test]
+    fn a_zlib_head_is_the_head_of_the_whole() {
+        let plain = mixed_bytes();
+        for level in [1, 6, 12] {
+            let mut c =
+                libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level).unwrap());
+            let mut z = vec![0; c.zlib_compress_bound(plain.len())];
+            let n = c.zlib_compress(&plain, &mut z).unwrap();
+            let record = block(b"ZL", &z[..n], plain.len());
+            let mut head = Vec::new();
+            for want in (0..plain.len())
+                .step_by(4_093)
+                .chain([1, plain.len() - 1, plain.len()])
+            {
+                decompress_head_into(&record, plain.len(), want, &mut head).unwrap();
+                assert!(head.len() >= want, "level {level}: {} < {want}", head.len());
+                let differs = head.iter().zip(&plain).position(|(a, b)| a != b);
+                assert_eq!(differs, None, "level {level}, head of {want}");
+            }
+        }
     }
 
     #[test]

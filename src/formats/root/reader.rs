@@ -7,9 +7,9 @@ use std::ops::Range;
 
 use super::RootFile;
 use super::basket::Buffers;
-use super::column::{Column, append};
+use super::column::{Column, append, append_head};
 use super::tree::Branch;
-use super::types::{Decoding, LeafType, decoding, leaf_decoding};
+use super::types::{Decoding, Layout, LeafType, decoding, leaf_decoding};
 use crate::formats::FormatError;
 
 /// What one column (a branch, or one leaf of a leaf list) holds per entry.
@@ -108,6 +108,65 @@ impl ColumnReader<'_> {
             )));
         }
         Ok(())
+    }
+
+    /// Decodes the first `entries` entries of basket `index` into `into`
+    /// (emptied first), decompressing only as far as their bytes where the
+    /// layout says where they end: entries of one size, or a counter leaf's
+    /// arrays when `counts` gives their item counts (read from the counter).
+    /// Otherwise the whole basket is decoded. Either way `into` then starts
+    /// with the basket's first entries, `entries` of them at least.
+    pub fn read_basket_head(
+        &self,
+        index: usize,
+        entries: usize,
+        counts: Option<&[u32]>,
+        into: &mut Column,
+    ) -> Result<(), FormatError> {
+        let whole = self
+            .ranges
+            .get(index)
+            .is_none_or(|r| entries as u64 >= r.end - r.start);
+        let head = self.head_bytes(entries, counts).filter(|_| !whole);
+        let Some(head) = head else {
+            return self.read_basket(index, into);
+        };
+        if into.layout_differs(self.decoding) {
+            *into = Column::empty(self.decoding);
+        }
+        into.clear();
+        let basket = self
+            .file
+            .basket_head(self.branch, index, head, &self.buffers)?;
+        let appended = append_head(into, &basket, entries, counts, &self.branch.name);
+        self.buffers.recycle(basket);
+        appended
+    }
+
+    /// The bytes the first `entries` entries of a basket take, when that
+    /// follows from the layout (and the counts of a counter leaf's arrays).
+    fn head_bytes(&self, entries: usize, counts: Option<&[u32]>) -> Option<usize> {
+        let LeafType::Prim(p) = self.decoding.leaf_type else {
+            return None;
+        };
+        let item = p.size().checked_mul(self.decoding.inner)?;
+        match (self.decoding.layout, self.decoding.jagged, counts) {
+            (Layout::Plain, false, None) => entries.checked_mul(item),
+            (Layout::Strided { stride, .. }, false, None) => entries.checked_mul(stride),
+            (Layout::Plain, true, Some(counts)) if counts.len() == entries => {
+                let items: u64 = counts.iter().map(|&n| u64::from(n)).sum();
+                usize::try_from(items).ok()?.checked_mul(item)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `read_basket_head` of this column's jagged entries needs their
+    /// item counts from the counter leaf (and then reads only their bytes).
+    pub fn head_needs_counts(&self) -> bool {
+        self.decoding.jagged
+            && self.decoding.layout == Layout::Plain
+            && matches!(self.decoding.leaf_type, LeafType::Prim(_))
     }
 
     /// An empty column of this reader's layout, to read baskets into.

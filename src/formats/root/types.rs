@@ -31,6 +31,11 @@ impl Prim {
         }
     }
 
+    /// Whether values are whole numbers (what a counter leaf holds).
+    pub fn is_integer(self) -> bool {
+        !matches!(self, Prim::Bool | Prim::F32 | Prim::F64)
+    }
+
     /// The numpy-style name (`float32`, `uint64`, `bool`...).
     pub fn name(self) -> &'static str {
         match self {
