@@ -124,7 +124,13 @@ pub fn export<W: Write + Send + 'static>(
     let mut done = Exported::default();
     let mut failure: Option<ExportError> = None;
     let map: Vec<usize> = (0..cut_slots.len()).collect();
-    let scanned = scan(file, tree, &read, 0..tree.entries, cut, job, |w| {
+    // Without a cut the entries written are the first `limit`: the scan stops
+    // there instead of decoding (ahead, beside the writer) a cluster past it.
+    let entries = match cut {
+        Some(_) => 0..tree.entries,
+        None => 0..limit.min(tree.entries),
+    };
+    let scanned = scan(file, tree, &read, entries, cut, job, |w| {
         let mask = match cut {
             Some(plan) => {
                 let slots: Vec<SlotData> = cut_slots.iter().map(|&i| w.slot_data(i)).collect();
@@ -176,8 +182,10 @@ pub fn export<W: Write + Send + 'static>(
 }
 
 /// Record batches waiting for the Parquet encoder at most: the scan runs
-/// ahead of the encoder by this many windows, no more.
-const BATCHES_AHEAD: usize = 4;
+/// ahead of the encoder by this many windows, no more. Two hand-overs'
+/// worth (`ENCODE_ROWS`), so that the scan fills the next while the encoder
+/// works through the last, instead of each waiting on the other in turn.
+const BATCHES_AHEAD: usize = 2 * ENCODE_ROWS / WINDOW as usize;
 
 enum Writer<W: Write + Send + 'static> {
     Text {
@@ -353,12 +361,12 @@ fn encode_parquet<W: Write + Send>(
     writer: ArrowWriter<W>,
     batches: Receiver<RecordBatch>,
 ) -> Result<W, ExportError> {
-    use rayon::prelude::*;
     let (mut file, factory) = writer.into_serialized_writer()?;
     let mut group = 0;
     let mut columns = factory.create_column_writers(group)?;
     let (mut rows, mut pending_rows) = (0, 0);
     let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut costs: Vec<u64> = Vec::new();
     let append = |file: &mut SerializedFileWriter<W>,
                   columns: Vec<ArrowColumnWriter>|
      -> Result<(), ExportError> {
@@ -380,19 +388,8 @@ fn encode_parquet<W: Write + Send>(
         if !(closed || group_full || pending_rows >= ENCODE_ROWS) {
             continue;
         }
-        if let Some(first) = pending.first() {
-            let schema = first.schema();
-            columns
-                .par_iter_mut()
-                .zip(schema.fields().par_iter())
-                .enumerate()
-                .try_for_each(|(i, (writer, field))| {
-                    pending.iter().try_for_each(|batch| {
-                        compute_leaves(field, batch.column(i))?
-                            .iter()
-                            .try_for_each(|leaf| writer.write(leaf))
-                    })
-                })?;
+        if !pending.is_empty() {
+            encode_columns(&mut columns, &pending, &mut costs)?;
             rows += std::mem::take(&mut pending_rows);
             pending.clear();
         }
@@ -410,6 +407,58 @@ fn encode_parquet<W: Write + Send>(
         append(&mut file, columns)?;
     }
     Ok(file.into_inner()?)
+}
+
+/// Encodes `batches` into the column writers, side by side in groups of
+/// columns balanced by `costs` (each column's encoding time the last time,
+/// its buffers' size the first): a collection's column can take as long as
+/// all the others, and two columns to a core by position would pair it with
+/// another while a core waits.
+fn encode_columns(
+    columns: &mut [ArrowColumnWriter],
+    batches: &[RecordBatch],
+    costs: &mut Vec<u64>,
+) -> Result<(), ExportError> {
+    use rayon::prelude::*;
+    let schema = batches[0].schema();
+    if costs.len() != columns.len() {
+        *costs = (0..columns.len())
+            .map(|i| batches[0].column(i).get_buffer_memory_size() as u64)
+            .collect();
+    }
+    let groups = super::balanced_groups(costs, rayon::current_num_threads().max(1));
+    let mut writers: Vec<Option<&mut ArrowColumnWriter>> = columns.iter_mut().map(Some).collect();
+    let work: Vec<Vec<(usize, &mut ArrowColumnWriter)>> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|&k| (k, writers[k].take().expect("each column in one group")))
+                .collect()
+        })
+        .collect();
+    let timed: Vec<Vec<(usize, u64)>> = work
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|group| {
+            group
+                .into_iter()
+                .map(|(k, writer)| {
+                    let started = std::time::Instant::now();
+                    let field = schema.field(k);
+                    for batch in batches {
+                        for leaf in compute_leaves(field, batch.column(k))? {
+                            writer.write(&leaf)?;
+                        }
+                    }
+                    Ok((k, started.elapsed().as_nanos() as u64))
+                })
+                .collect::<Result<Vec<_>, ExportError>>()
+        })
+        .collect::<Result<_, _>>()?;
+    for (k, nanos) in timed.into_iter().flatten() {
+        costs[k] = nanos.max(1);
+    }
+    Ok(())
 }
 
 fn csv_quoted(s: &str) -> String {

@@ -5,11 +5,11 @@
 
 use std::ops::Range;
 
-use super::AnalysisError;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
 use super::scan::{entry_offsets, entry_range, scan};
+use super::{AnalysisError, balanced_groups};
 use crate::formats::root::{Branch, Column, ColumnReader, LeafType, RootFile, Values};
 use crate::job::Job;
 
@@ -160,25 +160,6 @@ fn read_cost(reader: &ColumnReader<'_>, branch: &Branch, entries: &[u64]) -> u64
         rest = &rest[within.max(1)..];
     }
     cost
-}
-
-/// The indices of `costs` in at most `n` groups of about equal total cost,
-/// the largest placed first, each on the group with the least so far: read
-/// side by side, the groups then end together (three columns on two cores
-/// split by halves could leave one core two thirds of the work).
-fn balanced_groups(costs: &[u64], n: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..costs.len()).collect();
-    order.sort_by_key(|&k| std::cmp::Reverse(costs[k]));
-    let mut groups: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); n.min(costs.len())];
-    for k in order {
-        let lightest = groups
-            .iter_mut()
-            .min_by_key(|(total, _)| *total)
-            .expect("a group per column at least");
-        lightest.0 += costs[k];
-        lightest.1.push(k);
-    }
-    groups.into_iter().map(|(_, g)| g).collect()
 }
 
 /// A reader of the counter of a jagged column, when the column's baskets can
@@ -354,26 +335,5 @@ fn cell_at(values: &Values, i: usize) -> Cell {
         Values::F32(v) => Cell::Float(v[i].into()),
         Values::F64(v) => Cell::Float(v[i]),
         Values::Str(v) => Cell::Str(v[i].clone()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::balanced_groups;
-
-    #[test]
-    fn the_largest_read_gets_a_core_of_its_own() {
-        // The benchmark's page: met, muon_pt and event_number baskets (kB).
-        let groups = balanced_groups(&[1260, 2993, 529], 2);
-        assert_eq!(groups, vec![vec![1], vec![0, 2]]);
-        let groups = balanced_groups(&[5, 5, 5, 5, 5], 8);
-        assert_eq!(groups.len(), 5);
-        let mut all: Vec<usize> = balanced_groups(&[3, 1, 4, 1, 5, 9, 2, 6], 3)
-            .into_iter()
-            .flatten()
-            .collect();
-        all.sort();
-        assert_eq!(all, (0..8).collect::<Vec<_>>());
-        assert!(balanced_groups(&[], 2).is_empty());
     }
 }

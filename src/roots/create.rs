@@ -36,6 +36,10 @@ impl CreateError {
 #[derive(Debug)]
 pub struct PendingFile {
     file: Option<File>,
+    /// Bytes written, and how far the system was asked to start writing
+    /// them to disk (`WRITEBACK_STEP` at a time).
+    written: u64,
+    writeback_from: u64,
     #[cfg(target_os = "linux")]
     dir: std::os::fd::OwnedFd,
     temporary: std::ffi::CString,
@@ -77,6 +81,8 @@ pub fn create_pending(base: &Path, rel: &str) -> Result<PendingFile, CreateError
     let file = openat2_create(&dir, &temporary).map_err(CreateError::from_io)?;
     Ok(PendingFile {
         file: Some(file),
+        written: 0,
+        writeback_from: 0,
         temporary: c_path(Path::new(&temporary)).map_err(CreateError::Io)?,
         target: c_path(Path::new(name)).map_err(CreateError::Io)?,
         dir,
@@ -162,6 +168,27 @@ impl PendingFile {
         )))
     }
 
+    /// Asks the system to start writing what was written since the last
+    /// request to disk, without waiting for it. Only advice: an error shows
+    /// again in `commit`'s flush, which is what guarantees the data.
+    fn start_writeback(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.file {
+            use std::os::fd::AsRawFd;
+            let (from, len) = (self.writeback_from, self.written - self.writeback_from);
+            // SAFETY: a range of our own open file; the call only schedules I/O.
+            unsafe {
+                libc::sync_file_range(
+                    file.as_raw_fd(),
+                    from as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+        }
+        self.writeback_from = self.written;
+    }
+
     fn file(&mut self) -> io::Result<&mut File> {
         self.file
             .as_mut()
@@ -169,9 +196,20 @@ impl PendingFile {
     }
 }
 
+/// Bytes written between requests that the system start writing them to
+/// disk: `commit`'s flush then waits for the last few megabytes only, the
+/// rest having gone to disk while the file was still being written (a
+/// 18 MB export spent 9 ms in that flush otherwise).
+const WRITEBACK_STEP: u64 = 4 << 20;
+
 impl Write for PendingFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file()?.write(buf)
+        let n = self.file()?.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.writeback_from >= WRITEBACK_STEP {
+            self.start_writeback();
+        }
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
