@@ -6,7 +6,7 @@ use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, count_passing, evaluate, zip};
 use super::fills::{Fills, fills};
 use super::plan::{Plan, TreeColumns};
-use super::scan::{Window, scan_parallel};
+use super::scan::{Parts, Window, scan_parallel};
 use crate::formats::root::RootFile;
 use crate::job::Job;
 
@@ -90,7 +90,7 @@ pub fn count_selected(
         file,
         tree,
         (&together.columns, Some(cut)),
-        job,
+        (job, Parts::Small),
         || 0u64,
         |n, w| {
             let slots = window_slots(&together, w);
@@ -362,7 +362,7 @@ pub fn histogram(
         file,
         tree,
         (&together.columns, req.cut),
-        job,
+        (job, Parts::Small),
         || (Hist1::empty(&axis), Fills::default()),
         |(part, f), w| {
             window_fills(&together, req, w, f)?;
@@ -398,7 +398,7 @@ pub fn fold_values<A: Send>(
         file,
         tree,
         (&together.columns, req.cut),
-        job,
+        (job, Parts::Large),
         || (init(), 0u64, Fills::default()),
         |(part, selected, f), w| {
             window_fills(&together, req, w, f)?;
@@ -431,7 +431,7 @@ pub fn value_range(
         file,
         tree,
         (&together.columns, req.cut),
-        job,
+        (job, Parts::Small),
         || (None, Fills::default()),
         |(part, f): &mut (Option<(f64, f64)>, Fills), w| {
             window_fills(&together, req, w, f)?;
@@ -499,7 +499,7 @@ pub fn histogram_2d(
         file,
         tree,
         (&together.columns, req.cut),
-        job,
+        (job, Parts::Small),
         || Hist2::empty(&axes),
         |part, w| {
             let slots = window_slots(&together, w);

@@ -382,13 +382,30 @@ fn prefetch(
     })
 }
 
-/// Tasks per thread: enough that one slow task does not leave the other
-/// threads idle for long, few enough that each task reuses its buffers over
-/// several clusters and the partial results waiting to be merged stay few.
-/// At 4, the benchmark's 29 clusters made runs of 4, and the last run left a
-/// core idle for up to a seventh of the scan (its LZ4 selection 21.6 ms, at
-/// 8 runs of 2 clusters 20.0 ms, at 16 no better).
-const TASKS_PER_THREAD: usize = 8;
+/// How costly a scan's partial results are, which sets how many runs of
+/// clusters it is split into: enough that one slow run does not leave the
+/// other threads idle for long, few enough that each run reuses its buffers
+/// over several clusters and the parts to make and merge stay few.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parts {
+    /// Counts and histograms: eight runs per thread. At four, the benchmark's
+    /// 29 clusters made runs of four, and the last run left a core idle for
+    /// up to a seventh of the scan (its LZ4 selection 21.6 ms, at eight runs
+    /// of two clusters 20.0 ms, at sixteen no better).
+    Small,
+    /// Parts holding buffers (the statistics' values and 65,536 bins): four
+    /// runs per thread (the LZ4 statistics took 37 ms so, 50 ms at eight).
+    Large,
+}
+
+impl Parts {
+    fn runs_per_thread(self) -> usize {
+        match self {
+            Parts::Small => 8,
+            Parts::Large => 4,
+        }
+    }
+}
 
 /// `scan` for work whose parts combine: of the columns, the clusters the cut
 /// does not rule out are split into runs of about equal entries, read in
@@ -400,7 +417,7 @@ pub fn scan_parallel<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
     (columns, cut): (&[usize], Option<&Plan>),
-    job: &Job,
+    (job, part_cost): (&Job, Parts),
     init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, &Window<'_, '_>) -> Result<(), AnalysisError> + Sync,
     mut merge: impl FnMut(A),
@@ -422,7 +439,10 @@ pub fn scan_parallel<A: Send>(
         }
     }
     tree.bounds.record_scan(kept.len() as u64, skipped);
-    let runs = runs_of(kept, rayon::current_num_threads().max(1) * TASKS_PER_THREAD);
+    let runs = runs_of(
+        kept,
+        rayon::current_num_threads().max(1) * part_cost.runs_per_thread(),
+    );
     // Sets of streams a finished run hands on to the next: their buffers are
     // then allocated once per thread, not once per run (fresh pages cost a
     // fault each, a fifth of a fast scan's time when every run took new ones).
