@@ -246,8 +246,9 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
             .unwrap_or(entry)
             .max(entry);
         let head = (last + 1 - range.start) as usize;
+        let partial = last + 1 < range.end;
         let counts = match self.counter {
-            Some(counter) if self.reader.head_needs_counts() => {
+            Some(counter) if partial && self.reader.head_needs_counts() => {
                 Some(counts_between(counter, range.start..last + 1)?)
             }
             _ => None,

@@ -198,7 +198,7 @@ impl PendingFile {
 
 /// Bytes written between requests that the system start writing them to
 /// disk: `commit`'s flush then waits for the last few megabytes only, the
-/// rest having gone to disk while the file was still being written (a
+/// rest having gone to disk while the file was still being written (an
 /// 18 MB export spent 9 ms in that flush otherwise).
 const WRITEBACK_STEP: u64 = 4 << 20;
 

@@ -321,7 +321,13 @@ fn read_free(
     };
     let end = start + h.obj_len.min(buf.len() - start);
     if let Some(head) = head {
-        // At least `head` bytes were decompressed, and `head <= border`.
+        // A damaged header can claim entries past the record it stores.
+        if start + head > end {
+            return Err(FormatError::Corrupt(format!(
+                "basket at byte {seek} holds {} bytes, its first entries need {head}",
+                end - start
+            )));
+        }
         return Ok(Basket {
             entries: h.entries,
             buf,

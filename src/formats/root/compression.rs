@@ -45,8 +45,9 @@ const HEAD_MARGIN: usize = 1 << 16;
 
 /// `decompress_into`, but only as far as the first `want` bytes of the record
 /// (at least those, at most all `uncompressed_len`): `out` holds them, and the
-/// rest of the last block decoded when that block is not zlib. A page of entries early in a large basket costs inflating
-/// the bytes up to it, not the whole basket.
+/// rest of the last block decoded when that block is not zlib. A page of
+/// entries early in a large basket costs inflating the bytes up to it, not the
+/// whole basket.
 pub fn decompress_head_into(
     src: &[u8],
     uncompressed_len: usize,
