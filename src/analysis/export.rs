@@ -29,6 +29,7 @@ use parquet::file::writer::SerializedFileWriter;
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::plan::{Plan, TreeColumns};
+use super::predicate::Predicate;
 use super::scan::{ColumnPart, WINDOW, scan};
 use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
@@ -124,6 +125,7 @@ pub fn export<W: Write + Send + 'static>(
     let mut done = Exported::default();
     let mut failure: Option<ExportError> = None;
     let map: Vec<usize> = (0..cut_slots.len()).collect();
+    let predicate = cut.and_then(|p| Predicate::of(&p.root));
     // Without a cut the entries written are the first `limit`: the scan stops
     // there instead of decoding (ahead, beside the writer) a cluster past it.
     let entries = match cut {
@@ -140,7 +142,10 @@ pub fn export<W: Write + Send + 'static>(
                     slots: &slots,
                     map: &map,
                 };
-                Some(entry_mask(&evaluate(&plan.root, &inputs)?, w.len()))
+                Some(match predicate.as_ref().and_then(|p| p.mask(&inputs)) {
+                    Some(mask) => mask,
+                    None => entry_mask(&evaluate(&plan.root, &inputs)?, w.len()),
+                })
             }
             None => None,
         };

@@ -1,6 +1,7 @@
 //! The ROOT analysis engine: `TTree::Draw`-style cut strings parsed and type
 //! checked into a plan (`syntax`, `plan`), evaluated column by column over
-//! windows of entries that line the named branches up (`eval`, `scan`), and the
+//! windows of entries that line the named branches up (`eval`, `scan`; the
+//! commonest cuts, comparisons with constants, in `predicate`), and the
 //! operations the data tools are built from (`ops`). It reads files through
 //! `formats::root` and knows nothing of the catalog or of MCP.
 
@@ -10,6 +11,7 @@ mod fills;
 pub mod ops;
 pub mod plan;
 pub mod plot;
+pub mod predicate;
 pub mod prune;
 pub mod quantiles;
 pub mod rows;

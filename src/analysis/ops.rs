@@ -6,6 +6,7 @@ use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, count_passing, evaluate, zip};
 use super::fills::{Fills, fills};
 use super::plan::{Plan, TreeColumns};
+use super::predicate::Predicate;
 use super::scan::{Parts, Window, scan_parallel};
 use crate::formats::root::RootFile;
 use crate::job::Job;
@@ -85,6 +86,7 @@ pub fn count_selected(
     job: &Job,
 ) -> Result<Counted, AnalysisError> {
     let together = Together::new(vec![cut]);
+    let predicate = Predicate::of(&cut.root);
     let mut selected = 0;
     scan_parallel(
         file,
@@ -94,8 +96,16 @@ pub fn count_selected(
         || 0u64,
         |n, w| {
             let slots = window_slots(&together, w);
-            let vals = together.evaluate(&slots, w.len(), w.entries.start)?;
-            *n += count_passing(&vals[0], w.len());
+            let inputs = Inputs {
+                entries: w.len(),
+                first_entry: w.entries.start,
+                slots: &slots,
+                map: &together.maps[0],
+            };
+            *n += match predicate.as_ref().and_then(|p| p.count(&inputs)) {
+                Some(passed) => passed,
+                None => count_passing(&evaluate(&cut.root, &inputs)?, w.len()),
+            };
             Ok(())
         },
         |n| selected += n,

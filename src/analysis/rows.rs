@@ -8,6 +8,7 @@ use std::ops::Range;
 use super::eval::{Inputs, SlotData, entry_mask, evaluate};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
+use super::predicate::Predicate;
 use super::scan::{entry_offsets, entry_range, scan};
 use super::{AnalysisError, balanced_groups};
 use crate::formats::root::{Branch, Column, ColumnReader, LeafType, RootFile, Values};
@@ -44,6 +45,7 @@ pub fn page_entries(
         return Ok(((start..end).collect(), counted));
     };
     let map: Vec<usize> = (0..cut.columns.len()).collect();
+    let predicate = Predicate::of(&cut.root);
     let mut page = Vec::new();
     let mut counted = Counted {
         scanned: tree.entries,
@@ -64,7 +66,10 @@ pub fn page_entries(
                 slots: &slots,
                 map: &map,
             };
-            let mask = entry_mask(&evaluate(&cut.root, &inputs)?, w.len());
+            let mask = match predicate.as_ref().and_then(|p| p.mask(&inputs)) {
+                Some(mask) => mask,
+                None => entry_mask(&evaluate(&cut.root, &inputs)?, w.len()),
+            };
             for (i, pass) in mask.into_iter().enumerate() {
                 if pass {
                     if counted.selected >= offset && counted.selected - offset < limit {
