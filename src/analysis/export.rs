@@ -27,9 +27,9 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::AnalysisError;
-use super::eval::{Inputs, SlotData, entry_mask, evaluate};
+use super::eval::{Inputs, SlotData};
 use super::plan::{Plan, TreeColumns};
-use super::predicate::Predicate;
+use super::predicate::{Predicate, mask_cut};
 use super::scan::{ColumnPart, WINDOW, scan};
 use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
@@ -142,10 +142,7 @@ pub fn export<W: Write + Send + 'static>(
                     slots: &slots,
                     map: &map,
                 };
-                Some(match predicate.as_ref().and_then(|p| p.mask(&inputs)) {
-                    Some(mask) => mask,
-                    None => entry_mask(&evaluate(&plan.root, &inputs)?, w.len()),
-                })
+                Some(mask_cut(predicate.as_ref(), &plan.root, &inputs)?)
             }
             None => None,
         };

@@ -3,10 +3,10 @@
 //! the columns its plans name.
 
 use super::AnalysisError;
-use super::eval::{Inputs, SlotData, Val, count_passing, evaluate, zip};
+use super::eval::{Inputs, SlotData, Val, evaluate, zip};
 use super::fills::{Fills, fills};
 use super::plan::{Plan, TreeColumns};
-use super::predicate::Predicate;
+use super::predicate::{Predicate, count_cut};
 use super::scan::{Parts, Window, scan_parallel};
 use crate::formats::root::RootFile;
 use crate::job::Job;
@@ -102,10 +102,7 @@ pub fn count_selected(
                 slots: &slots,
                 map: &together.maps[0],
             };
-            *n += match predicate.as_ref().and_then(|p| p.count(&inputs)) {
-                Some(passed) => passed,
-                None => count_passing(&evaluate(&cut.root, &inputs)?, w.len()),
-            };
+            *n += count_cut(predicate.as_ref(), &cut.root, &inputs)?;
             Ok(())
         },
         |n| selected += n,

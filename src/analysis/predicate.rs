@@ -11,7 +11,8 @@
 //! in a double) with a whole constant in its range. Anything else in the cut,
 //! or a collection, leaves the cut to the evaluator.
 
-use super::eval::Inputs;
+use super::AnalysisError;
+use super::eval::{Inputs, count_passing, entry_mask, evaluate};
 use super::plan::Node;
 use super::syntax::{BinOp, UnOp};
 use crate::formats::root::Values;
@@ -121,6 +122,32 @@ impl Predicate {
                 out.iter_mut().for_each(|x| *x ^= 1);
             }
         }
+    }
+}
+
+/// How many of a window's entries pass `cut` (`predicate` being its
+/// predicate form, if it has one): by the predicate where it applies, else
+/// by the evaluator.
+pub fn count_cut(
+    predicate: Option<&Predicate>,
+    cut: &Node,
+    inputs: &Inputs<'_>,
+) -> Result<u64, AnalysisError> {
+    match predicate.and_then(|p| p.count(inputs)) {
+        Some(passed) => Ok(passed),
+        None => Ok(count_passing(&evaluate(cut, inputs)?, inputs.entries)),
+    }
+}
+
+/// Which of a window's entries pass `cut`, as `count_cut` decides.
+pub fn mask_cut(
+    predicate: Option<&Predicate>,
+    cut: &Node,
+    inputs: &Inputs<'_>,
+) -> Result<Vec<bool>, AnalysisError> {
+    match predicate.and_then(|p| p.mask(inputs)) {
+        Some(mask) => Ok(mask),
+        None => Ok(entry_mask(&evaluate(cut, inputs)?, inputs.entries)),
     }
 }
 

@@ -5,10 +5,10 @@
 
 use std::ops::Range;
 
-use super::eval::{Inputs, SlotData, entry_mask, evaluate};
+use super::eval::{Inputs, SlotData};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
-use super::predicate::Predicate;
+use super::predicate::{Predicate, mask_cut};
 use super::scan::{entry_offsets, entry_range, scan};
 use super::{AnalysisError, balanced_groups};
 use crate::formats::root::{Branch, Column, ColumnReader, LeafType, RootFile, Values};
@@ -66,10 +66,7 @@ pub fn page_entries(
                 slots: &slots,
                 map: &map,
             };
-            let mask = match predicate.as_ref().and_then(|p| p.mask(&inputs)) {
-                Some(mask) => mask,
-                None => entry_mask(&evaluate(&cut.root, &inputs)?, w.len()),
-            };
+            let mask = mask_cut(predicate.as_ref(), &cut.root, &inputs)?;
             for (i, pass) in mask.into_iter().enumerate() {
                 if pass {
                     if counted.selected >= offset && counted.selected - offset < limit {
