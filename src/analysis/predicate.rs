@@ -152,11 +152,9 @@ pub fn mask_cut(
 }
 
 fn compare(slot: usize, op: BinOp, constant: f64) -> Option<Predicate> {
-    matches!(
-        op,
-        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
-    )
-    .then_some(Predicate::Compare { slot, op, constant })
+    BinOp::COMPARISONS
+        .contains(&op)
+        .then_some(Predicate::Compare { slot, op, constant })
 }
 
 /// `c op x` as `x op' c`.
@@ -262,14 +260,7 @@ mod tests {
     use crate::analysis::syntax::{BinOp, UnOp};
     use crate::formats::root::Values;
 
-    const OPS: [BinOp; 6] = [
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Gt,
-        BinOp::Ge,
-        BinOp::Eq,
-        BinOp::Ne,
-    ];
+    const OPS: [BinOp; 6] = BinOp::COMPARISONS;
 
     /// Columns of every kind the fast path takes, with values at and around
     /// the constants, NaN and signed zeros among them; 1,300 entries, so

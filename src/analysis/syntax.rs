@@ -28,6 +28,18 @@ pub enum BinOp {
     Or,
 }
 
+impl BinOp {
+    /// The operators that compare two numbers into a truth value.
+    pub const COMPARISONS: [BinOp; 6] = [
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnOp {
     Neg,
