@@ -44,27 +44,24 @@ impl<'p> Together<'p> {
         }
     }
 
+    /// Plan `i`'s view of a window's columns.
+    fn inputs<'a>(&'a self, i: usize, slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs<'a> {
+        Inputs {
+            entries: w.len(),
+            first_entry: w.entries.start,
+            slots,
+            map: &self.maps[i],
+        }
+    }
+
     /// Evaluates every plan over a window's columns.
     fn evaluate(
         &self,
         slots: &[SlotData<'_>],
-        entries: usize,
-        first_entry: u64,
+        w: &Window<'_, '_>,
     ) -> Result<Vec<Val>, AnalysisError> {
-        self.plans
-            .iter()
-            .zip(&self.maps)
-            .map(|(p, map)| {
-                evaluate(
-                    &p.root,
-                    &Inputs {
-                        entries,
-                        first_entry,
-                        slots,
-                        map,
-                    },
-                )
-            })
+        (0..self.plans.len())
+            .map(|i| evaluate(&self.plans[i].root, &self.inputs(i, slots, w)))
             .collect()
     }
 }
@@ -96,12 +93,7 @@ pub fn count_selected(
         || 0u64,
         |n, w| {
             let slots = window_slots(&together, w);
-            let inputs = Inputs {
-                entries: w.len(),
-                first_entry: w.entries.start,
-                slots: &slots,
-                map: &together.maps[0],
-            };
+            let inputs = together.inputs(0, &slots, w);
             *n += count_cut(predicate.as_ref(), &cut.root, &inputs)?;
             Ok(())
         },
@@ -331,9 +323,7 @@ fn window_fills(
     out: &mut Fills,
 ) -> Result<(), AnalysisError> {
     let slots = window_slots(together, w);
-    let mut vals = together
-        .evaluate(&slots, w.len(), w.entries.start)?
-        .into_iter();
+    let mut vals = together.evaluate(&slots, w)?.into_iter();
     let value = vals.next().expect("the value plan");
     let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
     let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
@@ -510,9 +500,7 @@ pub fn histogram_2d(
         || Hist2::empty(&axes),
         |part, w| {
             let slots = window_slots(&together, w);
-            let mut vals = together
-                .evaluate(&slots, w.len(), w.entries.start)?
-                .into_iter();
+            let mut vals = together.evaluate(&slots, w)?.into_iter();
             let x = vals.next().expect("x");
             let yv = vals.next().expect("y");
             let cut = req.cut.map(|_| vals.next().expect("cut"));

@@ -248,19 +248,16 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
             .unwrap_or(entry)
             .max(entry);
         let head = (last + 1 - range.start) as usize;
-        let partial = last + 1 < range.end;
+        // A counter is kept only for columns whose heads need its counts;
+        // without them (or reading to the end) the whole basket is decoded.
         let counts = match self.counter {
-            Some(counter) if partial && self.reader.head_needs_counts() => {
+            Some(counter) if last + 1 < range.end => {
                 Some(counts_between(counter, range.start..last + 1)?)
             }
             _ => None,
         };
-        if self.reader.head_needs_counts() && counts.is_none() {
-            self.reader.read_basket(index, &mut self.column)?;
-        } else {
-            self.reader
-                .read_basket_head(index, head, counts.as_deref(), &mut self.column)?;
-        }
+        self.reader
+            .read_basket_head(index, head, counts.as_deref(), &mut self.column)?;
         self.basket = Some(index);
         entry_offsets(&self.column, &mut self.offsets);
         Ok(())
