@@ -5,6 +5,7 @@
 //! operations the data tools are built from (`ops`). It reads files through
 //! `formats::root` and knows nothing of the catalog or of MCP.
 
+mod counted;
 pub mod eval;
 pub mod export;
 mod fills;

@@ -5,13 +5,14 @@
 
 use std::ops::Range;
 
+use super::counted::{CountedReader, open_readers};
 use super::eval::{Inputs, SlotData};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::{entry_offsets, entry_range, scan};
 use super::{AnalysisError, balanced_groups};
-use crate::formats::root::{Branch, Column, ColumnReader, LeafType, RootFile, Values};
+use crate::formats::root::{Branch, Column, RootFile, Values};
 use crate::job::Job;
 
 /// One value as read, exactly (integers stay integers, uint64 included).
@@ -93,17 +94,9 @@ pub fn read_rows(
     job: &Job,
 ) -> Result<Vec<Vec<Cell>>, AnalysisError> {
     use rayon::prelude::*;
-    let readers: Vec<ColumnReader<'_>> = columns
-        .iter()
-        .map(|&c| file.column_reader(tree.columns[c].branch, tree.columns[c].leaf))
-        .collect::<Result<_, _>>()?;
-    let counters: Vec<Option<ColumnReader<'_>>> = columns
-        .iter()
-        .zip(&readers)
-        .map(|(&c, reader)| counter_reader(file, tree, c, reader))
-        .collect::<Result<_, _>>()?;
+    let readers = open_readers(file, tree, columns)?;
     let read_column = |k: usize| -> Result<Vec<Cell>, AnalysisError> {
-        let mut current = BasketCursor::new(&readers[k], counters[k].as_ref(), entries);
+        let mut current = BasketCursor::new(&readers[k], entries);
         entries
             .iter()
             .map(|&entry| match job.stopped() {
@@ -145,7 +138,7 @@ pub fn read_rows(
 /// The stored bytes of a column's baskets read for `entries` (ascending),
 /// each up to the last entry wanted from it: what reading them costs, nearly
 /// all of it decompression.
-fn read_cost(reader: &ColumnReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
+fn read_cost(reader: &CountedReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
     let mut cost = 0;
     let mut rest = entries;
@@ -164,35 +157,10 @@ fn read_cost(reader: &ColumnReader<'_>, branch: &Branch, entries: &[u64]) -> u64
     cost
 }
 
-/// A reader of the counter of a jagged column, when the column's baskets can
-/// be read only up to the entries wanted given their item counts (a counter
-/// leaf's arrays, `muon_pt[nMuon]`), and the counter is an integer scalar.
-fn counter_reader<'f>(
-    file: &'f RootFile,
-    tree: &TreeColumns<'f>,
-    column: usize,
-    reader: &ColumnReader<'f>,
-) -> Result<Option<ColumnReader<'f>>, AnalysisError> {
-    let info = &tree.columns[column];
-    let counter = info.counter.as_deref().and_then(|name| tree.find(name));
-    let Some(counter) = counter.filter(|_| reader.head_needs_counts()) else {
-        return Ok(None);
-    };
-    let c = &tree.columns[counter];
-    let integer_scalar = c.layout.as_ref().is_ok_and(|l| {
-        !l.jagged && l.inner == 1 && matches!(l.leaf_type, LeafType::Prim(p) if p.is_integer())
-    });
-    if !integer_scalar {
-        return Ok(None);
-    }
-    Ok(Some(file.column_reader(c.branch, c.leaf)?))
-}
-
 /// The basket of one column holding the entry last asked for, decoded up to
 /// the last entry wanted from it (`wanted`, ascending).
 struct BasketCursor<'r, 'f> {
-    reader: &'r ColumnReader<'f>,
-    counter: Option<&'r ColumnReader<'f>>,
+    reader: &'r CountedReader<'f>,
     wanted: &'r [u64],
     basket: Option<usize>,
     column: Column,
@@ -200,14 +168,9 @@ struct BasketCursor<'r, 'f> {
 }
 
 impl<'r, 'f> BasketCursor<'r, 'f> {
-    fn new(
-        reader: &'r ColumnReader<'f>,
-        counter: Option<&'r ColumnReader<'f>>,
-        wanted: &'r [u64],
-    ) -> Self {
+    fn new(reader: &'r CountedReader<'f>, wanted: &'r [u64]) -> Self {
         BasketCursor {
             reader,
-            counter,
             wanted,
             basket: None,
             column: reader.empty_column(),
@@ -248,76 +211,11 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
             .unwrap_or(entry)
             .max(entry);
         let head = (last + 1 - range.start) as usize;
-        // A counter is kept only for columns whose heads need its counts;
-        // without them (or reading to the end) the whole basket is decoded.
-        let counts = match self.counter {
-            Some(counter) if last + 1 < range.end => {
-                Some(counts_between(counter, range.start..last + 1)?)
-            }
-            _ => None,
-        };
         self.reader
-            .read_basket_head(index, head, counts.as_deref(), &mut self.column)?;
+            .read_basket_head(index, head, &mut self.column)?;
         self.basket = Some(index);
         entry_offsets(&self.column, &mut self.offsets);
         Ok(())
-    }
-}
-
-/// The values of an integer counter at `entries`, as item counts, read from
-/// the heads of the counter's baskets; a negative count is corrupt data.
-fn counts_between(
-    counter: &ColumnReader<'_>,
-    entries: Range<u64>,
-) -> Result<Vec<u32>, AnalysisError> {
-    let mut counts = Vec::with_capacity((entries.end - entries.start) as usize);
-    let mut column = counter.empty_column();
-    let ranges = counter.basket_ranges();
-    let mut index = ranges.partition_point(|r| r.end <= entries.start);
-    while let Some(range) = ranges.get(index).filter(|r| r.start < entries.end) {
-        let through = entries.end.min(range.end);
-        counter.read_basket_head(index, (through - range.start) as usize, None, &mut column)?;
-        let from = (entries.start.max(range.start) - range.start) as usize;
-        let to = (through - range.start) as usize;
-        push_counts(&column.values, from..to, &mut counts)?;
-        index += 1;
-    }
-    if counts.len() as u64 != entries.end - entries.start {
-        return Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
-            format!("the counter's baskets end before entry {}", entries.end),
-        )));
-    }
-    Ok(counts)
-}
-
-/// `values[span]` of an integer counter appended to `out` as item counts.
-fn push_counts(
-    values: &Values,
-    span: Range<usize>,
-    out: &mut Vec<u32>,
-) -> Result<(), AnalysisError> {
-    fn add<T: Copy + TryInto<u32>>(v: &[T], out: &mut Vec<u32>) -> Result<(), AnalysisError> {
-        for &n in v {
-            out.push(n.try_into().map_err(|_| {
-                AnalysisError::Format(crate::formats::FormatError::Corrupt(
-                    "a counter leaf holds a negative or huge count".into(),
-                ))
-            })?);
-        }
-        Ok(())
-    }
-    match values {
-        Values::I8(v) => add(&v[span], out),
-        Values::U8(v) => add(&v[span], out),
-        Values::I16(v) => add(&v[span], out),
-        Values::U16(v) => add(&v[span], out),
-        Values::I32(v) => add(&v[span], out),
-        Values::U32(v) => add(&v[span], out),
-        Values::I64(v) => add(&v[span], out),
-        Values::U64(v) => add(&v[span], out),
-        _ => Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
-            "a counter leaf that is not an integer".into(),
-        ))),
     }
 }
 

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::AnalysisError;
+use super::counted::{CountedReader, open_readers};
 use super::eval::SlotData;
 use super::plan::{Plan, TreeColumns};
-use crate::formats::root::{Column, ColumnReader, RootFile, Values};
+use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
 /// Entries per window at most: the evaluator's arrays for a window then stay
@@ -25,7 +26,7 @@ pub(super) const WINDOW: u64 = 1 << 13;
 const EMPTY_CLUSTER: u64 = 1 << 16;
 
 struct Stream<'f> {
-    reader: ColumnReader<'f>,
+    reader: CountedReader<'f>,
     name: Arc<str>,
     /// The basket in `column`, if any.
     basket: Option<usize>,
@@ -221,21 +222,18 @@ fn open_streams<'f>(
     tree: &TreeColumns<'f>,
     columns: &[usize],
 ) -> Result<Vec<Stream<'f>>, AnalysisError> {
-    columns
+    let readers = open_readers(file, tree, columns)?;
+    Ok(columns
         .iter()
-        .map(|&c| {
-            let info = &tree.columns[c];
-            let reader = file.column_reader(info.branch, info.leaf)?;
-            let column = reader.empty_column();
-            Ok(Stream {
-                reader,
-                name: info.path.as_str().into(),
-                basket: None,
-                column,
-                offsets: Vec::new(),
-            })
+        .zip(readers)
+        .map(|(&c, reader)| Stream {
+            column: reader.empty_column(),
+            reader,
+            name: tree.columns[c].path.as_str().into(),
+            basket: None,
+            offsets: Vec::new(),
         })
-        .collect()
+        .collect())
 }
 
 /// The clusters of `entries`: runs of entries whose baskets start and end

@@ -283,15 +283,40 @@ impl Drop for Buffers {
     }
 }
 
-/// A basket written to the file as a key of its own; with `head`, only the
-/// first `head` bytes of its entries are wanted, and its record is
-/// decompressed no further than needed for them (no offset table then).
+/// The part of a basket's entry bytes a read wants, without the offset table:
+/// the first `bytes`, or (`all`) all of them, counted by the caller from
+/// elsewhere (a counter leaf), whose count disagreeing with the basket's is
+/// corrupt data.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Head {
+    pub bytes: usize,
+    pub all: bool,
+}
+
+impl Head {
+    /// The error when a basket holding `stored` bytes of entries cannot give
+    /// this head; `at` says which basket.
+    fn check(self, stored: usize, at: &dyn Fn() -> String) -> Result<(), FormatError> {
+        if self.bytes > stored || self.all && self.bytes != stored {
+            return Err(FormatError::Corrupt(format!(
+                "{} holds {stored} bytes of entries, the entries wanted take {}",
+                at(),
+                self.bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A basket written to the file as a key of its own; with `head`, only that
+/// part of its entries' bytes is wanted, and its record is decompressed no
+/// further than needed for them (no offset table then).
 fn read_free(
     file: &RootFile,
     seek: u64,
     bytes: usize,
     buffers: &Buffers,
-    head: Option<usize>,
+    head: Option<Head>,
 ) -> Result<Basket, FormatError> {
     let mut raw = buffers.bytes();
     file.read_into(seek, bytes, "basket", &mut raw)?;
@@ -303,24 +328,22 @@ fn read_free(
         )));
     }
     let border = h.border();
-    if let Some(head) = head.filter(|&n| n > border) {
-        return Err(FormatError::Corrupt(format!(
-            "basket at byte {seek} holds {border} bytes of entries, its first entries need {head}"
-        )));
+    if let Some(head) = head {
+        head.check(border, &|| format!("basket at byte {seek}"))?;
     }
     let stored = h.nbytes - h.key_len;
     let (buf, start) = if stored == h.obj_len {
         (raw, h.key_len)
     } else {
         let mut out = buffers.bytes();
-        let want = head.unwrap_or(h.obj_len);
+        let want = head.map_or(h.obj_len, |head| head.bytes);
         let unpacked = decompress_head_into(&raw[h.key_len..h.nbytes], h.obj_len, want, &mut out);
         buffers.give_bytes(raw);
         unpacked?;
         (out, 0)
     };
     let end = start + h.obj_len.min(buf.len() - start);
-    if let Some(head) = head {
+    if let Some(Head { bytes: head, .. }) = head {
         // A damaged header can claim entries past the record it stores.
         if start + head > end {
             return Err(FormatError::Corrupt(format!(
@@ -476,13 +499,13 @@ impl RootFile {
         self.read_source(source_at(&sources, branch, index)?, buffers)
     }
 
-    /// The first `head` bytes of basket `index`'s entries (the caller knows
-    /// how many entries they hold), decompressing no further than needed.
+    /// The `head` of basket `index`'s entry bytes (the caller knows how many
+    /// entries they hold), decompressing no further than needed.
     pub(super) fn basket_head(
         &self,
         branch: &Branch,
         index: usize,
-        head: usize,
+        head: Head,
         buffers: &Buffers,
     ) -> Result<Basket, FormatError> {
         let sources = self.basket_sources(branch)?;
@@ -490,14 +513,12 @@ impl RootFile {
             Source::Free { seek, bytes } => read_free(self, *seek, *bytes, buffers, Some(head)),
             embedded => {
                 let mut basket = self.read_source(embedded, buffers)?;
-                if head > basket.range.len() {
-                    return Err(FormatError::Corrupt(format!(
-                        "basket {index} of '{}' holds {} bytes of entries, its first entries need {head}",
-                        branch.name,
-                        basket.range.len()
-                    )));
+                let at = || format!("basket {index} of '{}'", branch.name);
+                if let Err(e) = head.check(basket.range.len(), &at) {
+                    buffers.recycle(basket);
+                    return Err(e);
                 }
-                basket.range.end = basket.range.start + head;
+                basket.range.end = basket.range.start + head.bytes;
                 basket.table = None;
                 Ok(basket)
             }

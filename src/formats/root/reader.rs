@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::RootFile;
-use super::basket::Buffers;
+use super::basket::{Buffers, Head};
 use super::column::{Column, append, append_head};
 use super::tree::Branch;
 use super::types::{Decoding, Layout, LeafType, decoding, leaf_decoding};
@@ -115,7 +115,10 @@ impl ColumnReader<'_> {
     /// layout says where they end: entries of one size, or a counter leaf's
     /// arrays when `counts` gives their item counts (read from the counter).
     /// Otherwise the whole basket is decoded. Either way `into` then starts
-    /// with the basket's first entries, `entries` of them at least.
+    /// with the basket's first entries, `entries` of them at least. Counts for
+    /// all of a basket's entries spare it its offset table: its entries' bytes
+    /// are decompressed, not the 4 bytes per entry that follow them, and the
+    /// counts must then account for every byte (else the data is corrupt).
     pub fn read_basket_head(
         &self,
         index: usize,
@@ -123,18 +126,20 @@ impl ColumnReader<'_> {
         counts: Option<&[u32]>,
         into: &mut Column,
     ) -> Result<(), FormatError> {
-        let whole = self
-            .ranges
-            .get(index)
-            .is_none_or(|r| entries as u64 >= r.end - r.start);
-        let head = self.head_bytes(entries, counts).filter(|_| !whole);
-        let Some(head) = head else {
+        let basket_entries = self.ranges.get(index).map(|r| r.end - r.start);
+        let all = basket_entries.is_none_or(|n| entries as u64 >= n);
+        let counted_all = counts.is_some() && basket_entries == Some(entries as u64);
+        let bytes = self
+            .head_bytes(entries, counts)
+            .filter(|_| !all || counted_all);
+        let Some(bytes) = bytes else {
             return self.read_basket(index, into);
         };
         if into.layout_differs(self.decoding) {
             *into = Column::empty(self.decoding);
         }
         into.clear();
+        let head = Head { bytes, all };
         let basket = self
             .file
             .basket_head(self.branch, index, head, &self.buffers)?;
@@ -167,6 +172,20 @@ impl ColumnReader<'_> {
         self.decoding.jagged
             && self.decoding.layout == Layout::Plain
             && matches!(self.decoding.leaf_type, LeafType::Prim(_))
+    }
+
+    /// Whether this column's baskets are zlib: the branch's compression
+    /// setting, or the file's where the branch leaves it at 0 (as uproot
+    /// writes it). zlib is the one algorithm decompressed only as far as the
+    /// bytes wanted, so reading a head there saves work, elsewhere nothing.
+    /// A wrong answer (a basket stored otherwise) costs time, never values.
+    pub fn inflates_part_way(&self) -> bool {
+        let setting = match self.branch.compress {
+            s if s > 0 => s,
+            _ => self.file.header.compress,
+        };
+        // Algorithm 1 is zlib, 0 ROOT's global default (zlib); level 0 is raw.
+        matches!(setting / 100, 0 | 1) && setting % 100 > 0
     }
 
     /// An empty column of this reader's layout, to read baskets into.
