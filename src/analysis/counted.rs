@@ -8,11 +8,13 @@
 //!
 //! The columns of one set of readers share each counter, which keeps the
 //! basket it decoded last: `muon_pt` and `muon_eta` read `nMuon`'s basket
-//! once per set, not once each.
+//! once per set, not once each, and `nMuon` read as a column of the set too
+//! is a copy of that basket.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::AnalysisError;
 use super::plan::TreeColumns;
@@ -23,7 +25,11 @@ use crate::formats::root::{Column, ColumnReader, LeafType, RootFile, Values};
 /// offset tables, where there is one and it pays.
 pub struct CountedReader<'f> {
     reader: ColumnReader<'f>,
+    /// The counter of this column's arrays.
     counter: Option<Arc<Counter<'f>>>,
+    /// This column is itself the counter of others in the set: its baskets
+    /// are the ones the counter keeps, decoded once for all.
+    counting: Option<Arc<Counter<'f>>>,
 }
 
 /// An integer counter leaf, read for the item counts of the arrays it counts.
@@ -34,35 +40,39 @@ struct Counter<'f> {
 }
 
 /// Readers of `columns` (indices into `tree.columns`), the columns counted by
-/// one counter sharing it.
+/// one counter sharing it (with the counter's own column, when read too).
 pub fn open_readers<'f>(
     file: &'f RootFile,
     tree: &TreeColumns<'f>,
     columns: &[usize],
 ) -> Result<Vec<CountedReader<'f>>, AnalysisError> {
-    let mut counters: HashMap<usize, Arc<Counter<'f>>> = HashMap::new();
     let mut readers = Vec::with_capacity(columns.len());
+    let mut counted_by = Vec::with_capacity(columns.len());
     for &c in columns {
         let info = &tree.columns[c];
         let reader = file.column_reader(info.branch, info.leaf)?;
-        let counter = match counter_column(tree, c, &reader) {
-            Some(k) => Some(match counters.get(&k) {
-                Some(shared) => shared.clone(),
-                None => {
-                    let k_info = &tree.columns[k];
-                    let counter = Arc::new(Counter {
-                        reader: file.column_reader(k_info.branch, k_info.leaf)?,
-                        last: Mutex::new(None),
-                    });
-                    counters.insert(k, counter.clone());
-                    counter
-                }
-            }),
-            None => None,
-        };
-        readers.push(CountedReader { reader, counter });
+        counted_by.push(counter_column(tree, c, &reader));
+        readers.push(reader);
     }
-    Ok(readers)
+    let mut counters: HashMap<usize, Arc<Counter<'f>>> = HashMap::new();
+    for &k in counted_by.iter().flatten() {
+        if let Entry::Vacant(slot) = counters.entry(k) {
+            let info = &tree.columns[k];
+            slot.insert(Arc::new(Counter {
+                reader: file.column_reader(info.branch, info.leaf)?,
+                last: Mutex::new(None),
+            }));
+        }
+    }
+    Ok(readers
+        .into_iter()
+        .zip(columns.iter().zip(counted_by))
+        .map(|(reader, (c, k))| CountedReader {
+            reader,
+            counter: k.and_then(|k| counters.get(&k).cloned()),
+            counting: counters.get(c).cloned(),
+        })
+        .collect())
 }
 
 /// The counter of column `c` when reading its baskets through it pays: a
@@ -103,38 +113,56 @@ impl CountedReader<'_> {
         entries: usize,
         into: &mut Column,
     ) -> Result<(), AnalysisError> {
-        let range = self.reader.basket_ranges().get(index);
-        let (Some(counter), Some(range)) = (&self.counter, range) else {
+        let range = self.reader.basket_ranges().get(index).cloned();
+        let Some(range) = range else {
             return Ok(self.reader.read_basket_head(index, entries, None, into)?);
         };
-        let head = (entries as u64).min(range.end - range.start);
-        let counts = counter.counts(range.start..range.start + head)?;
+        let head = (entries as u64).min(range.end - range.start) as usize;
+        if let Some(counting) = &self.counting {
+            let last = counting.basket(index, head)?;
+            into.copy_from(&last.as_ref().expect("the basket just kept").1);
+            return Ok(());
+        }
+        let Some(counter) = &self.counter else {
+            return Ok(self.reader.read_basket_head(index, entries, None, into)?);
+        };
+        let counts = counter.counts(range.start..range.start + head as u64)?;
         Ok(self
             .reader
-            .read_basket_head(index, head as usize, Some(&counts), into)?)
+            .read_basket_head(index, head, Some(&counts), into)?)
     }
 }
 
+/// The counter's kept basket, locked.
+type Kept<'a> = MutexGuard<'a, Option<(usize, Column)>>;
+
 impl Counter<'_> {
+    /// The kept basket, made basket `index` decoded through its first
+    /// `through` entries at least (a page wants only a head).
+    fn basket(&self, index: usize, through: usize) -> Result<Kept<'_>, AnalysisError> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = matches!(&*last, Some((i, c)) if *i == index && c.entries >= through);
+        if !kept {
+            let mut column = match last.take() {
+                Some((_, column)) => column,
+                None => self.reader.empty_column(),
+            };
+            self.reader
+                .read_basket_head(index, through, None, &mut column)?;
+            *last = Some((index, column));
+        }
+        Ok(last)
+    }
+
     /// The item counts of `entries`, from the heads of the counter's baskets
     /// (the last one kept for the next column or window that asks).
     fn counts(&self, entries: Range<u64>) -> Result<Vec<u32>, AnalysisError> {
         let mut counts = Vec::with_capacity((entries.end - entries.start) as usize);
         let ranges = self.reader.basket_ranges();
         let mut index = ranges.partition_point(|r| r.end <= entries.start);
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         while let Some(range) = ranges.get(index).filter(|r| r.start < entries.end) {
             let through = (entries.end.min(range.end) - range.start) as usize;
-            let kept = matches!(&*last, Some((i, c)) if *i == index && c.entries >= through);
-            if !kept {
-                let mut column = match last.take() {
-                    Some((_, column)) => column,
-                    None => self.reader.empty_column(),
-                };
-                self.reader
-                    .read_basket_head(index, through, None, &mut column)?;
-                *last = Some((index, column));
-            }
+            let last = self.basket(index, through)?;
             let column = &last.as_ref().expect("the basket just kept").1;
             let from = (entries.start.max(range.start) - range.start) as usize;
             push_counts(&column.values, from..through, &mut counts)?;
@@ -211,8 +239,9 @@ mod tests {
     }
 
     /// Every basket of every counted column, read through its counter (its
-    /// values only), holds what the basket's own offset table gives; the
-    /// counter is used on zlib files only, and shared by the columns it counts.
+    /// values only), holds what the basket's own offset table gives, and the
+    /// counters read as columns hold what they hold read alone; the counter is
+    /// used on zlib files only, and shared by the columns it counts.
     #[test]
     fn counted_baskets_hold_what_their_offset_tables_give() {
         for (name, zlib) in [
@@ -237,6 +266,8 @@ mod tests {
                 counters.len() < counted || counted == 0,
                 "{name}: not shared"
             );
+            let counting = readers.iter().filter(|r| r.counting.is_some()).count();
+            assert_eq!(counting, counters.len(), "{name}: counters read as columns");
             for (reader, &c) in readers.iter().zip(&all) {
                 let plain = file
                     .column_reader(columns.columns[c].branch, columns.columns[c].leaf)

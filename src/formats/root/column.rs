@@ -109,6 +109,20 @@ impl Column {
         }
     }
 
+    /// Makes this column a copy of `other`, reusing its buffers.
+    pub fn copy_from(&mut self, other: &Column) {
+        let same_layout = self.leaf_type == other.leaf_type
+            && self.inner == other.inner
+            && self.counts.is_some() == other.counts.is_some()
+            && self.layout == other.layout;
+        if !same_layout {
+            *self = other.clone();
+            return;
+        }
+        self.clear();
+        self.extend_from(other);
+    }
+
     /// Empties the column, keeping its buffers' capacity.
     pub(super) fn clear(&mut self) {
         self.entries = 0;
