@@ -111,16 +111,22 @@ impl Column {
 
     /// Makes this column a copy of `other`, reusing its buffers.
     pub fn copy_from(&mut self, other: &Column) {
-        let same_layout = self.leaf_type == other.leaf_type
-            && self.inner == other.inner
-            && self.counts.is_some() == other.counts.is_some()
-            && self.layout == other.layout;
-        if !same_layout {
+        if self.layout_differs(other.decoding()) {
             *self = other.clone();
             return;
         }
         self.clear();
         self.extend_from(other);
+    }
+
+    /// The layout this column was made for.
+    fn decoding(&self) -> Decoding {
+        Decoding {
+            leaf_type: self.leaf_type,
+            inner: self.inner,
+            jagged: self.counts.is_some(),
+            layout: self.layout,
+        }
     }
 
     /// Empties the column, keeping its buffers' capacity.
