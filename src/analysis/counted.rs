@@ -126,7 +126,12 @@ impl CountedReader<'_> {
         let Some(counter) = &self.counter else {
             return Ok(self.reader.read_basket_head(index, entries, None, into)?);
         };
-        let counts = counter.counts(range.start..range.start + head as u64)?;
+        // A whole basket is a scan's: its counter's baskets are decoded whole,
+        // once, for this basket and the next ones they also count (decoded
+        // only as far as each basket needs, a counter basket spanning four
+        // would be decoded two and a half times over).
+        let whole = head as u64 == range.end - range.start;
+        let counts = counter.counts(range.start..range.start + head as u64, whole)?;
         Ok(self
             .reader
             .read_basket_head(index, head, Some(&counts), into)?)
@@ -154,15 +159,21 @@ impl Counter<'_> {
         Ok(last)
     }
 
-    /// The item counts of `entries`, from the heads of the counter's baskets
-    /// (the last one kept for the next column or window that asks).
-    fn counts(&self, entries: Range<u64>) -> Result<Vec<u32>, AnalysisError> {
+    /// The item counts of `entries`, from the counter's baskets (decoded
+    /// `whole`, else only as far as `entries` go), the last one kept for the
+    /// next column or basket that asks.
+    fn counts(&self, entries: Range<u64>, whole: bool) -> Result<Vec<u32>, AnalysisError> {
         let mut counts = Vec::with_capacity((entries.end - entries.start) as usize);
         let ranges = self.reader.basket_ranges();
         let mut index = ranges.partition_point(|r| r.end <= entries.start);
         while let Some(range) = ranges.get(index).filter(|r| r.start < entries.end) {
             let through = (entries.end.min(range.end) - range.start) as usize;
-            let last = self.basket(index, through)?;
+            let decoded = if whole {
+                (range.end - range.start) as usize
+            } else {
+                through
+            };
+            let last = self.basket(index, decoded)?;
             let column = &last.as_ref().expect("the basket just kept").1;
             let from = (entries.start.max(range.start) - range.start) as usize;
             push_counts(&column.values, from..through, &mut counts)?;
@@ -289,6 +300,36 @@ mod tests {
         }
     }
 
+    /// A scan reads each counter basket once however many of the counted
+    /// column's baskets it spans (uproot-HZZ-zlib.root: `NMuon` has one
+    /// basket, `Muon_Px` two).
+    #[test]
+    fn a_scan_reads_each_counter_basket_once() {
+        let file = open("uproot-HZZ-zlib.root");
+        let tree = file.tree(&tree_key(&file)).unwrap();
+        let columns = TreeColumns::new(&tree);
+        let (c, k) = (
+            columns.find("Muon_Px").unwrap(),
+            columns.find("NMuon").unwrap(),
+        );
+        let stored = |i: usize| -> u64 {
+            let b = columns.columns[i].branch;
+            b.basket_bytes[..b.write_basket]
+                .iter()
+                .map(|&n| n as u64)
+                .sum()
+        };
+        assert_eq!(columns.columns[c].branch.write_basket, 2);
+        assert_eq!(columns.columns[k].branch.write_basket, 1);
+        let readers = open_readers(&file, &columns, &[c]).unwrap();
+        let mut column = readers[0].empty_column();
+        let before = file.bytes_read();
+        for index in 0..2 {
+            readers[0].read_basket(index, &mut column).unwrap();
+        }
+        assert_eq!(file.bytes_read() - before, stored(c) + stored(k));
+    }
+
     /// Counts that do not account for every byte of a basket's values are
     /// corrupt data, not a shorter read.
     #[test]
@@ -308,7 +349,7 @@ mod tests {
             last: Mutex::new(None),
         };
         let n = reader.basket_ranges()[0].end;
-        let mut counts = counter.counts(0..n).unwrap();
+        let mut counts = counter.counts(0..n, true).unwrap();
         let n = n as usize;
         let mut column = reader.empty_column();
         let right = reader.read_basket_head(0, n, Some(&counts), &mut column);
