@@ -38,6 +38,14 @@ pub fn decompress_into(
     decompress_head_into(src, uncompressed_len, uncompressed_len, out)
 }
 
+/// Whether records written with a compression setting (algorithm * 100 +
+/// level; algorithm 0 is ROOT's global default, zlib) are decompressed only
+/// as far as the bytes wanted: zlib's are (`decompress_head_into`), the
+/// others decode whole blocks, and level 0 stores them raw.
+pub fn decodes_part_way(setting: i32) -> bool {
+    matches!(setting / 100, 0 | 1) && setting % 100 > 0
+}
+
 /// Past the bytes wanted, how far a zlib block is inflated when only its head
 /// is wanted: enough for any symbol that starts before the end of the head to
 /// be written whole (a stored block holds at most 65,535 bytes, a match 258).

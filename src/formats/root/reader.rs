@@ -8,6 +8,7 @@ use std::ops::Range;
 use super::RootFile;
 use super::basket::{Buffers, Head};
 use super::column::{Column, append, append_head};
+use super::compression::decodes_part_way;
 use super::tree::Branch;
 use super::types::{Decoding, Layout, LeafType, decoding, leaf_decoding};
 use crate::formats::FormatError;
@@ -174,18 +175,17 @@ impl ColumnReader<'_> {
             && matches!(self.decoding.leaf_type, LeafType::Prim(_))
     }
 
-    /// Whether this column's baskets are zlib: the branch's compression
-    /// setting, or the file's where the branch leaves it at 0 (as uproot
-    /// writes it). zlib is the one algorithm decompressed only as far as the
-    /// bytes wanted, so reading a head there saves work, elsewhere nothing.
-    /// A wrong answer (a basket stored otherwise) costs time, never values.
+    /// Whether this column's baskets are decompressed only as far as the
+    /// bytes wanted (zlib), by the branch's compression setting, or the
+    /// file's where the branch leaves it at 0 (as uproot writes it): reading
+    /// a head there saves work, elsewhere nothing. A wrong answer (a basket
+    /// stored otherwise) costs time, never values.
     pub fn inflates_part_way(&self) -> bool {
         let setting = match self.branch.compress {
             s if s > 0 => s,
             _ => self.file.header.compress,
         };
-        // Algorithm 1 is zlib, 0 ROOT's global default (zlib); level 0 is raw.
-        matches!(setting / 100, 0 | 1) && setting % 100 > 0
+        decodes_part_way(setting)
     }
 
     /// An empty column of this reader's layout, to read baskets into.
