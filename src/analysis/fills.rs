@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use super::AnalysisError;
-use super::eval::{Inputs, Val, and_masks, entry_mask, truth, zip};
+use super::eval::{Inputs, SlotData, Val, and_masks, entry_mask, truth, zip};
+use super::predicate::{Predicate, Rows};
+use crate::formats::root::Values;
 
 /// The numbers to fill for one window, in buffers a part reuses from window
 /// to window: the values, their weights when the request has any, and how
@@ -18,6 +20,8 @@ pub(super) struct Fills {
     pub entries_selected: u64,
     /// Scratch: how many elements passed before each element, and the end.
     pub(super) passed_before: Vec<u32>,
+    /// Scratch: 1 for each row a predicate passes, 0 for the others.
+    pub(super) mask: Vec<u8>,
 }
 
 impl Fills {
@@ -198,6 +202,81 @@ pub(super) fn fills(
     Ok(())
 }
 
+/// `fills` of a bare column, flattened and unweighted, under a cut that
+/// `predicate` runs over the column's rows (its entries, or its elements
+/// when every column the cut compares is laid out as it is): the cut is
+/// compared in the columns' own types and only the values filled become
+/// doubles. None, with nothing filled, where that does not apply.
+pub(super) fn predicate_fills(
+    value: &SlotData<'_>,
+    (predicate, inputs): (&Predicate, &Inputs<'_>),
+    out: &mut Fills,
+) -> Option<()> {
+    if matches!(value.values, Values::Str(_)) {
+        return None;
+    }
+    let rows = match &value.offsets {
+        None => Rows::Entries,
+        Some(offsets) => Rows::Elements(offsets),
+    };
+    let mut mask = std::mem::take(&mut out.mask);
+    mask.clear();
+    let run = predicate.chunks(inputs, rows, |chunk| mask.extend_from_slice(chunk));
+    if run.is_none() || mask.len() != value.elements.len() {
+        out.mask = mask;
+        return None;
+    }
+    out.start(false);
+    let n = mask.len();
+    out.values.resize(n, 0.0);
+    out.passed_before.resize(n + 1, 0);
+    let into = (&mut out.values[..], &mut out.passed_before[..], &mask[..]);
+    let r = value.elements.clone();
+    let kept = match value.values {
+        Values::Bool(v) => compact_masked(&v[r], |b| f64::from(u8::from(b)), into),
+        Values::I8(v) => compact_masked(&v[r], f64::from, into),
+        Values::U8(v) => compact_masked(&v[r], f64::from, into),
+        Values::I16(v) => compact_masked(&v[r], f64::from, into),
+        Values::U16(v) => compact_masked(&v[r], f64::from, into),
+        Values::I32(v) => compact_masked(&v[r], f64::from, into),
+        Values::U32(v) => compact_masked(&v[r], f64::from, into),
+        Values::I64(v) => compact_masked(&v[r], |x| x as f64, into),
+        Values::U64(v) => compact_masked(&v[r], |x| x as f64, into),
+        Values::F32(v) => compact_masked(&v[r], f64::from, into),
+        Values::F64(v) => compact_masked(&v[r], |x| x, into),
+        Values::Str(_) => unreachable!("refused above"),
+    };
+    out.values.truncate(kept);
+    let passed_before = &out.passed_before;
+    out.entries_selected = match rows {
+        Rows::Entries => kept as u64,
+        Rows::Elements(offsets) => offsets
+            .windows(2)
+            .map(|w| u64::from(passed_before[w[1]] > passed_before[w[0]]))
+            .sum(),
+    };
+    out.mask = mask;
+    Some(())
+}
+
+/// The values whose `mask` byte is 1, as doubles, into `values`, with
+/// `passed_before` as `compact_all` sets it; returns how many.
+#[inline(always)]
+fn compact_masked<T: Copy>(
+    v: &[T],
+    to_f64: impl Fn(T) -> f64,
+    (values, passed_before, mask): (&mut [f64], &mut [u32], &[u8]),
+) -> usize {
+    let mut kept = 0;
+    for (i, (&x, &pass)) in v.iter().zip(mask).enumerate() {
+        values[kept] = to_f64(x);
+        passed_before[i] = kept as u32;
+        kept += usize::from(pass);
+    }
+    passed_before[v.len()] = kept as u32;
+    kept
+}
+
 /// `fills` of a value with one number per entry.
 fn entry_fills(
     value: Val,
@@ -265,5 +344,83 @@ fn entry_weight(weights: &Option<Val>, first_element: usize) -> f64 {
         Some(Val::Jagged { v, .. }) => v.get(first_element).copied().unwrap_or(1.0),
         Some(Val::Const(c)) => *c,
         _ => 1.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Fills, fills, predicate_fills};
+    use crate::analysis::eval::{Inputs, SlotData, evaluate};
+    use crate::analysis::plan::{Node, unary_function};
+    use crate::analysis::predicate::Predicate;
+    use crate::analysis::syntax::BinOp;
+    use crate::formats::root::Values;
+
+    fn bits(f: &Fills) -> (Vec<u64>, u64) {
+        (
+            f.values.iter().map(|x| x.to_bits()).collect(),
+            f.entries_selected,
+        )
+    }
+
+    /// A bare column under `pt > 20 && abs(eta) < 2.4 || q == -1`, per
+    /// element of a collection and per entry: the predicate's fills are the
+    /// evaluator's, value for value, with the same entries selected.
+    #[test]
+    fn predicate_fills_are_the_evaluators() {
+        let n = 2_000;
+        let wave = |i: usize, k: f64| ((i as f64 * k).sin() * 40.0) as f32;
+        let columns = [
+            Values::F32((0..n).map(|i| wave(i, 0.37).abs()).collect()),
+            Values::F32((0..n).map(|i| wave(i, 0.11) / 10.0).collect()),
+            Values::I32((0..n).map(|i| (i % 3) as i32 - 1).collect()),
+        ];
+        let (abs, curve) = unary_function("abs", "abs").unwrap();
+        let compare =
+            |op, node: Node, c: f64| Node::Binary(op, Box::new(node), Box::new(Node::Const(c)));
+        let eta = Node::Func1(abs, curve, Box::new(Node::Column(1)));
+        let cut = Node::Binary(
+            BinOp::Or,
+            Box::new(Node::Binary(
+                BinOp::And,
+                Box::new(compare(BinOp::Gt, Node::Column(0), 20.0)),
+                Box::new(compare(BinOp::Lt, eta, 2.4)),
+            )),
+            Box::new(compare(BinOp::Eq, Node::Column(2), -1.0)),
+        );
+        let predicate = Predicate::of(&cut).unwrap();
+        let mut offsets = vec![0];
+        while *offsets.last().unwrap() < n {
+            offsets.push((offsets.last().unwrap() + offsets.len() % 4).min(n));
+        }
+        let offsets = Arc::new(offsets);
+        for per_element in [true, false] {
+            let entries = if per_element { offsets.len() - 1 } else { n };
+            let slots: Vec<SlotData> = columns
+                .iter()
+                .map(|v| SlotData {
+                    values: v,
+                    elements: 0..n,
+                    offsets: per_element.then(|| offsets.clone()),
+                    name: Arc::from("x"),
+                })
+                .collect();
+            let map = [0, 1, 2];
+            let inputs = Inputs {
+                entries,
+                first_entry: 0,
+                slots: &slots,
+                map: &map,
+            };
+            let (mut fast, mut slow) = (Fills::default(), Fills::default());
+            predicate_fills(&slots[0], (&predicate, &inputs), &mut fast).expect("fast path");
+            let value = evaluate(&Node::Column(0), &inputs).unwrap();
+            let passing = evaluate(&cut, &inputs).unwrap();
+            fills(value, (Some(passing), None), true, &inputs, &mut slow).unwrap();
+            assert_eq!(bits(&fast), bits(&slow), "per element: {per_element}");
+            assert!(fast.entries_selected > 0 && fast.values.len() < n);
+        }
     }
 }

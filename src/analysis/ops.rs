@@ -4,8 +4,8 @@
 
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, evaluate, zip};
-use super::fills::{Fills, fills};
-use super::plan::{Plan, TreeColumns};
+use super::fills::{Fills, fills, predicate_fills};
+use super::plan::{Node, Plan, TreeColumns};
 use super::predicate::{Predicate, count_cut};
 use super::scan::{Parts, Window, scan_parallel};
 use crate::formats::root::RootFile;
@@ -323,6 +323,11 @@ fn window_fills(
     out: &mut Fills,
 ) -> Result<(), AnalysisError> {
     let slots = window_slots(together, w);
+    if let Some(fast) = predicate_case(together, req, &slots, w)
+        && predicate_fills(fast.0, (&fast.1, &fast.2), out).is_some()
+    {
+        return Ok(());
+    }
     let mut vals = together.evaluate(&slots, w)?.into_iter();
     let value = vals.next().expect("the value plan");
     let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
@@ -335,6 +340,26 @@ fn window_fills(
         map: &map,
     };
     fills(value, (cut, weight), req.flatten, &inputs, out)
+}
+
+/// A bare column histogrammed flattened and unweighted under a cut made of
+/// comparisons: the column's window, the cut's predicate and its inputs.
+fn predicate_case<'a>(
+    together: &'a Together<'_>,
+    req: &HistRequest<'_>,
+    slots: &'a [SlotData<'a>],
+    w: &Window<'_, '_>,
+) -> Option<(&'a SlotData<'a>, Predicate, Inputs<'a>)> {
+    let Node::Column(slot) = req.value.root else {
+        return None;
+    };
+    if !req.flatten || req.weight.is_some() {
+        return None;
+    }
+    let predicate = Predicate::of(&req.cut?.root)?;
+    // The value is plan 0 and the cut plan 1 (`plans_of`).
+    let value = &slots[together.maps[0][slot]];
+    Some((value, predicate, together.inputs(1, slots, w)))
 }
 
 fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan> {
