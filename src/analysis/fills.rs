@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, and_masks, entry_mask, truth, zip};
 use super::predicate::{Predicate, Rows};
+use super::scan::extend_mapped_f64;
 use crate::formats::root::Values;
 
 /// The numbers to fill for one window, in buffers a part reuses from window
@@ -259,6 +260,22 @@ pub(super) fn predicate_fills(
     Some(())
 }
 
+/// `fills` of a bare column, flattened and unweighted, without a cut: its
+/// values as doubles in one pass, the entries with any counted. None for
+/// strings (the evaluator's).
+pub(super) fn bare_fills(value: &SlotData<'_>, out: &mut Fills) -> Option<()> {
+    if matches!(value.values, Values::Str(_)) {
+        return None;
+    }
+    out.start(false);
+    extend_mapped_f64(value.values, value.elements.clone(), |x| x, &mut out.values);
+    out.entries_selected = match &value.offsets {
+        None => out.values.len() as u64,
+        Some(offsets) => offsets.windows(2).filter(|w| w[1] > w[0]).count() as u64,
+    };
+    Some(())
+}
+
 /// The values whose `mask` byte is 1, as doubles, into `values`, with
 /// `passed_before` as `compact_all` sets it; returns how many.
 #[inline(always)]
@@ -351,7 +368,7 @@ fn entry_weight(weights: &Option<Val>, first_element: usize) -> f64 {
 mod tests {
     use std::sync::Arc;
 
-    use super::{Fills, fills, predicate_fills};
+    use super::{Fills, bare_fills, fills, predicate_fills};
     use crate::analysis::eval::{Inputs, SlotData, evaluate};
     use crate::analysis::plan::{Node, unary_function};
     use crate::analysis::predicate::Predicate;
@@ -365,9 +382,10 @@ mod tests {
         )
     }
 
-    /// A bare column under `pt > 20 && abs(eta) < 2.4 || q == -1`, per
-    /// element of a collection and per entry: the predicate's fills are the
-    /// evaluator's, value for value, with the same entries selected.
+    /// A bare column under `pt > 20 && abs(eta) < 2.4 || q == -1`, and
+    /// without a cut, per element of a collection (empty entries among them)
+    /// and per entry: the fast fills are the evaluator's, value for value,
+    /// with the same entries selected.
     #[test]
     fn predicate_fills_are_the_evaluators() {
         let n = 2_000;
@@ -421,6 +439,12 @@ mod tests {
             fills(value, (Some(passing), None), true, &inputs, &mut slow).unwrap();
             assert_eq!(bits(&fast), bits(&slow), "per element: {per_element}");
             assert!(fast.entries_selected > 0 && fast.values.len() < n);
+            // Without a cut, every value (and every entry with one).
+            bare_fills(&slots[0], &mut fast).expect("a bare column");
+            let value = evaluate(&Node::Column(0), &inputs).unwrap();
+            fills(value, (None, None), true, &inputs, &mut slow).unwrap();
+            assert_eq!(bits(&fast), bits(&slow), "per element: {per_element}");
+            assert_eq!(fast.values.len(), n);
         }
     }
 }

@@ -171,19 +171,32 @@ impl<'s, 'f> Window<'s, 'f> {
 /// conversion and `f` make one loop per type.
 #[inline(always)]
 pub fn map_f64(values: &Values, r: Range<usize>, f: impl Fn(f64) -> f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(r.len());
+    extend_mapped_f64(values, r, f, &mut out);
+    out
+}
+
+/// `map_f64`'s numbers appended to `out`.
+#[inline(always)]
+pub fn extend_mapped_f64(
+    values: &Values,
+    r: Range<usize>,
+    f: impl Fn(f64) -> f64,
+    out: &mut Vec<f64>,
+) {
     match values {
-        Values::Bool(v) => v[r].iter().map(|&b| f(f64::from(u8::from(b)))).collect(),
-        Values::I8(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::U8(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::I16(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::U16(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::I32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::U32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::I64(v) => v[r].iter().map(|&x| f(x as f64)).collect(),
-        Values::U64(v) => v[r].iter().map(|&x| f(x as f64)).collect(),
-        Values::F32(v) => v[r].iter().map(|&x| f(f64::from(x))).collect(),
-        Values::F64(v) => v[r].iter().map(|&x| f(x)).collect(),
-        Values::Str(v) => vec![f(f64::NAN); v[r].len()],
+        Values::Bool(v) => out.extend(v[r].iter().map(|&b| f(f64::from(u8::from(b))))),
+        Values::I8(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::U8(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::I16(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::U16(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::I32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::U32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::I64(v) => out.extend(v[r].iter().map(|&x| f(x as f64))),
+        Values::U64(v) => out.extend(v[r].iter().map(|&x| f(x as f64))),
+        Values::F32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
+        Values::F64(v) => out.extend(v[r].iter().map(|&x| f(x))),
+        Values::Str(v) => out.extend(std::iter::repeat_n(f(f64::NAN), v[r].len())),
     }
 }
 

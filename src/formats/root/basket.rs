@@ -248,9 +248,18 @@ const SHARED_LARGEST: usize = 16 << 20;
 static SHARED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
 impl Buffers {
-    fn bytes(&self) -> Vec<u8> {
-        let own = self.bytes.lock().ok().and_then(|mut v| v.pop());
-        own.or_else(|| SHARED.lock().ok().and_then(|mut v| v.pop()))
+    /// A buffer for `want` bytes: the shortest kept that is at least that
+    /// long, else the longest. Growing a buffer zeroes its new bytes, so a
+    /// buffer that held a small compressed basket and is handed out for a
+    /// large decoded one costs a pass over memory (a fortieth of the LZ4
+    /// selection's CPU when buffers went round in turn).
+    fn bytes(&self, want: usize) -> Vec<u8> {
+        let own = self
+            .bytes
+            .lock()
+            .ok()
+            .and_then(|mut v| fitting(&mut v, want));
+        own.or_else(|| SHARED.lock().ok().and_then(|mut v| fitting(&mut v, want)))
             .unwrap_or_default()
     }
 
@@ -263,6 +272,18 @@ impl Buffers {
     pub(super) fn recycle(&self, basket: Basket) {
         self.give_bytes(basket.buf);
     }
+}
+
+/// Takes from `pool` the buffer `Buffers::bytes` hands out for `want` bytes.
+fn fitting(pool: &mut Vec<Vec<u8>>, want: usize) -> Option<Vec<u8>> {
+    let long_enough = pool
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.len() >= want)
+        .min_by_key(|(_, b)| b.len());
+    let longest = || pool.iter().enumerate().max_by_key(|(_, b)| b.len());
+    let (at, _) = long_enough.or_else(longest)?;
+    Some(pool.swap_remove(at))
 }
 
 impl Drop for Buffers {
@@ -318,7 +339,7 @@ fn read_free(
     buffers: &Buffers,
     head: Option<Head>,
 ) -> Result<Basket, FormatError> {
-    let mut raw = buffers.bytes();
+    let mut raw = buffers.bytes(bytes);
     file.read_into(seek, bytes, "basket", &mut raw)?;
     let h = Header::read(&mut Cursor::new(&raw, seek))?;
     if h.nbytes > raw.len() || h.key_len > h.nbytes {
@@ -335,8 +356,8 @@ fn read_free(
     let (buf, start) = if stored == h.obj_len {
         (raw, h.key_len)
     } else {
-        let mut out = buffers.bytes();
         let want = head.map_or(h.obj_len, |head| head.bytes);
+        let mut out = buffers.bytes(want);
         let unpacked = decompress_head_into(&raw[h.key_len..h.nbytes], h.obj_len, want, &mut out);
         buffers.give_bytes(raw);
         unpacked?;
@@ -396,7 +417,7 @@ fn read_embedded(bytes: &[u8], buffers: &Buffers) -> Result<Basket, FormatError>
     };
     c.skip(h.key_len, "embedded basket's second key")?;
     // One buffer: the data, then a copy of the offset table.
-    let mut buf = buffers.bytes();
+    let mut buf = buffers.bytes(0);
     buf.clear();
     buf.extend_from_slice(c.bytes(h.border(), "embedded basket data")?);
     let data_len = buf.len();
