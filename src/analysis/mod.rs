@@ -9,6 +9,7 @@ mod counted;
 pub mod eval;
 pub mod export;
 mod fills;
+mod kept;
 pub mod ops;
 pub mod plan;
 pub mod plot;

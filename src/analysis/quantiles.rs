@@ -7,7 +7,7 @@
 //! rank, and narrows to them until what is left fits, then sorts that.
 
 use super::AnalysisError;
-use rayon::prelude::*;
+use super::kept::Kept;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::ops::{Counted, HistRequest, fold_values};
@@ -139,15 +139,19 @@ pub fn branch_stats(
         job,
         new_part,
         |part: &mut First, xs| {
-            // Checked without stopping early, which vectorises: a branch
-            // per value costs more than the rare window holding a NaN.
-            if xs.iter().fold(true, |all, x| all & x.is_finite()) {
-                part.pending.extend_from_slice(xs);
-            } else {
-                part.pending.extend(xs.iter().filter(|x| x.is_finite()));
-            }
-            if part.pending.len() >= BATCH {
-                part.flush(range, cap, &kept_total);
+            // A batch at a time, while it is in the first-level cache. Checked
+            // without stopping early, which vectorises: a branch per value
+            // costs more than the rare batch holding a NaN, whose finite
+            // values wait in `pending` for a batch of their own.
+            for batch in xs.chunks(BATCH) {
+                if batch.iter().fold(true, |all, x| all & x.is_finite()) {
+                    part.add(batch, range, cap, &kept_total);
+                } else {
+                    part.pending.extend(batch.iter().filter(|x| x.is_finite()));
+                    if part.pending.len() >= BATCH {
+                        part.flush(range, cap, &kept_total);
+                    }
+                }
             }
         },
         |mut part| {
@@ -278,13 +282,14 @@ fn add_bins(into: &mut [Bins], part: Vec<Bins>) {
 }
 
 /// Values the first pass handles at a time: their moments are summed in two
-/// passes over them (no division per value), and the shared count of values
-/// kept is updated once per batch, not once per value.
+/// passes over them (no division per value) while they stay in the
+/// first-level cache, and the shared count of values kept is updated once
+/// per batch, not once per value.
 const BATCH: usize = 4096;
 
 /// What the first pass gathers: the moments, the values while they fit, and
-/// with a known range the first level of bins; `pending` holds the values of
-/// the batch under way.
+/// with a known range the first level of bins; `pending` gathers the finite
+/// values of batches that held others.
 #[derive(Default)]
 struct First {
     m: Moments,
@@ -294,187 +299,32 @@ struct First {
     pending: Vec<f64>,
 }
 
-/// The values kept by the first pass: as f32 while every one of them is
-/// exactly an f32 (the usual branch type: twice as many fit), else as f64.
-/// The budget counts halves of an f64: 1 per f32, 2 per f64.
-enum Kept {
-    /// One vector per part of the pass: merging parts moves them, never
-    /// copies the values.
-    F32(Vec<Vec<f32>>),
-    F64(Vec<f64>),
-}
-
-impl Default for Kept {
-    fn default() -> Kept {
-        Kept::F32(Vec::new())
-    }
-}
-
-impl Kept {
-    /// Adds `xs`; returns the budget units they took (with those of values
-    /// widened to f64 on the way).
-    fn extend(&mut self, xs: &[f64]) -> usize {
-        if let Kept::F32(v) = self {
-            if xs
-                .iter()
-                .fold(true, |all, &x| all & (f64::from(x as f32) == x))
-            {
-                if v.is_empty() {
-                    v.push(Vec::new());
-                }
-                v.last_mut()
-                    .expect("a part's vector")
-                    .extend(xs.iter().map(|&x| x as f32));
-                return xs.len();
-            }
-            let widened = v.iter().map(Vec::len).sum::<usize>();
-            *self = Kept::F64(v.iter().flatten().map(|&x| f64::from(x)).collect());
-            return self.extend(xs) + widened;
-        }
-        let Kept::F64(v) = self else { unreachable!() };
-        v.extend_from_slice(xs);
-        2 * xs.len()
-    }
-
-    fn append(&mut self, other: Kept) {
-        match (&mut *self, other) {
-            (Kept::F32(a), Kept::F32(b)) => a.extend(b),
-            (Kept::F64(a), Kept::F32(b)) => a.extend(b.into_iter().flatten().map(f64::from)),
-            (_, Kept::F64(b)) => {
-                self.extend(&b);
-            }
-        }
-    }
-
-    /// The values at the wanted ranks (ascending, at least one).
-    fn select(self, wanted: &[u64]) -> Vec<(u64, f64)> {
-        match self {
-            Kept::F32(parts) => select_f32(parts, wanted),
-            Kept::F64(mut v) => {
-                // Each rank by selection in what lies above the previous one:
-                // linear time instead of a sort.
-                let mut from = 0;
-                wanted
-                    .iter()
-                    .map(|&k| {
-                        let k = k as usize;
-                        let x = *v[from..].select_nth_unstable_by(k - from, f64::total_cmp).1;
-                        from = k + 1;
-                        (k as u64, x)
-                    })
-                    .collect()
-            }
-        }
-    }
-}
-
-/// The f32 at each wanted rank (ascending) by one radix pass: every value's
-/// order-preserving 32-bit key is counted by its top 16 bits, the counts say
-/// which bucket holds each rank, and only those buckets' values are gathered
-/// and searched. Two linear passes instead of a selection per rank.
-fn select_f32(parts: Vec<Vec<f32>>, wanted: &[u64]) -> Vec<(u64, f64)> {
-    // Flipping the sign bit of positives and every bit of negatives orders
-    // the keys as the floats (finite values only reach here).
-    let key = |x: f32| {
-        let bits = x.to_bits();
-        if bits >> 31 == 1 {
-            !bits
-        } else {
-            bits | 1 << 31
-        }
-    };
-    // Both passes run over slices of the values in parallel.
-    const SLICE: usize = 1 << 20;
-    let slices: Vec<&[f32]> = parts.iter().flat_map(|p| p.chunks(SLICE)).collect();
-    let counts = slices
-        .par_iter()
-        .map(|part| {
-            // u32 counts (a slice has at most 2^20 values): half the cache.
-            let mut counts = vec![0u32; 1 << 16];
-            for &x in *part {
-                counts[(key(x) >> 16) as usize] += 1;
-            }
-            counts.into_iter().map(u64::from).collect::<Vec<u64>>()
-        })
-        .reduce(
-            || vec![0u64; 1 << 16],
-            |mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                a
-            },
-        );
-    // For each wanted rank: its bucket and its rank among the bucket's values.
-    let mut targets = Vec::with_capacity(wanted.len());
-    let (mut bucket, mut below) = (0usize, 0u64);
-    for &k in wanted {
-        while below + counts[bucket] <= k {
-            below += counts[bucket];
-            bucket += 1;
-        }
-        targets.push((bucket as u32, k - below));
-    }
-    let mut chosen: Vec<u32> = targets.iter().map(|t| t.0).collect();
-    chosen.dedup();
-    // Each bucket's place among the chosen, plus one (0: not chosen). A
-    // lookup instead of a range test: values between the lowest and highest
-    // chosen bucket are most of them, and would mispredict a branch.
-    let mut place = vec![0u16; 1 << 16];
-    for (i, &b) in chosen.iter().enumerate() {
-        place[b as usize] = i as u16 + 1;
-    }
-    let mut held: Vec<Vec<f32>> = slices
-        .par_iter()
-        .map(|part| {
-            let mut held = vec![Vec::new(); chosen.len()];
-            for &x in *part {
-                let p = place[(key(x) >> 16) as usize];
-                if p != 0 {
-                    held[usize::from(p) - 1].push(x);
-                }
-            }
-            held
-        })
-        .reduce(
-            || vec![Vec::new(); chosen.len()],
-            |mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| x.extend(y));
-                a
-            },
-        );
-    drop(slices);
-    drop(parts);
-    wanted
-        .iter()
-        .zip(targets)
-        .map(|(&k, (b, r))| {
-            let group = &mut held[chosen.binary_search(&b).expect("a chosen bucket")];
-            let (_, x, _) = group.select_nth_unstable_by(r as usize, f32::total_cmp);
-            (k, f64::from(*x))
-        })
-        .collect()
-}
-
 impl First {
-    /// Adds the pending (finite) values to the moments, and keeps them while
-    /// the values kept by every part stay within `cap`. Bins are counted only
-    /// once the values no longer fit: the values kept so far are binned then,
-    /// and every later value as it comes (kept values need no bins).
+    /// Adds the pending (finite) values, as `add` does.
     fn flush(&mut self, range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
-        if self.pending.is_empty() {
+        let pending = std::mem::take(&mut self.pending);
+        self.add(&pending, range, cap, kept_total);
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    /// Adds finite values to the moments, and keeps them while the values
+    /// kept by every part stay within `cap`. Bins are counted only once the
+    /// values no longer fit: the values kept so far are binned then, and
+    /// every later value as it comes (kept values need no bins).
+    fn add(&mut self, xs: &[f64], range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
+        if xs.is_empty() {
             return;
         }
-        self.m.merge(Moments::of(&self.pending));
+        self.m.merge(Moments::of(xs));
         if self.overflowed {
-            let pending = std::mem::take(&mut self.pending);
-            self.bin(pending.iter().copied(), range);
-            self.pending = pending;
+            self.bin(xs.iter().copied(), range);
         } else {
-            let units = self.kept.extend(&self.pending);
+            let units = self.kept.extend(xs);
             if kept_total.fetch_add(units, Ordering::Relaxed) + units > 2 * cap {
                 self.spill(range);
             }
         }
-        self.pending.clear();
     }
 
     fn bin(&mut self, xs: impl IntoIterator<Item = f64>, range: Option<(f64, f64)>) {
@@ -488,10 +338,8 @@ impl First {
     /// Gives up keeping values: those kept go into the bins.
     fn spill(&mut self, range: Option<(f64, f64)>) {
         self.overflowed = true;
-        match std::mem::take(&mut self.kept) {
-            Kept::F32(v) => self.bin(v.iter().flatten().map(|&x| f64::from(x)), range),
-            Kept::F64(v) => self.bin(v, range),
-        }
+        let kept = std::mem::take(&mut self.kept);
+        self.bin(kept.values(), range);
     }
 
     fn merge(&mut self, mut part: First, range: Option<(f64, f64)>) {
@@ -661,72 +509,4 @@ fn collect_spans(
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Ranks picked by selection agree with a full sort, floats stay floats
-    /// until a value needs a double, and the budget counts the widening.
-    #[test]
-    fn kept_values_widen_when_needed_and_select_like_a_sort() {
-        let mut state = 7u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-            ((state >> 40) % 1000) as f64 / 8.0 // exact as f32, with repeats
-        };
-        let first: Vec<f64> = (0..5000).map(|_| next()).collect();
-        let mut kept = Kept::default();
-        assert_eq!(kept.extend(&first), 5000);
-        assert!(matches!(kept, Kept::F32(_)));
-        let second = [0.1, next(), -3.0];
-        assert_eq!(kept.extend(&second), 5000 + 2 * 3);
-        assert!(matches!(kept, Kept::F64(_)));
-        let mut other = Kept::default();
-        other.extend(&[next(), next()]);
-        kept.append(other);
-        let Kept::F64(all) = &kept else { panic!() };
-        let mut sorted = all.clone();
-        sorted.sort_by(f64::total_cmp);
-        let wanted = [0, 1, 2500, 2501, 5004];
-        let expected: Vec<(u64, f64)> = wanted.iter().map(|&k| (k, sorted[k as usize])).collect();
-        assert_eq!(kept.select(&wanted), expected);
-    }
-
-    /// The radix selection of floats agrees with a sort: negatives, zeros of
-    /// both signs, subnormals, huge values and long runs of one value.
-    #[test]
-    fn float_ranks_by_radix_match_a_sort() {
-        let mut state = 11u64;
-        // More than one slice of the parallel passes.
-        let mut values: Vec<f64> = (0..1_100_000)
-            .map(|i| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-                let r = (state >> 33) as f32 / (1u64 << 31) as f32;
-                f64::from(match i % 7 {
-                    0 => -r * 1e30,
-                    1 => r * 1e-40,
-                    2 => 3.5,
-                    3 => -0.0,
-                    4 => 0.0,
-                    _ => r - 0.5,
-                })
-            })
-            .collect();
-        // Two parts of a pass, merged as the pass merges them.
-        let (mut kept, mut other) = (Kept::default(), Kept::default());
-        kept.extend(&values[..700_000]);
-        other.extend(&values[700_000..]);
-        kept.append(other);
-        assert!(matches!(&kept, Kept::F32(parts) if parts.len() == 2));
-        values.sort_by(f64::total_cmp);
-        let wanted = [
-            0, 1, 2856, 500_000, 549_999, 550_000, 1_000_000, 1_099_998, 1_099_999,
-        ];
-        let got = kept.select(&wanted);
-        for (&k, (rank, x)) in wanted.iter().zip(got) {
-            assert_eq!((rank, x.to_bits()), (k, values[k as usize].to_bits()));
-        }
-    }
 }

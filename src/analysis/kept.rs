@@ -1,0 +1,310 @@
+//! The values the statistics' first pass keeps for exact quantiles, and the
+//! selection of ranks among them.
+//!
+//! Floats are kept as floats (half the memory of doubles) in blocks of a
+//! fixed size drawn from a small process-wide pool: a 10M-value branch fills
+//! 40 MB, which fresh from the system cost a page fault and a zeroed page
+//! every 4 kB (a sixth of the call's CPU) and, grown as one vector, a copy
+//! at each doubling. Blocks given back after a call are reused by the next.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+/// Floats per block: 1 MB.
+const BLOCK: usize = 1 << 18;
+/// Blocks the pool keeps between calls: 48 MB, the first pass's default
+/// budget (`quantiles::DEFAULT_CAP` doubles) in floats.
+const SPARE_BLOCKS: usize = 48;
+
+static SPARE: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+
+/// An empty block, from the pool when it has one.
+fn take_block() -> Vec<f32> {
+    let spare = SPARE.lock().ok().and_then(|mut pool| pool.pop());
+    spare.unwrap_or_else(|| Vec::with_capacity(BLOCK))
+}
+
+/// Gives blocks back to the pool, as far as it keeps them.
+fn give_blocks(blocks: Vec<Vec<f32>>) {
+    let Ok(mut pool) = SPARE.lock() else {
+        return;
+    };
+    for mut block in blocks {
+        if pool.len() < SPARE_BLOCKS && block.capacity() == BLOCK {
+            block.clear();
+            pool.push(block);
+        }
+    }
+}
+
+/// The values kept by the first pass: as f32 while every one of them is
+/// exactly an f32 (the usual branch type: twice as many fit), else as f64.
+/// The budget counts halves of an f64: 1 per f32, 2 per f64.
+pub(super) enum Kept {
+    /// Full blocks, then the block being filled: merging parts moves
+    /// blocks, never copies the values.
+    F32(Vec<Vec<f32>>),
+    F64(Vec<f64>),
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept::F32(Vec::new())
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Kept::F32(blocks) = self {
+            give_blocks(std::mem::take(blocks));
+        }
+    }
+}
+
+impl Kept {
+    /// Adds `xs`; returns the budget units they took (with those of values
+    /// widened to f64 on the way).
+    pub(super) fn extend(&mut self, xs: &[f64]) -> usize {
+        if let Kept::F32(blocks) = self {
+            if push_floats(blocks, xs) {
+                return xs.len();
+            }
+            let widened: Vec<f64> = blocks.iter().flatten().map(|&x| f64::from(x)).collect();
+            let units = widened.len();
+            *self = Kept::F64(widened);
+            return self.extend(xs) + units;
+        }
+        let Kept::F64(v) = self else { unreachable!() };
+        v.extend_from_slice(xs);
+        2 * xs.len()
+    }
+
+    pub(super) fn append(&mut self, mut other: Kept) {
+        match (&mut *self, &mut other) {
+            (Kept::F32(a), Kept::F32(b)) => a.append(b),
+            (Kept::F64(a), Kept::F32(b)) => a.extend(b.iter().flatten().map(|&x| f64::from(x))),
+            (_, Kept::F64(b)) => {
+                self.extend(b);
+            }
+        }
+    }
+
+    /// Every value, as a double (for bins once the values no longer fit).
+    pub(super) fn values(&self) -> Box<dyn Iterator<Item = f64> + '_> {
+        match self {
+            Kept::F32(blocks) => Box::new(blocks.iter().flatten().map(|&x| f64::from(x))),
+            Kept::F64(v) => Box::new(v.iter().copied()),
+        }
+    }
+
+    /// The values at the wanted ranks (ascending, at least one).
+    pub(super) fn select(mut self, wanted: &[u64]) -> Vec<(u64, f64)> {
+        match &mut self {
+            Kept::F32(blocks) => select_f32(blocks, wanted),
+            Kept::F64(v) => {
+                // Each rank by selection in what lies above the previous one:
+                // linear time instead of a sort.
+                let mut from = 0;
+                wanted
+                    .iter()
+                    .map(|&k| {
+                        let k = k as usize;
+                        let x = *v[from..].select_nth_unstable_by(k - from, f64::total_cmp).1;
+                        from = k + 1;
+                        (k as u64, x)
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// A float's bits, flipped so that they order as the floats do (the sign
+/// bit of positives, every bit of negatives; finite values only).
+#[inline(always)]
+fn key(x: f32) -> u32 {
+    let bits = x.to_bits();
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    }
+}
+
+/// Appends `xs` as floats, block by block; false (and nothing appended) when
+/// one of them is not exactly a float. The check rides along with the
+/// conversion, in one pass.
+fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
+    let (before, last_len) = (blocks.len(), blocks.last().map(Vec::len));
+    let mut rest = xs;
+    let mut exact = true;
+    while !rest.is_empty() {
+        if blocks.last().is_none_or(|b| b.len() == b.capacity()) {
+            blocks.push(take_block());
+        }
+        let block = blocks.last_mut().expect("a block");
+        let (now, later) = rest.split_at(rest.len().min(block.capacity() - block.len()));
+        block.extend(now.iter().map(|&x| {
+            let f = x as f32;
+            exact &= f64::from(f) == x;
+            f
+        }));
+        rest = later;
+    }
+    if !exact {
+        // Back to what it held: the caller widens to doubles.
+        give_blocks(blocks.split_off(before));
+        if let (Some(block), Some(len)) = (blocks.last_mut(), last_len) {
+            block.truncate(len);
+        }
+    }
+    exact
+}
+
+/// The f32 at each wanted rank (ascending) by one radix pass: every value's
+/// key is counted by its top 16 bits, the counts say which bucket holds
+/// each rank, and only those buckets' values are gathered and searched.
+/// Two linear passes instead of a selection per rank, each over the blocks
+/// in parallel.
+fn select_f32(blocks: &[Vec<f32>], wanted: &[u64]) -> Vec<(u64, f64)> {
+    let counts = blocks
+        .par_iter()
+        .map(|block| {
+            // u32 counts (a block has far fewer than 2^32 values): half the cache.
+            let mut counts = vec![0u32; 1 << 16];
+            for &x in block {
+                counts[(key(x) >> 16) as usize] += 1;
+            }
+            counts.into_iter().map(u64::from).collect::<Vec<u64>>()
+        })
+        .reduce(
+            || vec![0u64; 1 << 16],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    // For each wanted rank: its bucket and its rank among the bucket's values.
+    let mut targets = Vec::with_capacity(wanted.len());
+    let (mut bucket, mut below) = (0usize, 0u64);
+    for &k in wanted {
+        while below + counts[bucket] <= k {
+            below += counts[bucket];
+            bucket += 1;
+        }
+        targets.push((bucket as u32, k - below));
+    }
+    let mut chosen: Vec<u32> = targets.iter().map(|t| t.0).collect();
+    chosen.dedup();
+    // Each bucket's place among the chosen, plus one (0: not chosen). A
+    // lookup instead of a range test: values between the lowest and highest
+    // chosen bucket are most of them, and would mispredict a branch.
+    let mut place = vec![0u16; 1 << 16];
+    for (i, &b) in chosen.iter().enumerate() {
+        place[b as usize] = i as u16 + 1;
+    }
+    let mut held: Vec<Vec<f32>> = blocks
+        .par_iter()
+        .map(|block| {
+            let mut held = vec![Vec::new(); chosen.len()];
+            for &x in block {
+                let p = place[(key(x) >> 16) as usize];
+                if p != 0 {
+                    held[usize::from(p) - 1].push(x);
+                }
+            }
+            held
+        })
+        .reduce(
+            || vec![Vec::new(); chosen.len()],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| x.extend(y));
+                a
+            },
+        );
+    wanted
+        .iter()
+        .zip(targets)
+        .map(|(&k, (b, r))| {
+            let group = &mut held[chosen.binary_search(&b).expect("a chosen bucket")];
+            let (_, x, _) = group.select_nth_unstable_by(r as usize, f32::total_cmp);
+            (k, f64::from(*x))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks picked by selection agree with a full sort, floats stay floats
+    /// until a value needs a double (the floats of the batch that brings it,
+    /// over a block boundary, are taken back first), and the budget counts
+    /// the widening.
+    #[test]
+    fn kept_values_widen_when_needed_and_select_like_a_sort() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((state >> 40) % 1000) as f64 / 8.0 // exact as f32, with repeats
+        };
+        let first: Vec<f64> = (0..BLOCK - 2).map(|_| next()).collect();
+        let mut kept = Kept::default();
+        assert_eq!(kept.extend(&first), BLOCK - 2);
+        assert!(matches!(kept, Kept::F32(_)));
+        let second = [next(), next(), next(), 0.1, -3.0];
+        assert_eq!(kept.extend(&second), BLOCK - 2 + 2 * 5);
+        assert!(matches!(kept, Kept::F64(_)));
+        let mut other = Kept::default();
+        other.extend(&[next(), next()]);
+        kept.append(other);
+        let Kept::F64(all) = &kept else { panic!() };
+        assert_eq!(all.len(), BLOCK + 5);
+        let mut sorted = all.clone();
+        sorted.sort_by(f64::total_cmp);
+        let wanted = [0, 1, 2500, 2501, BLOCK as u64 + 4];
+        let expected: Vec<(u64, f64)> = wanted.iter().map(|&k| (k, sorted[k as usize])).collect();
+        assert_eq!(kept.select(&wanted), expected);
+    }
+
+    /// The radix selection of floats agrees with a sort: negatives, zeros of
+    /// both signs, subnormals, huge values and long runs of one value.
+    #[test]
+    fn float_ranks_by_radix_match_a_sort() {
+        let mut state = 11u64;
+        // More than one block, over which the passes run in parallel.
+        let mut values: Vec<f64> = (0..1_100_000)
+            .map(|i| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let r = (state >> 33) as f32 / (1u64 << 31) as f32;
+                f64::from(match i % 7 {
+                    0 => -r * 1e30,
+                    1 => r * 1e-40,
+                    2 => 3.5,
+                    3 => -0.0,
+                    4 => 0.0,
+                    _ => r - 0.5,
+                })
+            })
+            .collect();
+        // Two parts of a pass, merged as the pass merges them: 3 + 2 blocks,
+        // the third only partly filled.
+        let (mut kept, mut other) = (Kept::default(), Kept::default());
+        for batch in values[..700_000].chunks(4096) {
+            kept.extend(batch);
+        }
+        other.extend(&values[700_000..]);
+        kept.append(other);
+        assert!(matches!(&kept, Kept::F32(blocks) if blocks.len() == 5));
+        assert_eq!(kept.values().count(), values.len());
+        values.sort_by(f64::total_cmp);
+        let wanted = [
+            0, 1, 2856, 500_000, 549_999, 550_000, 1_000_000, 1_099_998, 1_099_999,
+        ];
+        let got = kept.select(&wanted);
+        for (&k, (rank, x)) in wanted.iter().zip(got) {
+            assert_eq!((rank, x.to_bits()), (k, values[k as usize].to_bits()));
+        }
+    }
+}
