@@ -547,6 +547,16 @@ mod tests {
             .collect()
     }
 
+    /// A window of `entries` entries over these slots, each its own.
+    fn window<'a>(slots: &'a [SlotData<'a>], map: &'a [usize], entries: usize) -> Inputs<'a> {
+        Inputs {
+            entries,
+            first_entry: 0,
+            slots,
+            map,
+        }
+    }
+
     /// Every cut tried: each comparison of each column with each constant,
     /// turned around or not, of the value or its absolute value, alone,
     /// negated, and joined with another column's comparison.
@@ -580,12 +590,7 @@ mod tests {
         let columns = columns();
         let slots = slots(&columns, None);
         let map: Vec<usize> = (0..slots.len()).collect();
-        let inputs = Inputs {
-            entries: N,
-            first_entry: 0,
-            slots: &slots,
-            map: &map,
-        };
+        let inputs = window(&slots, &map, N);
         let (mut fast, mut total) = (0, 0);
         for node in cuts(slots.len()) {
             total += 1;
@@ -637,12 +642,7 @@ mod tests {
         let offsets = Arc::new(offsets);
         let slots = slots(&columns, Some(&offsets));
         let map: Vec<usize> = (0..slots.len()).collect();
-        let inputs = Inputs {
-            entries,
-            first_entry: 0,
-            slots: &slots,
-            map: &map,
-        };
+        let inputs = window(&slots, &map, entries);
         let (mut fast, mut total) = (0, 0);
         for node in cuts(slots.len()) {
             total += 1;
