@@ -35,6 +35,13 @@ struct Stream<'f> {
     offsets: Vec<usize>,
 }
 
+impl Drop for Stream<'_> {
+    /// The column's memory goes to the next scan's streams.
+    fn drop(&mut self) {
+        self.column.take().recycle();
+    }
+}
+
 impl Stream<'_> {
     fn range(&self) -> Range<u64> {
         self.basket

@@ -188,8 +188,9 @@ impl ColumnReader<'_> {
         decodes_part_way(setting)
     }
 
-    /// An empty column of this reader's layout, to read baskets into.
+    /// An empty column of this reader's layout, to read baskets into (a
+    /// recycled column's memory when there is one).
     pub fn empty_column(&self) -> Column {
-        Column::empty(self.decoding)
+        Column::pooled(self.decoding)
     }
 }

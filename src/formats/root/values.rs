@@ -111,6 +111,28 @@ impl Values {
         }
     }
 
+    /// The bytes this column's buffer holds room for; None for strings
+    /// (whose bytes live in each string).
+    pub(super) fn capacity_bytes(&self) -> Option<usize> {
+        fn bytes<T>(v: &Vec<T>) -> Option<usize> {
+            Some(v.capacity() * std::mem::size_of::<T>())
+        }
+        match self {
+            Values::Bool(v) => bytes(v),
+            Values::I8(v) => bytes(v),
+            Values::U8(v) => bytes(v),
+            Values::I16(v) => bytes(v),
+            Values::U16(v) => bytes(v),
+            Values::I32(v) => bytes(v),
+            Values::U32(v) => bytes(v),
+            Values::I64(v) => bytes(v),
+            Values::U64(v) => bytes(v),
+            Values::F32(v) => bytes(v),
+            Values::F64(v) => bytes(v),
+            Values::Str(_) => None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Values::Bool(v) => v.len(),
