@@ -589,9 +589,6 @@ pub fn histogram_2d(
 mod tests {
     use super::{Axis, Fills, Hist1};
 
-    /// The unweighted fill (slots, then counts) against the one-pass fill
-    /// with weights of 1: the same bins and the same sums to the last bit, on
-    /// values at the edges, outside, infinite and NaN.
     /// Bins by hand: [lo, hi) split in four, below is underflow, at or
     /// above hi (and NaN) overflow, as `TH1::Fill` places them.
     #[test]
@@ -628,6 +625,9 @@ mod tests {
         assert_eq!((h.underflow, h.overflow), (2.0, 4.0));
     }
 
+    /// The unweighted fill (slots, then counts) against the one-pass fill
+    /// with weights of 1: the same bins and the same sums to the last bit, on
+    /// values at the edges, outside, infinite and NaN.
     #[test]
     fn unweighted_fills_match_weighted_fills_of_one() {
         let axis = Axis {
