@@ -8,7 +8,7 @@ use super::AnalysisError;
 use super::eval::{Inputs, SlotData, Val, and_masks, entry_mask, truth, zip};
 use super::predicate::{Predicate, Rows};
 use super::scan::extend_mapped_f64;
-use crate::formats::root::Values;
+use crate::formats::root::{Values, by_number};
 
 /// The numbers to fill for one window, in buffers a part reuses from window
 /// to window: the values, their weights when the request has any, and how
@@ -233,20 +233,8 @@ pub(super) fn predicate_fills(
     out.passed_before.resize(n + 1, 0);
     let into = (&mut out.values[..], &mut out.passed_before[..], &mask[..]);
     let r = value.elements.clone();
-    let kept = match value.values {
-        Values::Bool(v) => compact_masked(&v[r], |b| f64::from(u8::from(b)), into),
-        Values::I8(v) => compact_masked(&v[r], f64::from, into),
-        Values::U8(v) => compact_masked(&v[r], f64::from, into),
-        Values::I16(v) => compact_masked(&v[r], f64::from, into),
-        Values::U16(v) => compact_masked(&v[r], f64::from, into),
-        Values::I32(v) => compact_masked(&v[r], f64::from, into),
-        Values::U32(v) => compact_masked(&v[r], f64::from, into),
-        Values::I64(v) => compact_masked(&v[r], |x| x as f64, into),
-        Values::U64(v) => compact_masked(&v[r], |x| x as f64, into),
-        Values::F32(v) => compact_masked(&v[r], f64::from, into),
-        Values::F64(v) => compact_masked(&v[r], |x| x, into),
-        Values::Str(_) => unreachable!("refused above"),
-    };
+    let kept = by_number!(value.values, v, to => compact_masked(&v[r], to, into),
+        strings: _s => unreachable!("refused above"));
     out.values.truncate(kept);
     let passed_before = &out.passed_before;
     out.entries_selected = match rows {

@@ -336,56 +336,70 @@ pub struct HistRequest<'p> {
     pub flatten: bool,
 }
 
-/// Evaluates a request's plans over a window into `out`, what to fill.
-fn window_fills(
-    together: &Together<'_>,
-    req: &HistRequest<'_>,
-    w: &super::scan::Window<'_, '_>,
-    out: &mut Fills,
-) -> Result<(), AnalysisError> {
-    let slots = window_slots(together, w);
-    if bare_column_fills(together, req, (&slots, w), out) {
-        return Ok(());
-    }
-    let mut vals = together.evaluate(&slots, w)?.into_iter();
-    let value = vals.next().expect("the value plan");
-    let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
-    let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
-    let map: Vec<usize> = Vec::new();
-    let inputs = Inputs {
-        entries: w.len(),
-        first_entry: w.entries.start,
-        slots: &slots,
-        map: &map,
-    };
-    fills(value, (cut, weight), req.flatten, &inputs, out)
+/// What a request fills, set up once per request: its plans evaluated
+/// together, and its cut's predicate form when it has one.
+struct Filling<'r, 'p> {
+    req: &'r HistRequest<'p>,
+    together: Together<'p>,
+    predicate: Option<Predicate>,
 }
 
-/// Fills a bare column histogrammed flattened and unweighted without the
-/// evaluator, where that can be done: without a cut, or under a cut made of
-/// comparisons. False (nothing filled) otherwise.
-fn bare_column_fills(
-    together: &Together<'_>,
-    req: &HistRequest<'_>,
-    (slots, w): (&[SlotData<'_>], &Window<'_, '_>),
-    out: &mut Fills,
-) -> bool {
-    let Node::Column(slot) = req.value.root else {
-        return false;
-    };
-    if !req.flatten || req.weight.is_some() {
-        return false;
+impl<'r, 'p> Filling<'r, 'p> {
+    fn new(req: &'r HistRequest<'p>) -> Filling<'r, 'p> {
+        Filling {
+            req,
+            together: Together::new(plans_of(req, None)),
+            predicate: req.cut.and_then(|c| Predicate::of(&c.root)),
+        }
     }
-    // The value is plan 0 and the cut plan 1 (`plans_of`).
-    let value = &slots[together.maps[0][slot]];
-    let Some(cut) = req.cut else {
-        return bare_fills(value, out).is_some();
-    };
-    let Some(predicate) = Predicate::of(&cut.root) else {
-        return false;
-    };
-    let inputs = together.inputs(1, slots, w);
-    predicate_fills(value, (&predicate, &inputs), out).is_some()
+
+    /// Evaluates the request's plans over a window into `out`, what to fill.
+    fn window(&self, w: &Window<'_, '_>, out: &mut Fills) -> Result<(), AnalysisError> {
+        let (together, req) = (&self.together, self.req);
+        let slots = window_slots(together, w);
+        if self.bare_column_fills((&slots, w), out) {
+            return Ok(());
+        }
+        let mut vals = together.evaluate(&slots, w)?.into_iter();
+        let value = vals.next().expect("the value plan");
+        let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
+        let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
+        let map: Vec<usize> = Vec::new();
+        let inputs = Inputs {
+            entries: w.len(),
+            first_entry: w.entries.start,
+            slots: &slots,
+            map: &map,
+        };
+        fills(value, (cut, weight), req.flatten, &inputs, out)
+    }
+
+    /// Fills a bare column histogrammed flattened and unweighted without the
+    /// evaluator, where that can be done: without a cut, or under a cut made
+    /// of comparisons. False (nothing filled) otherwise.
+    fn bare_column_fills(
+        &self,
+        (slots, w): (&[SlotData<'_>], &Window<'_, '_>),
+        out: &mut Fills,
+    ) -> bool {
+        let req = self.req;
+        let Node::Column(slot) = req.value.root else {
+            return false;
+        };
+        if !req.flatten || req.weight.is_some() {
+            return false;
+        }
+        // The value is plan 0 and the cut plan 1 (`plans_of`).
+        let value = &slots[self.together.maps[0][slot]];
+        if req.cut.is_none() {
+            return bare_fills(value, out).is_some();
+        }
+        let Some(predicate) = &self.predicate else {
+            return false;
+        };
+        let inputs = self.together.inputs(1, slots, w);
+        predicate_fills(value, (predicate, &inputs), out).is_some()
+    }
 }
 
 fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan> {
@@ -404,16 +418,16 @@ pub fn histogram(
     axis: Axis,
     job: &Job,
 ) -> Result<Hist1, AnalysisError> {
-    let together = Together::new(plans_of(req, None));
+    let filling = Filling::new(req);
     let mut h = Hist1::empty(&axis);
     scan_parallel(
         file,
         tree,
-        (&together.columns, req.cut),
+        (&filling.together.columns, req.cut),
         (job, Parts::Small),
         || (Hist1::empty(&axis), Fills::default()),
         |(part, f), w| {
-            window_fills(&together, req, w, f)?;
+            filling.window(w, f)?;
             part.selected += f.entries_selected;
             part.fill_all(&axis, f);
             Ok(())
@@ -437,7 +451,7 @@ pub fn fold_values<A: Send>(
     each: impl Fn(&mut A, &[f64]) + Sync,
     mut merge: impl FnMut(A),
 ) -> Result<Counted, AnalysisError> {
-    let together = Together::new(plans_of(req, None));
+    let filling = Filling::new(req);
     let mut counted = Counted {
         scanned: tree.entries,
         selected: 0,
@@ -445,11 +459,11 @@ pub fn fold_values<A: Send>(
     scan_parallel(
         file,
         tree,
-        (&together.columns, req.cut),
+        (&filling.together.columns, req.cut),
         (job, Parts::Large),
         || (init(), 0u64, Fills::default()),
         |(part, selected, f), w| {
-            window_fills(&together, req, w, f)?;
+            filling.window(w, f)?;
             *selected += f.entries_selected;
             each(part, &f.values);
             Ok(())
@@ -470,7 +484,7 @@ pub fn value_range(
     req: &HistRequest<'_>,
     job: &Job,
 ) -> Result<Option<(f64, f64)>, AnalysisError> {
-    let together = Together::new(plans_of(req, None));
+    let filling = Filling::new(req);
     let widen = |range: Option<(f64, f64)>, (lo, hi): (f64, f64)| {
         Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
     };
@@ -478,11 +492,11 @@ pub fn value_range(
     scan_parallel(
         file,
         tree,
-        (&together.columns, req.cut),
+        (&filling.together.columns, req.cut),
         (job, Parts::Small),
         || (None, Fills::default()),
         |(part, f): &mut (Option<(f64, f64)>, Fills), w| {
-            window_fills(&together, req, w, f)?;
+            filling.window(w, f)?;
             for &x in &f.values {
                 if x.is_finite() {
                     *part = widen(*part, (x, x));

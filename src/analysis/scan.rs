@@ -13,6 +13,7 @@ use super::AnalysisError;
 use super::counted::{CountedReader, open_readers};
 use super::eval::SlotData;
 use super::plan::{Plan, TreeColumns};
+use crate::formats::root::by_number;
 use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
@@ -191,20 +192,8 @@ pub fn extend_mapped_f64(
     f: impl Fn(f64) -> f64,
     out: &mut Vec<f64>,
 ) {
-    match values {
-        Values::Bool(v) => out.extend(v[r].iter().map(|&b| f(f64::from(u8::from(b))))),
-        Values::I8(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::U8(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::I16(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::U16(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::I32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::U32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::I64(v) => out.extend(v[r].iter().map(|&x| f(x as f64))),
-        Values::U64(v) => out.extend(v[r].iter().map(|&x| f(x as f64))),
-        Values::F32(v) => out.extend(v[r].iter().map(|&x| f(f64::from(x)))),
-        Values::F64(v) => out.extend(v[r].iter().map(|&x| f(x))),
-        Values::Str(v) => out.extend(std::iter::repeat_n(f(f64::NAN), v[r].len())),
-    }
+    by_number!(values, v, to => out.extend(v[r].iter().map(|&x| f(to(x)))),
+        strings: v => out.extend(std::iter::repeat_n(f(f64::NAN), v[r].len())))
 }
 
 /// Values `r` of a column as numbers.

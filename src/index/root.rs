@@ -11,8 +11,8 @@ use crate::catalog::root::{
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
 use crate::formats::root::{
-    Branch, Column, PathedKey, RootFile, Values, branch_type, compression_name, is_histogram,
-    latest,
+    Branch, Column, PathedKey, RootFile, Values, branch_type, by_number, compression_name,
+    is_histogram, latest,
 };
 use crate::job::Job;
 
@@ -170,20 +170,7 @@ pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
 
 /// The summary of one chunk's values; `None` for strings.
 fn summarize(values: &Values) -> Option<Accumulator> {
-    Some(match values {
-        Values::Bool(v) => Accumulator::of_slice(v, |b| f64::from(u8::from(b))),
-        Values::I8(v) => Accumulator::of_slice(v, f64::from),
-        Values::U8(v) => Accumulator::of_slice(v, f64::from),
-        Values::I16(v) => Accumulator::of_slice(v, f64::from),
-        Values::U16(v) => Accumulator::of_slice(v, f64::from),
-        Values::I32(v) => Accumulator::of_slice(v, f64::from),
-        Values::U32(v) => Accumulator::of_slice(v, f64::from),
-        Values::I64(v) => Accumulator::of_slice(v, |x| x as f64),
-        Values::U64(v) => Accumulator::of_slice(v, |x| x as f64),
-        Values::F32(v) => Accumulator::of_slice(v, f64::from),
-        Values::F64(v) => Accumulator::of_slice(v, |x| x),
-        Values::Str(_) => return None,
-    })
+    Some(by_number!(values, v, to => Accumulator::of_slice(v, to), strings: _s => return None))
 }
 
 /// A branch's statistics, read basket by basket (memory holds a few baskets).

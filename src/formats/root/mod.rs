@@ -35,6 +35,7 @@ pub use streamer::{ClassInfo, Member, Streamers};
 pub use tree::{Branch, Element, Leaf, Tree};
 pub use types::{BranchType, LeafType, Prim, branch_type};
 pub use values::Values;
+pub(crate) use values::by_number;
 
 use super::FormatError;
 

@@ -207,3 +207,60 @@ impl Values {
         }
     }
 }
+
+/// Runs `$body` with `$v` bound to a column's typed values and `$to` to the
+/// conversion of one of them to the number a cut sees (bools as 0 and 1,
+/// 64-bit integers rounded); strings run `$strings` with `$s` bound to them.
+/// The one list of those conversions.
+macro_rules! by_number {
+    ($values:expr, $v:ident, $to:ident => $body:expr, strings: $s:ident => $strings:expr) => {
+        match $values {
+            $crate::formats::root::Values::Bool($v) => {
+                let $to = |b: bool| f64::from(u8::from(b));
+                $body
+            }
+            $crate::formats::root::Values::I8($v) => {
+                let $to = |x: i8| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::U8($v) => {
+                let $to = |x: u8| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::I16($v) => {
+                let $to = |x: i16| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::U16($v) => {
+                let $to = |x: u16| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::I32($v) => {
+                let $to = |x: i32| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::U32($v) => {
+                let $to = |x: u32| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::I64($v) => {
+                let $to = |x: i64| x as f64;
+                $body
+            }
+            $crate::formats::root::Values::U64($v) => {
+                let $to = |x: u64| x as f64;
+                $body
+            }
+            $crate::formats::root::Values::F32($v) => {
+                let $to = |x: f32| f64::from(x);
+                $body
+            }
+            $crate::formats::root::Values::F64($v) => {
+                let $to = |x: f64| x;
+                $body
+            }
+            $crate::formats::root::Values::Str($s) => $strings,
+        }
+    };
+}
+pub(crate) use by_number;
