@@ -99,6 +99,13 @@ impl CountedReader<'_> {
         self.reader.empty_column()
     }
 
+    /// The reader of this column's baskets as stored, when it can keep them
+    /// so (`ColumnReader::keeps_stored`) and no counter is involved.
+    pub fn stored(&self) -> Option<&ColumnReader<'_>> {
+        let alone = self.counter.is_none() && self.counting.is_none();
+        (alone && self.reader.keeps_stored()).then_some(&self.reader)
+    }
+
     /// Decodes basket `index` whole into `into`.
     pub fn read_basket(&self, index: usize, into: &mut Column) -> Result<(), AnalysisError> {
         self.read_basket_head(index, usize::MAX, into)

@@ -14,7 +14,7 @@ use super::counted::{CountedReader, open_readers};
 use super::eval::SlotData;
 use super::plan::{Plan, TreeColumns};
 use crate::formats::root::by_number;
-use crate::formats::root::{Column, RootFile, Values};
+use crate::formats::root::{Column, RootFile, StoredBasket, Values};
 use crate::job::Job;
 
 /// Entries per window at most: the evaluator's arrays for a window then stay
@@ -29,16 +29,26 @@ const EMPTY_CLUSTER: u64 = 1 << 16;
 struct Stream<'f> {
     reader: CountedReader<'f>,
     name: Arc<str>,
-    /// The basket in `column`, if any.
+    /// The basket loaded, if any: decoded into `column`, or kept in `stored`.
     basket: Option<usize>,
+    /// A plain column's basket as stored, converted into `column` one window
+    /// at a time (`load_window`) when the stream was opened `windowed`.
+    stored: Option<StoredBasket>,
+    windowed: bool,
     column: Column,
+    /// The entry `column`'s first values belong to.
+    column_start: u64,
     /// Where each entry's elements start in `column.values`, and the end.
     offsets: Vec<usize>,
 }
 
 impl Drop for Stream<'_> {
-    /// The column's memory goes to the next scan's streams.
+    /// The column's and the stored basket's memory go to the next scan's
+    /// streams.
     fn drop(&mut self) {
+        if let (Some(stored), Some(reader)) = (self.stored.take(), self.reader.stored()) {
+            reader.recycle(stored);
+        }
         self.column.take().recycle();
     }
 }
@@ -69,10 +79,28 @@ impl Stream<'_> {
                 ),
             )));
         }
-        self.reader.read_basket(index, &mut self.column)?;
+        match self.reader.stored().filter(|_| self.windowed) {
+            Some(reader) => reader.read_stored(index, &mut self.stored)?,
+            None => {
+                self.reader.read_basket(index, &mut self.column)?;
+                self.column_start = r.start;
+                entry_offsets(&self.column, &mut self.offsets);
+            }
+        }
         self.basket = Some(index);
-        entry_offsets(&self.column, &mut self.offsets);
         Ok(())
+    }
+
+    /// Makes `column` hold `entries` (within the loaded basket): a stored
+    /// basket's are converted now, a decoded basket holds them already.
+    fn load_window(&mut self, entries: Range<u64>) {
+        let (Some(stored), Some(reader)) = (&self.stored, self.reader.stored()) else {
+            return;
+        };
+        let start = self.range().start;
+        let within = (entries.start - start) as usize..(entries.end - start) as usize;
+        reader.convert(stored, within, &mut self.column);
+        self.column_start = entries.start;
     }
 }
 
@@ -145,7 +173,7 @@ impl<'s, 'f> Window<'s, 'f> {
     /// Column `i` (in the order given to `scan`) over this window.
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
-        let first = (self.entries.start - s.range().start) as usize;
+        let first = (self.entries.start - s.column_start) as usize;
         let elements = if s.column.counts.is_some() {
             s.offsets[first]..s.offsets[first + self.len()]
         } else {
@@ -226,10 +254,13 @@ impl Progress<'_> {
     }
 }
 
+/// The streams of `columns`; `windowed` ones keep a plain column's basket as
+/// stored and convert each window's entries as it comes (see `scan_parallel`).
 fn open_streams<'f>(
     file: &'f RootFile,
     tree: &TreeColumns<'f>,
     columns: &[usize],
+    windowed: bool,
 ) -> Result<Vec<Stream<'f>>, AnalysisError> {
     let readers = open_readers(file, tree, columns)?;
     Ok(columns
@@ -240,6 +271,9 @@ fn open_streams<'f>(
             reader,
             name: tree.columns[c].path.as_str().into(),
             basket: None,
+            stored: None,
+            windowed,
+            column_start: 0,
             offsets: Vec::new(),
         })
         .collect())
@@ -292,6 +326,9 @@ fn scan_cluster(
             s.seek(at)?;
             window_end = window_end.min(s.range().end);
         }
+        for s in streams.iter_mut() {
+            s.load_window(at..window_end);
+        }
         let window = Window {
             entries: at..window_end,
             streams,
@@ -325,8 +362,8 @@ pub fn scan(
     job: &Job,
     mut each: impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<(), AnalysisError> {
-    let mut streams = open_streams(file, tree, columns)?;
-    let mut ahead = open_streams(file, tree, columns)?;
+    let mut streams = open_streams(file, tree, columns, false)?;
+    let mut ahead = open_streams(file, tree, columns, false)?;
     let entries = entries.start..entries.end.min(tree.entries);
     let progress = Progress {
         job,
@@ -420,6 +457,13 @@ impl Parts {
 /// the parts are handed to `merge` in entry order, so the result is the same
 /// whatever the threads did. Memory holds one basket per column per thread,
 /// and one partial result per run.
+///
+/// A plain column's basket (one number or fixed array per entry) stays as
+/// stored and each window's entries are converted to native values as the
+/// window comes, into a column the size of a window that stays in the core's
+/// cache: the basket's values are read from memory once, not written back
+/// converted and read again. (A sequential `scan` converts whole baskets,
+/// on the thread that decodes ahead of its consumer.)
 pub fn scan_parallel<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -437,7 +481,7 @@ pub fn scan_parallel<A: Send>(
     };
     let mut kept = Vec::new();
     let mut skipped = 0;
-    for cluster in clusters(&open_streams(file, tree, columns)?, 0..tree.entries) {
+    for cluster in clusters(&open_streams(file, tree, columns, false)?, 0..tree.entries) {
         if tree.bounds.must_read(cut, &cluster) {
             kept.push(cluster);
         } else {
@@ -460,7 +504,7 @@ pub fn scan_parallel<A: Send>(
             let reused = idle.lock().expect("idle streams").pop();
             let mut streams = match reused {
                 Some(s) => s,
-                None => open_streams(file, tree, columns)?,
+                None => open_streams(file, tree, columns, true)?,
             };
             let mut acc = init();
             for cluster in run {

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use super::RootFile;
-use super::compression::decompress_head_into;
+use super::compression::decompress_head_over;
 use super::cursor::Cursor;
 use super::tree::Branch;
 use crate::formats::FormatError;
@@ -339,10 +339,12 @@ fn read_free(
     buffers: &Buffers,
     head: Option<Head>,
 ) -> Result<Basket, FormatError> {
+    // The pooled buffers keep their length (`read_over`): `raw` holds the
+    // basket in its first `bytes`, stale bytes after them.
     let mut raw = buffers.bytes(bytes);
-    file.read_into(seek, bytes, "basket", &mut raw)?;
-    let h = Header::read(&mut Cursor::new(&raw, seek))?;
-    if h.nbytes > raw.len() || h.key_len > h.nbytes {
+    file.read_over(seek, bytes, "basket", &mut raw)?;
+    let h = Header::read(&mut Cursor::new(&raw[..bytes], seek))?;
+    if h.nbytes > bytes || h.key_len > h.nbytes {
         return Err(FormatError::Corrupt(format!(
             "basket at byte {seek} claims {} bytes, the branch records {bytes}",
             h.nbytes
@@ -353,17 +355,15 @@ fn read_free(
         head.check(border, &|| format!("basket at byte {seek}"))?;
     }
     let stored = h.nbytes - h.key_len;
-    let (buf, start) = if stored == h.obj_len {
-        (raw, h.key_len)
+    let (buf, start, end) = if stored == h.obj_len {
+        (raw, h.key_len, h.nbytes)
     } else {
         let want = head.map_or(h.obj_len, |head| head.bytes);
         let mut out = buffers.bytes(want);
-        let unpacked = decompress_head_into(&raw[h.key_len..h.nbytes], h.obj_len, want, &mut out);
+        let unpacked = decompress_head_over(&raw[h.key_len..h.nbytes], h.obj_len, want, &mut out);
         buffers.give_bytes(raw);
-        unpacked?;
-        (out, 0)
+        (out, 0, unpacked?)
     };
-    let end = start + h.obj_len.min(buf.len() - start);
     if let Some(Head { bytes: head, .. }) = head {
         // A damaged header can claim entries past the record it stores.
         if start + head > end {

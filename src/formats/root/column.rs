@@ -109,7 +109,7 @@ impl RootFile {
 
 impl Column {
     /// Appends another chunk of the same branch.
-    fn extend_from(&mut self, chunk: &Column) {
+    pub(super) fn extend_from(&mut self, chunk: &Column) {
         self.entries += chunk.entries;
         self.values.extend_from(&chunk.values);
         if let (Some(counts), Some(more)) = (&mut self.counts, &chunk.counts) {

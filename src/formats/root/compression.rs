@@ -62,12 +62,29 @@ pub fn decompress_head_into(
     want: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), FormatError> {
-    let want = want.min(uncompressed_len);
     if src.len() == uncompressed_len {
         out.clear();
-        out.extend_from_slice(&src[..want]);
+        out.extend_from_slice(&src[..want.min(uncompressed_len)]);
         return Ok(());
     }
+    let filled = decompress_head_over(src, uncompressed_len, want, out)?;
+    out.truncate(filled);
+    Ok(())
+}
+
+/// `decompress_head_into` for a compressed record, writing over the start of
+/// `out` and returning how many bytes it decoded there; `out` grows when it
+/// is too short but never shrinks. A buffer that held a large record and is
+/// reused for a small one keeps its length, so it is not zeroed again when a
+/// large one comes back (Rust zeroes what a vector grows by): a pass over the
+/// decoded bytes for every basket read through a pool of buffers.
+pub(super) fn decompress_head_over(
+    src: &[u8],
+    uncompressed_len: usize,
+    want: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, FormatError> {
+    let want = want.min(uncompressed_len);
     // The buffer grows block by block, each block present in `src` (a damaged
     // length must not make it allocate more than the blocks hold), and a reused
     // buffer is only zeroed where it grows: the blocks overwrite the rest.
@@ -114,8 +131,7 @@ pub fn decompress_head_into(
         }
         rest = &rest[HEADER + c_len..];
     }
-    out.truncate(filled);
-    Ok(())
+    Ok(filled)
 }
 
 thread_local! {
@@ -316,6 +332,22 @@ mod tests {
                 assert_eq!(differs, None, "level {level}, head of {want}");
             }
         }
+    }
+
+    /// Written over, a longer buffer keeps its length (its tail untouched),
+    /// so a pooled buffer is never shortened and zeroed again as it grows.
+    #[test]
+    fn decoding_over_a_buffer_keeps_its_length() {
+        let plain = text();
+        let mut out = vec![0xAB; plain.len() * 3];
+        let n = decompress_head_over(&lz4_record(&plain), plain.len(), plain.len(), &mut out);
+        assert_eq!(n.unwrap(), plain.len());
+        assert_eq!(out.len(), plain.len() * 3);
+        assert_eq!(&out[..plain.len()], &plain[..]);
+        assert!(out[plain.len()..].iter().all(|&b| b == 0xAB));
+        let mut short = vec![1; 3];
+        let n = decompress_head_over(&lz4_record(&plain), plain.len(), plain.len(), &mut short);
+        assert_eq!((n.unwrap(), &short[..]), (plain.len(), &plain[..]));
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header};
 pub use hist::{Axis, Histogram, Profile, ProfileErrors, is_histogram};
 pub use keys::{DirectoryRecord, Key};
-pub use reader::{ColumnLayout, ColumnReader, column_layout};
+pub use reader::{ColumnLayout, ColumnReader, StoredBasket, column_layout};
 pub use streamer::{ClassInfo, Member, Streamers};
 pub use tree::{Branch, Element, Leaf, Tree};
 pub use types::{BranchType, LeafType, Prim, branch_type};
@@ -127,12 +127,15 @@ impl RootFile {
     /// Reads `len` bytes at `offset`, refusing ranges outside the file.
     pub fn read_at(&self, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, FormatError> {
         let mut buf = Vec::new();
-        self.read_into(offset, len, what, &mut buf)?;
+        self.read_over(offset, len, what, &mut buf)?;
         Ok(buf)
     }
 
-    /// `read_at` into a buffer the caller keeps (its capacity is reused).
-    pub fn read_into(
+    /// `read_at` over the start of a buffer the caller keeps: `buf` grows
+    /// when too short but keeps a longer length (its tail stale), so a pooled
+    /// buffer is not zeroed again each time it goes from a small read back to
+    /// a large one.
+    pub(super) fn read_over(
         &self,
         offset: u64,
         len: usize,
@@ -146,12 +149,10 @@ impl RootFile {
                 self.size
             )));
         }
-        // A reused buffer is only zeroed where it grows: the bytes it already
-        // holds are overwritten by the read.
         if buf.len() < len {
             buf.resize(len, 0);
         }
-        buf.truncate(len);
+        let buf = &mut buf[..len];
         self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
         match &self.source {
             Source::File(file) => file.read_exact_at(buf, offset)?,
@@ -313,5 +314,18 @@ mod tests {
         assert!(f.read_at(5000, 1000, "probe").is_err());
         assert!(f.read_at(u64::MAX - 2, 10, "probe").is_err());
         assert_eq!(f.read_at(0, 4, "probe").unwrap(), b"root");
+    }
+
+    #[test]
+    fn reads_over_a_longer_buffer_keep_its_tail() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/root/uproot-histograms.root");
+        let f = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
+        let mut buf = vec![7u8; 10];
+        f.read_over(0, 4, "probe", &mut buf).unwrap();
+        assert_eq!(buf, [b'r', b'o', b'o', b't', 7, 7, 7, 7, 7, 7]);
+        let mut short = Vec::new();
+        f.read_over(0, 4, "probe", &mut short).unwrap();
+        assert_eq!(short, b"root");
     }
 }
