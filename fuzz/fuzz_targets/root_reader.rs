@@ -2,7 +2,8 @@
 //! it can reach: keys, objects, the streamer info, trees, columns (each leaf of
 //! a leaf list too), the first half of each column's first basket (decompressed
 //! only that far), that basket's values as counts would give them (its offset
-//! table not decompressed), and histograms (profiles included). Errors are
+//! table not decompressed), that basket kept as stored and converted a part
+//! at a time, and histograms (profiles included). Errors are
 //! expected; a panic, a hang or an allocation beyond libFuzzer's limit is a bug.
 #![no_main]
 
@@ -36,6 +37,15 @@ fuzz_target!(|data: &[u8]| {
                     let _ = reader.read_basket_head(0, half, None, &mut column);
                     let _ = reader.read_basket_head(0, half, Some(&ones[..half]), &mut column);
                     let _ = reader.read_basket_head(0, all, Some(&ones), &mut column);
+                    // The first basket kept as stored, converted in two halves.
+                    let mut stored = None;
+                    if reader.read_stored(0, &mut stored).is_ok()
+                        && let Some(basket) = &stored
+                    {
+                        let n = basket.entries();
+                        reader.convert(basket, 0..n / 2, &mut column);
+                        reader.convert(basket, n / 2..n, &mut column);
+                    }
                 }
                 if branch.leaves.len() > 1 {
                     for leaf in 0..branch.leaves.len() {

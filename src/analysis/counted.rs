@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::AnalysisError;
 use super::plan::TreeColumns;
 use crate::formats::FormatError;
-use crate::formats::root::{Column, ColumnReader, LeafType, RootFile, Values};
+use crate::formats::root::{Column, ColumnReader, LeafType, RootFile, StoredBasket, Values};
 
 /// A column's basket reader, with the counter that spares it inflating its
 /// offset tables, where there is one and it pays.
@@ -99,11 +99,30 @@ impl CountedReader<'_> {
         self.reader.empty_column()
     }
 
-    /// The reader of this column's baskets as stored, when it can keep them
-    /// so (`ColumnReader::keeps_stored`) and no counter is involved.
-    pub fn stored(&self) -> Option<&ColumnReader<'_>> {
-        let alone = self.counter.is_none() && self.counting.is_none();
-        (alone && self.reader.keeps_stored()).then_some(&self.reader)
+    /// Whether this column's baskets can be read as stored
+    /// (`ColumnReader::keeps_stored`): a column of numbers, one per entry,
+    /// that is not the counter of others (whose decoded baskets they share).
+    pub fn keeps_stored(&self) -> bool {
+        self.counting.is_none() && self.reader.keeps_stored()
+    }
+
+    /// Reads basket `index` as stored into `into`.
+    pub fn read_stored(
+        &self,
+        index: usize,
+        into: &mut Option<StoredBasket>,
+    ) -> Result<(), AnalysisError> {
+        Ok(self.reader.read_stored(index, into)?)
+    }
+
+    /// Entries `entries` of a stored basket, converted into `into`.
+    pub fn convert(&self, stored: &StoredBasket, entries: Range<usize>, into: &mut Column) {
+        self.reader.convert(stored, entries, into);
+    }
+
+    /// Gives a stored basket's buffer back to the reader.
+    pub fn recycle(&self, stored: StoredBasket) {
+        self.reader.recycle(stored);
     }
 
     /// Decodes basket `index` whole into `into`.

@@ -31,8 +31,9 @@ struct Stream<'f> {
     name: Arc<str>,
     /// The basket loaded, if any: decoded into `column`, or kept in `stored`.
     basket: Option<usize>,
-    /// A plain column's basket as stored, converted into `column` one window
-    /// at a time (`load_window`) when the stream was opened `windowed`.
+    /// A basket of numbers, one per entry, as stored, converted into
+    /// `column` one window at a time (`load_window`) when the stream was
+    /// opened `windowed`.
     stored: Option<StoredBasket>,
     windowed: bool,
     column: Column,
@@ -46,8 +47,8 @@ impl Drop for Stream<'_> {
     /// The column's and the stored basket's memory go to the next scan's
     /// streams.
     fn drop(&mut self) {
-        if let (Some(stored), Some(reader)) = (self.stored.take(), self.reader.stored()) {
-            reader.recycle(stored);
+        if let Some(stored) = self.stored.take() {
+            self.reader.recycle(stored);
         }
         self.column.take().recycle();
     }
@@ -79,13 +80,12 @@ impl Stream<'_> {
                 ),
             )));
         }
-        match self.reader.stored().filter(|_| self.windowed) {
-            Some(reader) => reader.read_stored(index, &mut self.stored)?,
-            None => {
-                self.reader.read_basket(index, &mut self.column)?;
-                self.column_start = r.start;
-                entry_offsets(&self.column, &mut self.offsets);
-            }
+        if self.windowed && self.reader.keeps_stored() {
+            self.reader.read_stored(index, &mut self.stored)?;
+        } else {
+            self.reader.read_basket(index, &mut self.column)?;
+            self.column_start = r.start;
+            entry_offsets(&self.column, &mut self.offsets);
         }
         self.basket = Some(index);
         Ok(())
@@ -94,12 +94,12 @@ impl Stream<'_> {
     /// Makes `column` hold `entries` (within the loaded basket): a stored
     /// basket's are converted now, a decoded basket holds them already.
     fn load_window(&mut self, entries: Range<u64>) {
-        let (Some(stored), Some(reader)) = (&self.stored, self.reader.stored()) else {
+        let Some(stored) = &self.stored else {
             return;
         };
         let start = self.range().start;
         let within = (entries.start - start) as usize..(entries.end - start) as usize;
-        reader.convert(stored, within, &mut self.column);
+        self.reader.convert(stored, within, &mut self.column);
         self.column_start = entries.start;
     }
 }
@@ -254,8 +254,8 @@ impl Progress<'_> {
     }
 }
 
-/// The streams of `columns`; `windowed` ones keep a plain column's basket as
-/// stored and convert each window's entries as it comes (see `scan_parallel`).
+/// The streams of `columns`; `windowed` ones keep a basket of numbers (one
+/// per entry) as stored and convert each window's entries as it comes (see `scan_parallel`).
 fn open_streams<'f>(
     file: &'f RootFile,
     tree: &TreeColumns<'f>,
@@ -458,11 +458,11 @@ impl Parts {
 /// whatever the threads did. Memory holds one basket per column per thread,
 /// and one partial result per run.
 ///
-/// A plain column's basket (one number or fixed array per entry) stays as
+/// A basket of numbers (one per entry, or a fixed array of them) stays as
 /// stored and each window's entries are converted to native values as the
-/// window comes, into a column the size of a window that stays in the core's
-/// cache: the basket's values are read from memory once, not written back
-/// converted and read again. (A sequential `scan` converts whole baskets,
+/// window comes, into a column the size of a window that stays
+/// in the core's cache: the basket's values are read from memory once, not
+/// written back converted and read again. (A sequential `scan` converts whole baskets,
 /// on the thread that decodes ahead of its consumer.)
 pub fn scan_parallel<A: Send>(
     file: &RootFile,

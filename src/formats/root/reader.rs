@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::RootFile;
-use super::basket::{Basket, Buffers, Head};
+use super::basket::{Buffers, Head};
 use super::column::{Column, append, append_head};
 use super::compression::decodes_part_way;
 use super::tree::Branch;
@@ -42,29 +42,14 @@ pub fn column_layout(branch: &Branch, leaf: Option<usize>) -> Result<ColumnLayou
     })
 }
 
-/// A basket of numbers, one item per entry, kept as stored (big-endian, in
-/// the buffer it was read or decompressed into) and converted to native values
-/// a few entries at a time by `ColumnReader::convert`.
-pub struct StoredBasket {
-    basket: Basket,
-    /// Bytes per entry.
-    item: usize,
-}
-
-impl StoredBasket {
-    pub fn entries(&self) -> usize {
-        self.basket.entries
-    }
-}
-
 /// A branch's baskets, decoded on request.
 pub struct ColumnReader<'a> {
-    file: &'a RootFile,
-    branch: &'a Branch,
-    decoding: Decoding,
+    pub(super) file: &'a RootFile,
+    pub(super) branch: &'a Branch,
+    pub(super) decoding: Decoding,
     /// The entries each basket holds, in basket order.
-    ranges: Vec<Range<u64>>,
-    buffers: Buffers,
+    pub(super) ranges: Vec<Range<u64>>,
+    pub(super) buffers: Buffers,
 }
 
 impl RootFile {
@@ -203,144 +188,9 @@ impl ColumnReader<'_> {
         decodes_part_way(setting)
     }
 
-    /// Whether this column's baskets can be read as `StoredBasket`s: numbers,
-    /// one fixed-size item per entry, laid out back to back.
-    pub fn keeps_stored(&self) -> bool {
-        matches!(self.decoding.leaf_type, LeafType::Prim(_))
-            && self.decoding.layout == Layout::Plain
-            && !self.decoding.jagged
-    }
-
-    /// Reads basket `index` of a column that `keeps_stored`, into `into`; the
-    /// basket it held before goes back to this reader's buffers.
-    pub fn read_stored(
-        &self,
-        index: usize,
-        into: &mut Option<StoredBasket>,
-    ) -> Result<(), FormatError> {
-        let (LeafType::Prim(p), true) = (self.decoding.leaf_type, self.keeps_stored()) else {
-            return Err(FormatError::Unsupported(format!(
-                "branch '{}' does not hold one number or fixed array per entry",
-                self.branch.name
-            )));
-        };
-        if let Some(old) = into.take() {
-            self.recycle(old);
-        }
-        let item = p.size() * self.decoding.inner;
-        let basket = self.file.basket(self.branch, index, &self.buffers)?;
-        let want = self.ranges.get(index).map(|r| r.end - r.start);
-        let entries = basket.entries;
-        if want != Some(entries as u64) || basket.data().len() != entries * item {
-            let held = basket.data().len();
-            self.buffers.recycle(basket);
-            return Err(FormatError::Corrupt(format!(
-                "basket {index} of '{}' holds {held} bytes for {entries} entries of \
-                 {item} bytes, the branch records {}",
-                self.branch.name,
-                want.unwrap_or(0)
-            )));
-        }
-        *into = Some(StoredBasket { basket, item });
-        Ok(())
-    }
-
-    /// Entries `entries` of a stored basket, converted into `into` (emptied
-    /// first, its buffers reused).
-    pub fn convert(&self, stored: &StoredBasket, entries: Range<usize>, into: &mut Column) {
-        if into.layout_differs(self.decoding) {
-            *into = Column::empty(self.decoding);
-        }
-        into.clear();
-        let bytes = entries.start * stored.item..entries.end * stored.item;
-        into.values.extend_from_be(&stored.basket.data()[bytes]);
-        into.entries = entries.len();
-    }
-
-    /// Gives a stored basket's buffer back to this reader, for its next reads.
-    pub fn recycle(&self, stored: StoredBasket) {
-        self.buffers.recycle(stored.basket);
-    }
-
     /// An empty column of this reader's layout, to read baskets into (a
     /// recycled column's memory when there is one).
     pub fn empty_column(&self) -> Column {
         Column::pooled(self.decoding)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn events(name: &str) -> (RootFile, super::super::Tree) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("testdata/root")
-            .join(name);
-        let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
-        let key = file
-            .walk()
-            .unwrap()
-            .into_iter()
-            .find(|k| k.key.class_name == "TTree")
-            .unwrap()
-            .key;
-        let tree = file.tree(&key).unwrap();
-        (file, tree)
-    }
-
-    /// A stored basket converted a few entries at a time (windows of 7, so
-    /// they straddle nothing in particular) gives the basket's decoded values,
-    /// in every compression; reading the next basket recycles the buffer.
-    #[test]
-    fn stored_baskets_convert_to_the_decoded_values() {
-        for name in [
-            "uproot-HZZ-lz4.root",
-            "uproot-HZZ-zlib.root",
-            "uproot-HZZ-uncompressed.root",
-        ] {
-            let (file, tree) = events(name);
-            let mut checked = 0;
-            for branch in &tree.branches {
-                let Ok(reader) = file.column_reader(branch, None) else {
-                    continue;
-                };
-                if !reader.keeps_stored() {
-                    continue;
-                }
-                let mut stored = None;
-                let (mut whole, mut window) = (reader.empty_column(), reader.empty_column());
-                for index in 0..reader.basket_ranges().len() {
-                    reader.read_basket(index, &mut whole).unwrap();
-                    reader.read_stored(index, &mut stored).unwrap();
-                    let basket = stored.as_ref().unwrap();
-                    assert_eq!(basket.entries(), whole.entries, "{name} {}", branch.name);
-                    let mut joined = reader.empty_column();
-                    for start in (0..basket.entries()).step_by(7) {
-                        let end = (start + 7).min(basket.entries());
-                        reader.convert(basket, start..end, &mut window);
-                        assert_eq!(window.entries, end - start);
-                        joined.extend_from(&window);
-                    }
-                    assert_eq!(joined.values, whole.values, "{name} {}", branch.name);
-                    checked += 1;
-                }
-            }
-            assert!(checked > 10, "{name}: {checked} baskets");
-        }
-    }
-
-    #[test]
-    fn jagged_and_string_columns_are_not_kept_stored() {
-        let (file, tree) = events("uproot-HZZ-lz4.root");
-        let reader = |name: &str| {
-            let branch = tree.branches.iter().find(|b| b.name == name).unwrap();
-            file.column_reader(branch, None).unwrap()
-        };
-        assert!(reader("MET_px").keeps_stored());
-        assert!(!reader("Muon_Px").keeps_stored());
-        let mut stored = None;
-        assert!(reader("Muon_Px").read_stored(0, &mut stored).is_err());
-        assert!(stored.is_none());
     }
 }
