@@ -168,16 +168,22 @@ fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
 /// Two linear passes instead of a selection per rank, each over the blocks
 /// in parallel.
 fn select_f32(blocks: &[Vec<f32>], wanted: &[u64]) -> Vec<(u64, f64)> {
+    // One table of counts per thread's share of the blocks, not one per
+    // block: a fresh table per block, widened and added up, cost as much as
+    // the counting. u32 counts (half the cache of u64) cannot overflow: the
+    // values kept are bounded by the budget, far below 2^32.
     let counts = blocks
         .par_iter()
-        .map(|block| {
-            // u32 counts (a block has far fewer than 2^32 values): half the cache.
-            let mut counts = vec![0u32; 1 << 16];
-            for &x in block {
-                counts[(key(x) >> 16) as usize] += 1;
-            }
-            counts.into_iter().map(u64::from).collect::<Vec<u64>>()
-        })
+        .fold(
+            || vec![0u32; 1 << 16],
+            |mut counts, block| {
+                for &x in block {
+                    counts[(key(x) >> 16) as usize] += 1;
+                }
+                counts
+            },
+        )
+        .map(|counts| counts.into_iter().map(u64::from).collect::<Vec<u64>>())
         .reduce(
             || vec![0u64; 1 << 16],
             |mut a, b| {
@@ -206,16 +212,18 @@ fn select_f32(blocks: &[Vec<f32>], wanted: &[u64]) -> Vec<(u64, f64)> {
     }
     let mut held: Vec<Vec<f32>> = blocks
         .par_iter()
-        .map(|block| {
-            let mut held = vec![Vec::new(); chosen.len()];
-            for &x in block {
-                let p = place[(key(x) >> 16) as usize];
-                if p != 0 {
-                    held[usize::from(p) - 1].push(x);
+        .fold(
+            || vec![Vec::new(); chosen.len()],
+            |mut held: Vec<Vec<f32>>, block| {
+                for &x in block {
+                    let p = place[(key(x) >> 16) as usize];
+                    if p != 0 {
+                        held[usize::from(p) - 1].push(x);
+                    }
                 }
-            }
-            held
-        })
+                held
+            },
+        )
         .reduce(
             || vec![Vec::new(); chosen.len()],
             |mut a, b| {

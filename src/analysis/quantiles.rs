@@ -38,6 +38,48 @@ pub struct Stats {
     pub passes: usize,
 }
 
+/// Lanes the sums are taken in: value k goes to lane k % 4, so the lanes stay
+/// in registers and the loop vectorises.
+const LANES: usize = 4;
+
+/// A first pass over values: their sum, minimum and maximum by lane.
+struct Sums {
+    sum: [f64; LANES],
+    lo: [f64; LANES],
+    hi: [f64; LANES],
+}
+
+impl Sums {
+    fn of(xs: &[f64]) -> Sums {
+        let mut s = Sums {
+            sum: [0.0; LANES],
+            lo: [f64::INFINITY; LANES],
+            hi: [f64::NEG_INFINITY; LANES],
+        };
+        for chunk in xs.chunks(LANES) {
+            for (lane, &x) in chunk.iter().enumerate() {
+                s.sum[lane] += x;
+                // Plain comparisons: `f64::min`'s NaN rule keeps the loop
+                // from vectorising (and NaN shows in the sum anyway).
+                s.lo[lane] = if x < s.lo[lane] { x } else { s.lo[lane] };
+                s.hi[lane] = if x > s.hi[lane] { x } else { s.hi[lane] };
+            }
+        }
+        s
+    }
+
+    fn total(&self) -> f64 {
+        self.sum.iter().sum()
+    }
+
+    /// Whether the values summed were all finite, told by their sum: a NaN
+    /// or an infinity makes it NaN or infinite. A sum that overflowed says
+    /// no for finite values too, which only sends them the slower way.
+    fn all_finite(&self) -> bool {
+        self.total().is_finite()
+    }
+}
+
 /// Count, mean, sum of squared deviations, minimum and maximum of finite
 /// values, built batch by batch and merged pairwise.
 #[derive(Default)]
@@ -50,30 +92,13 @@ struct Moments {
 }
 
 impl Moments {
-    /// The moments of a slice of finite values: the mean, then the squared
-    /// deviations from it, each summed in independent lanes.
-    fn of(xs: &[f64]) -> Moments {
-        const LANES: usize = 4;
+    /// The moments of finite values `xs` from their `Sums`: the mean, then
+    /// a second pass for the squared deviations from it, summed in lanes.
+    fn from_sums(xs: &[f64], sums: Sums) -> Moments {
         if xs.is_empty() {
             return Moments::default();
         }
-        let (mut sum, mut lo, mut hi) = (
-            [0.0; LANES],
-            [f64::INFINITY; LANES],
-            [f64::NEG_INFINITY; LANES],
-        );
-        // Value k in lane k % 4, a chunk of four at a time: the lanes stay
-        // in registers.
-        for chunk in xs.chunks(LANES) {
-            for (lane, &x) in chunk.iter().enumerate() {
-                sum[lane] += x;
-                // Plain comparisons (the values are finite): `f64::min`'s
-                // NaN rule keeps the loop from vectorising.
-                lo[lane] = if x < lo[lane] { x } else { lo[lane] };
-                hi[lane] = if x > hi[lane] { x } else { hi[lane] };
-            }
-        }
-        let mean = sum.iter().sum::<f64>() / xs.len() as f64;
+        let mean = sums.total() / xs.len() as f64;
         let mut m2 = [0.0; LANES];
         for chunk in xs.chunks(LANES) {
             for (lane, &x) in chunk.iter().enumerate() {
@@ -84,8 +109,8 @@ impl Moments {
             n: xs.len() as u64,
             mean,
             m2: m2.iter().sum(),
-            min: lo.iter().copied().fold(f64::INFINITY, f64::min),
-            max: hi.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            min: sums.lo.iter().copied().fold(f64::INFINITY, f64::min),
+            max: sums.hi.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         }
     }
 
@@ -139,13 +164,15 @@ pub fn branch_stats(
         job,
         new_part,
         |part: &mut First, xs| {
-            // A batch at a time, while it is in the first-level cache. Checked
-            // without stopping early, which vectorises: a branch per value
-            // costs more than the rare batch holding a NaN, whose finite
-            // values wait in `pending` for a batch of their own.
+            // A batch at a time, while it is in the first-level cache. The
+            // moments' first pass tells whether the batch is all finite (no
+            // branch per value, which costs more than the rare batch holding
+            // a NaN, whose finite values wait in `pending` for a batch of
+            // their own).
             for batch in xs.chunks(BATCH) {
-                if batch.iter().fold(true, |all, x| all & x.is_finite()) {
-                    part.add(batch, range, cap, &kept_total);
+                let sums = Sums::of(batch);
+                if sums.all_finite() {
+                    part.add_finite(batch, sums, range, cap, &kept_total);
                 } else {
                     part.pending.extend(batch.iter().filter(|x| x.is_finite()));
                     if part.pending.len() >= BATCH {
@@ -313,10 +340,22 @@ impl First {
     /// values no longer fit: the values kept so far are binned then, and
     /// every later value as it comes (kept values need no bins).
     fn add(&mut self, xs: &[f64], range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
+        self.add_finite(xs, Sums::of(xs), range, cap, kept_total);
+    }
+
+    /// `add`, with the values' `Sums` already taken.
+    fn add_finite(
+        &mut self,
+        xs: &[f64],
+        sums: Sums,
+        range: Option<(f64, f64)>,
+        cap: usize,
+        kept_total: &AtomicUsize,
+    ) {
         if xs.is_empty() {
             return;
         }
-        self.m.merge(Moments::of(xs));
+        self.m.merge(Moments::from_sums(xs, sums));
         if self.overflowed {
             self.bin(xs.iter().copied(), range);
         } else {
