@@ -42,22 +42,33 @@ fn give_blocks(blocks: Vec<Vec<f32>>) {
 /// exactly an f32 (the usual branch type: twice as many fit), else as f64.
 /// The budget counts halves of an f64: 1 per f32, 2 per f64.
 pub(super) enum Kept {
-    /// Full blocks, then the block being filled: merging parts moves
-    /// blocks, never copies the values.
-    F32(Vec<Vec<f32>>),
+    F32(Floats),
     F64(Vec<f64>),
+}
+
+/// Kept floats: full blocks, then the block being filled (merging parts
+/// moves blocks, never copies the values), and how many fall in each bucket
+/// of the top 16 bits of their key, counted as each batch is kept, while it
+/// is in the first-level cache. u32 counts: the values kept are bounded by
+/// the budget, far below 2^32.
+pub(super) struct Floats {
+    blocks: Vec<Vec<f32>>,
+    counts: Vec<u32>,
 }
 
 impl Default for Kept {
     fn default() -> Kept {
-        Kept::F32(Vec::new())
+        Kept::F32(Floats {
+            blocks: Vec::new(),
+            counts: Vec::new(),
+        })
     }
 }
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        if let Kept::F32(blocks) = self {
-            give_blocks(std::mem::take(blocks));
+        if let Kept::F32(floats) = self {
+            give_blocks(std::mem::take(&mut floats.blocks));
         }
     }
 }
@@ -66,10 +77,17 @@ impl Kept {
     /// Adds `xs`; returns the budget units they took (with those of values
     /// widened to f64 on the way).
     pub(super) fn extend(&mut self, xs: &[f64]) -> usize {
-        if let Kept::F32(blocks) = self {
-            if push_floats(blocks, xs) {
+        if let Kept::F32(floats) = self {
+            if push_floats(&mut floats.blocks, xs) {
+                if floats.counts.is_empty() {
+                    floats.counts = vec![0; 1 << 16];
+                }
+                for &x in xs {
+                    floats.counts[(key(x as f32) >> 16) as usize] += 1;
+                }
                 return xs.len();
             }
+            let blocks = &floats.blocks;
             let widened: Vec<f64> = blocks.iter().flatten().map(|&x| f64::from(x)).collect();
             let units = widened.len();
             *self = Kept::F64(widened);
@@ -82,8 +100,20 @@ impl Kept {
 
     pub(super) fn append(&mut self, mut other: Kept) {
         match (&mut *self, &mut other) {
-            (Kept::F32(a), Kept::F32(b)) => a.append(b),
-            (Kept::F64(a), Kept::F32(b)) => a.extend(b.iter().flatten().map(|&x| f64::from(x))),
+            (Kept::F32(a), Kept::F32(b)) => {
+                a.blocks.append(&mut b.blocks);
+                if a.counts.is_empty() {
+                    a.counts = std::mem::take(&mut b.counts);
+                } else {
+                    a.counts
+                        .iter_mut()
+                        .zip(&b.counts)
+                        .for_each(|(x, y)| *x += y);
+                }
+            }
+            (Kept::F64(a), Kept::F32(b)) => {
+                a.extend(b.blocks.iter().flatten().map(|&x| f64::from(x)))
+            }
             (_, Kept::F64(b)) => {
                 self.extend(b);
             }
@@ -93,7 +123,7 @@ impl Kept {
     /// Every value, as a double (for bins once the values no longer fit).
     pub(super) fn values(&self) -> Box<dyn Iterator<Item = f64> + '_> {
         match self {
-            Kept::F32(blocks) => Box::new(blocks.iter().flatten().map(|&x| f64::from(x))),
+            Kept::F32(f) => Box::new(f.blocks.iter().flatten().map(|&x| f64::from(x))),
             Kept::F64(v) => Box::new(v.iter().copied()),
         }
     }
@@ -101,7 +131,7 @@ impl Kept {
     /// The values at the wanted ranks (ascending, at least one).
     pub(super) fn select(mut self, wanted: &[u64]) -> Vec<(u64, f64)> {
         match &mut self {
-            Kept::F32(blocks) => select_f32(blocks, wanted),
+            Kept::F32(floats) => select_f32(floats, wanted),
             Kept::F64(v) => {
                 // Each rank by selection in what lies above the previous one:
                 // linear time instead of a sort.
@@ -162,35 +192,14 @@ fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
     exact
 }
 
-/// The f32 at each wanted rank (ascending) by one radix pass: every value's
-/// key is counted by its top 16 bits, the counts say which bucket holds
-/// each rank, and only those buckets' values are gathered and searched.
-/// Two linear passes instead of a selection per rank, each over the blocks
-/// in parallel.
-fn select_f32(blocks: &[Vec<f32>], wanted: &[u64]) -> Vec<(u64, f64)> {
-    // One table of counts per thread's share of the blocks, not one per
-    // block: a fresh table per block, widened and added up, cost as much as
-    // the counting. u32 counts (half the cache of u64) cannot overflow: the
-    // values kept are bounded by the budget, far below 2^32.
-    let counts = blocks
-        .par_iter()
-        .fold(
-            || vec![0u32; 1 << 16],
-            |mut counts, block| {
-                for &x in block {
-                    counts[(key(x) >> 16) as usize] += 1;
-                }
-                counts
-            },
-        )
-        .map(|counts| counts.into_iter().map(u64::from).collect::<Vec<u64>>())
-        .reduce(
-            || vec![0u64; 1 << 16],
-            |mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                a
-            },
-        );
+/// The f32 at each wanted rank (ascending) by radix: the first pass counted
+/// every value's key by its top 16 bits, the counts say which bucket holds
+/// each rank, and only those buckets' values are gathered and searched: one
+/// linear pass over the blocks (in parallel) instead of a selection per
+/// rank.
+fn select_f32(floats: &Floats, wanted: &[u64]) -> Vec<(u64, f64)> {
+    let blocks = &floats.blocks;
+    let counts: Vec<u64> = floats.counts.iter().map(|&n| u64::from(n)).collect();
     // For each wanted rank: its bucket and its rank among the bucket's values.
     let mut targets = Vec::with_capacity(wanted.len());
     let (mut bucket, mut below) = (0usize, 0u64);
@@ -304,7 +313,7 @@ mod tests {
         }
         other.extend(&values[700_000..]);
         kept.append(other);
-        assert!(matches!(&kept, Kept::F32(blocks) if blocks.len() == 5));
+        assert!(matches!(&kept, Kept::F32(f) if f.blocks.len() == 5));
         assert_eq!(kept.values().count(), values.len());
         values.sort_by(f64::total_cmp);
         let wanted = [

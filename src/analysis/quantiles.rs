@@ -51,21 +51,23 @@ struct Sums {
 
 impl Sums {
     fn of(xs: &[f64]) -> Sums {
-        let mut s = Sums {
-            sum: [0.0; LANES],
-            lo: [f64::INFINITY; LANES],
-            hi: [f64::NEG_INFINITY; LANES],
-        };
+        // Local arrays, made a `Sums` at the end: a struct's fields written
+        // in the loop were kept on the stack, a store and a load per value.
+        let (mut sum, mut lo, mut hi) = (
+            [0.0; LANES],
+            [f64::INFINITY; LANES],
+            [f64::NEG_INFINITY; LANES],
+        );
         for chunk in xs.chunks(LANES) {
             for (lane, &x) in chunk.iter().enumerate() {
-                s.sum[lane] += x;
+                sum[lane] += x;
                 // Plain comparisons: `f64::min`'s NaN rule keeps the loop
                 // from vectorising (and NaN shows in the sum anyway).
-                s.lo[lane] = if x < s.lo[lane] { x } else { s.lo[lane] };
-                s.hi[lane] = if x > s.hi[lane] { x } else { s.hi[lane] };
+                lo[lane] = if x < lo[lane] { x } else { lo[lane] };
+                hi[lane] = if x > hi[lane] { x } else { hi[lane] };
             }
         }
-        s
+        Sums { sum, lo, hi }
     }
 
     fn total(&self) -> f64 {
