@@ -255,7 +255,8 @@ impl Progress<'_> {
 }
 
 /// The streams of `columns`; `windowed` ones keep a basket of numbers (one
-/// per entry) as stored and convert each window's entries as it comes (see `scan_parallel`).
+/// per entry) as stored and convert each window's entries as it comes (see
+/// `scan_parallel`).
 fn open_streams<'f>(
     file: &'f RootFile,
     tree: &TreeColumns<'f>,
@@ -460,10 +461,10 @@ impl Parts {
 ///
 /// A basket of numbers (one per entry, or a fixed array of them) stays as
 /// stored and each window's entries are converted to native values as the
-/// window comes, into a column the size of a window that stays
-/// in the core's cache: the basket's values are read from memory once, not
-/// written back converted and read again. (A sequential `scan` converts whole baskets,
-/// on the thread that decodes ahead of its consumer.)
+/// window comes, into a column the size of a window that stays in the
+/// core's cache: the basket's values are read from memory once, not written
+/// back converted and read again. (A sequential `scan` converts whole
+/// baskets, on the thread that decodes ahead of its consumer.)
 pub fn scan_parallel<A: Send>(
     file: &RootFile,
     tree: &TreeColumns<'_>,
