@@ -152,12 +152,9 @@ pub fn branch_stats(
     // One pass: the moments, and the values themselves while they fit (the
     // parts share one count of values kept, so memory stays within `cap`).
     let kept_total = AtomicUsize::new(0);
-    // With a known range the first pass also counts bins, which lead to the
-    // quantiles in one more pass if the values turn out not to fit.
-    let new_part = || First {
-        bins: range.map(|_| empty_bins(1)),
-        ..First::default()
-    };
+    // With a known range the first pass also counts bins once the values
+    // turn out not to fit, which lead to the quantiles in one more pass.
+    let new_part = First::default;
     let mut first = new_part();
     let counted: Counted = fold_values(
         file,
@@ -368,11 +365,16 @@ impl First {
         }
     }
 
+    /// Counts `xs` in the bins over a known range, made at the first values
+    /// binned: a pass whose values fit (the usual case) never makes them
+    /// (65,536 bins of 24 bytes per part, zeroed, then added up).
     fn bin(&mut self, xs: impl IntoIterator<Item = f64>, range: Option<(f64, f64)>) {
-        if let (Some(bins), Some((lo, hi))) = (&mut self.bins, range) {
-            for x in xs {
-                count_in(&mut bins[0], x, lo, hi);
-            }
+        let Some((lo, hi)) = range else {
+            return;
+        };
+        let bins = self.bins.get_or_insert_with(|| empty_bins(1));
+        for x in xs {
+            count_in(&mut bins[0], x, lo, hi);
         }
     }
 
@@ -396,8 +398,10 @@ impl First {
         } else {
             self.kept.append(part.kept);
         }
-        if let (Some(b), Some(p)) = (&mut self.bins, part.bins) {
-            add_bins(b, p);
+        match (&mut self.bins, part.bins) {
+            (Some(b), Some(p)) => add_bins(b, p),
+            (None, Some(p)) => self.bins = Some(p),
+            _ => {}
         }
     }
 }
