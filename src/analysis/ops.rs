@@ -105,6 +105,17 @@ pub fn count_selected(
     })
 }
 
+/// A window's inputs for combining values the plans already evaluated
+/// (`fills`, `zip`), which look up no plan's slots.
+fn evaluated_inputs<'a>(slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs<'a> {
+    Inputs {
+        entries: w.len(),
+        first_entry: w.entries.start,
+        slots,
+        map: &[],
+    }
+}
+
 /// A window's columns as the evaluator takes them.
 fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
     (0..together.columns.len())
@@ -364,13 +375,7 @@ impl<'r, 'p> Filling<'r, 'p> {
         let value = vals.next().expect("the value plan");
         let cut = req.cut.map(|_| vals.next().expect("the cut plan"));
         let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
-        let map: Vec<usize> = Vec::new();
-        let inputs = Inputs {
-            entries: w.len(),
-            first_entry: w.entries.start,
-            slots: &slots,
-            map: &map,
-        };
+        let inputs = evaluated_inputs(&slots, w);
         fills(value, (cut, weight), req.flatten, &inputs, out)
     }
 
@@ -569,13 +574,7 @@ pub fn histogram_2d(
             let x = vals.next().expect("x");
             let yv = vals.next().expect("y");
             let cut = req.cut.map(|_| vals.next().expect("cut"));
-            let map: Vec<usize> = Vec::new();
-            let inputs = Inputs {
-                entries: w.len(),
-                first_entry: w.entries.start,
-                slots: &slots,
-                map: &map,
-            };
+            let inputs = evaluated_inputs(&slots, w);
             // Pair y with x (same collection, or broadcast), then fill x with y
             // as its "weight" slot and read the pairs back.
             let paired_y = zip(x.clone(), yv, &inputs, |_, y| y)?;

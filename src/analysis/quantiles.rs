@@ -154,14 +154,13 @@ pub fn branch_stats(
     let kept_total = AtomicUsize::new(0);
     // With a known range the first pass also counts bins once the values
     // turn out not to fit, which lead to the quantiles in one more pass.
-    let new_part = First::default;
-    let mut first = new_part();
+    let mut first = First::default();
     let counted: Counted = fold_values(
         file,
         tree,
         req,
         job,
-        new_part,
+        First::default,
         |part: &mut First, xs| {
             // A batch at a time, while it is in the first-level cache. The
             // moments' first pass tells whether the batch is all finite (no
