@@ -10,7 +10,7 @@ use super::eval::{Inputs, SlotData};
 use super::ops::Counted;
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
-use super::scan::{entry_offsets, entry_range, scan};
+use super::scan::scan;
 use super::{AnalysisError, balanced_groups};
 use crate::formats::root::{Branch, Column, RootFile, Values};
 use crate::job::Job;
@@ -216,6 +216,31 @@ impl<'r, 'f> BasketCursor<'r, 'f> {
         self.basket = Some(index);
         entry_offsets(&self.column, &mut self.offsets);
         Ok(())
+    }
+}
+
+/// Where each entry of a decoded jagged basket starts in its values
+/// (`offsets[e]..offsets[e + 1]`); left empty for a column with a fixed
+/// number of values per entry, whose ranges `entry_range` computes.
+fn entry_offsets(column: &Column, offsets: &mut Vec<usize>) {
+    offsets.clear();
+    if let Some(counts) = &column.counts {
+        offsets.reserve(counts.len() + 1);
+        offsets.push(0);
+        let mut at = 0;
+        for c in counts {
+            at += *c as usize * column.inner;
+            offsets.push(at);
+        }
+    }
+}
+
+/// The values of entry `e` of a basket, given its `entry_offsets`.
+fn entry_range(column: &Column, offsets: &[usize], e: usize) -> Range<usize> {
+    if column.counts.is_some() {
+        offsets[e]..offsets[e + 1]
+    } else {
+        e * column.inner..(e + 1) * column.inner
     }
 }
 

@@ -39,8 +39,16 @@ struct Stream<'f> {
     column: Column,
     /// The entry `column`'s first values belong to.
     column_start: u64,
-    /// Where each entry's elements start in `column.values`, and the end.
-    offsets: Vec<usize>,
+    /// The current window's values in `column.values`.
+    window_elements: Range<usize>,
+    /// For a collection, where each of the window's entries starts relative
+    /// to `window_elements.start`, and the end: made per window from the
+    /// counts (a basket-wide table cost a pass over a basket's worth of
+    /// memory per column), shared with the evaluator without a copy.
+    window_offsets: Arc<Vec<usize>>,
+    /// The entry of `column` after the last window, and its first value: the
+    /// next window in entry order starts there without summing counts.
+    next_window: (usize, usize),
 }
 
 impl Drop for Stream<'_> {
@@ -85,47 +93,56 @@ impl Stream<'_> {
         } else {
             self.reader.read_basket(index, &mut self.column)?;
             self.column_start = r.start;
-            entry_offsets(&self.column, &mut self.offsets);
+            self.next_window = (0, 0);
         }
         self.basket = Some(index);
         Ok(())
     }
 
-    /// Makes `column` hold `entries` (within the loaded basket): a stored
-    /// basket's are converted now, a decoded basket holds them already.
+    /// Makes `column` hold `entries` (within the loaded basket), and lays
+    /// out their values: a stored basket's are converted now, a decoded
+    /// basket holds them already.
     fn load_window(&mut self, entries: Range<u64>) {
-        let Some(stored) = &self.stored else {
+        if let Some(stored) = &self.stored {
+            let start = self.range().start;
+            let within = (entries.start - start) as usize..(entries.end - start) as usize;
+            self.reader.convert(stored, within, &mut self.column);
+            self.column_start = entries.start;
+        }
+        let first = (entries.start - self.column_start) as usize;
+        self.lay_out_window(first, (entries.end - entries.start) as usize);
+    }
+
+    /// Sets `window_elements` and `window_offsets` for the `len` entries of
+    /// `column` from entry `first`.
+    fn lay_out_window(&mut self, first: usize, len: usize) {
+        let inner = self.column.inner;
+        if Arc::get_mut(&mut self.window_offsets).is_none() {
+            // The evaluator still holds the last window's table.
+            self.window_offsets = Arc::default();
+        }
+        let offsets = Arc::get_mut(&mut self.window_offsets).expect("unshared");
+        offsets.clear();
+        let Some(counts) = &self.column.counts else {
+            self.window_elements = first * inner..(first + len) * inner;
+            if inner > 1 {
+                offsets.extend((0..=len).map(|e| e * inner));
+            }
             return;
         };
-        let start = self.range().start;
-        let within = (entries.start - start) as usize..(entries.end - start) as usize;
-        self.reader.convert(stored, within, &mut self.column);
-        self.column_start = entries.start;
-    }
-}
-
-/// Where each entry of a decoded jagged basket starts in its values
-/// (`offsets[e]..offsets[e + 1]`); left empty for a column with a fixed
-/// number of values per entry, whose ranges `entry_range` computes.
-pub(super) fn entry_offsets(column: &Column, offsets: &mut Vec<usize>) {
-    offsets.clear();
-    if let Some(counts) = &column.counts {
-        offsets.reserve(counts.len() + 1);
+        let start = match self.next_window {
+            (entry, value) if entry == first => value,
+            _ => counts[..first].iter().map(|&c| c as usize).sum::<usize>() * inner,
+        };
+        offsets.reserve(len + 1);
         offsets.push(0);
         let mut at = 0;
-        for c in counts {
-            at += *c as usize * column.inner;
+        for &c in &counts[first..first + len] {
+            at += c as usize * inner;
             offsets.push(at);
         }
-    }
-}
-
-/// The values of entry `e` of a basket, given its `entry_offsets`.
-pub(super) fn entry_range(column: &Column, offsets: &[usize], e: usize) -> Range<usize> {
-    if column.counts.is_some() {
-        offsets[e]..offsets[e + 1]
-    } else {
-        e * column.inner..(e + 1) * column.inner
+        self.window_elements = start..start + at;
+        self.next_window = (first + len, start + at);
     }
 }
 
@@ -139,24 +156,19 @@ pub struct Window<'s, 'f> {
 pub struct ColumnPart<'a> {
     pub column: &'a Column,
     pub elements: Range<usize>,
-    /// The basket's `entry_offsets`, and the window's first entry in it.
+    /// Each entry's start relative to `elements.start`, for a collection.
     offsets: &'a [usize],
-    first: usize,
 }
 
 impl ColumnPart<'_> {
     /// The values of the window's entry `r` in `column.values`.
     pub fn entry(&self, r: usize) -> Range<usize> {
-        entry_range(self.column, self.offsets, self.first + r)
-    }
-
-    /// Each entry's start relative to `elements.start`, `entries + 1` of them.
-    fn relative_offsets(&self, entries: usize) -> Vec<usize> {
+        let start = self.elements.start;
         if self.column.counts.is_some() {
-            let window = &self.offsets[self.first..=self.first + entries];
-            window.iter().map(|o| o - window[0]).collect()
+            start + self.offsets[r]..start + self.offsets[r + 1]
         } else {
-            (0..=entries).map(|e| e * self.column.inner).collect()
+            let inner = self.column.inner;
+            start + r * inner..start + (r + 1) * inner
         }
     }
 }
@@ -173,17 +185,10 @@ impl<'s, 'f> Window<'s, 'f> {
     /// Column `i` (in the order given to `scan`) over this window.
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
-        let first = (self.entries.start - s.column_start) as usize;
-        let elements = if s.column.counts.is_some() {
-            s.offsets[first]..s.offsets[first + self.len()]
-        } else {
-            first * s.column.inner..(first + self.len()) * s.column.inner
-        };
         ColumnPart {
             column: &s.column,
-            elements,
-            offsets: &s.offsets,
-            first,
+            elements: s.window_elements.clone(),
+            offsets: &s.window_offsets,
         }
     }
 
@@ -196,7 +201,7 @@ impl<'s, 'f> Window<'s, 'f> {
         SlotData {
             values: &part.column.values,
             elements: part.elements.clone(),
-            offsets: is_collection.then(|| Arc::new(part.relative_offsets(self.len()))),
+            offsets: is_collection.then(|| s.window_offsets.clone()),
             name: s.name.clone(),
         }
     }
@@ -275,7 +280,9 @@ fn open_streams<'f>(
             stored: None,
             windowed,
             column_start: 0,
-            offsets: Vec::new(),
+            window_elements: 0..0,
+            window_offsets: Arc::default(),
+            next_window: (0, 0),
         })
         .collect())
 }
