@@ -54,6 +54,10 @@ pub(super) enum Kept {
 pub(super) struct Floats {
     blocks: Vec<Vec<f32>>,
     counts: Vec<u32>,
+    /// The bucket of each value of the batch being kept, taken from the
+    /// float in a register as it is converted (the float itself goes
+    /// straight to memory), counted once the whole batch proved exact.
+    buckets: Vec<u16>,
 }
 
 impl Default for Kept {
@@ -61,6 +65,7 @@ impl Default for Kept {
         Kept::F32(Floats {
             blocks: Vec::new(),
             counts: Vec::new(),
+            buckets: Vec::new(),
         })
     }
 }
@@ -78,12 +83,13 @@ impl Kept {
     /// widened to f64 on the way).
     pub(super) fn extend(&mut self, xs: &[f64]) -> usize {
         if let Kept::F32(floats) = self {
-            if push_floats(&mut floats.blocks, xs) {
+            floats.buckets.clear();
+            if push_floats(&mut floats.blocks, xs, &mut floats.buckets) {
                 if floats.counts.is_empty() {
                     floats.counts = vec![0; 1 << 16];
                 }
-                for &x in xs {
-                    floats.counts[(key(x as f32) >> 16) as usize] += 1;
+                for &b in &floats.buckets {
+                    floats.counts[usize::from(b)] += 1;
                 }
                 return xs.len();
             }
@@ -162,10 +168,16 @@ fn key(x: f32) -> u32 {
     }
 }
 
-/// Appends `xs` as floats, block by block; false (and nothing appended) when
-/// one of them is not exactly a float. The check rides along with the
-/// conversion, in one pass.
-fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
+/// The bucket of a float's key: its top 16 bits.
+#[inline(always)]
+fn bucket(x: f32) -> u16 {
+    (key(x) >> 16) as u16
+}
+
+/// Appends `xs` as floats, block by block, and their buckets to `buckets`;
+/// false (and no float appended) when one of them is not exactly a float.
+/// The check rides along with the conversion, in one pass.
+fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64], buckets: &mut Vec<u16>) -> bool {
     let (before, last_len) = (blocks.len(), blocks.last().map(Vec::len));
     let mut rest = xs;
     let mut exact = true;
@@ -175,7 +187,7 @@ fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
         }
         let block = blocks.last_mut().expect("a block");
         let (now, later) = rest.split_at(rest.len().min(block.capacity() - block.len()));
-        exact &= append_floats(block, now);
+        exact &= append_floats(block, now, buckets);
         rest = later;
     }
     if !exact {
@@ -188,18 +200,19 @@ fn push_floats(blocks: &mut Vec<Vec<f32>>, xs: &[f64]) -> bool {
     exact
 }
 
-/// Appends `xs` to `block` (which has room for them) as floats; whether
-/// each was exactly a float.
-fn append_floats(block: &mut Vec<f32>, xs: &[f64]) -> bool {
+/// Appends `xs` to `block` (which has room for them) as floats, and their
+/// buckets to `buckets`; whether each was exactly a float.
+fn append_floats(block: &mut Vec<f32>, xs: &[f64], buckets: &mut Vec<u16>) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: the CPU has AVX, checked just above.
-        return unsafe { append_floats_streaming(block, xs) };
+        return unsafe { append_floats_streaming(block, xs, buckets) };
     }
     let mut exact = true;
     block.extend(xs.iter().map(|&x| {
         let f = x as f32;
         exact &= f64::from(f) == x;
+        buckets.push(bucket(f));
         f
     }));
     exact
@@ -210,17 +223,23 @@ fn append_floats(block: &mut Vec<f32>, xs: &[f64]) -> bool {
 /// to memory without first reading each line into the cache.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-fn append_floats_streaming(block: &mut Vec<f32>, xs: &[f64]) -> bool {
+fn append_floats_streaming(block: &mut Vec<f32>, xs: &[f64], buckets: &mut Vec<u16>) -> bool {
     use std::arch::x86_64::*;
     let start = block.len();
     assert!(block.capacity() - start >= xs.len(), "room reserved");
     let dst = block.spare_capacity_mut().as_mut_ptr().cast::<f32>();
+    let buckets_start = buckets.len();
+    buckets.reserve(xs.len());
+    let bucket_dst = buckets.spare_capacity_mut().as_mut_ptr().cast::<u16>();
     let mut exact = true;
     let mut scalar = |i: usize| {
         let f = xs[i] as f32;
         exact &= f64::from(f) == xs[i];
-        // SAFETY: i < xs.len(), within the room checked above.
-        unsafe { dst.add(i).write(f) };
+        // SAFETY: i < xs.len(), within the room checked and reserved above.
+        unsafe {
+            dst.add(i).write(f);
+            bucket_dst.add(i).write(bucket(f));
+        }
     };
     // Up to a 16-byte boundary one by one (the streaming store needs it).
     let head = dst.align_offset(16).min(xs.len());
@@ -228,7 +247,8 @@ fn append_floats_streaming(block: &mut Vec<f32>, xs: &[f64]) -> bool {
     let mut i = head;
     // SAFETY (the intrinsics): AVX is enabled for this function; every load
     // reads four values within `xs`, every store writes four floats within
-    // the room checked above, at a 16-byte aligned address.
+    // the room checked above, at a 16-byte aligned address, and four
+    // buckets within the room reserved.
     let all_alike = unsafe {
         let mut differs = _mm256_setzero_pd();
         while i + 4 <= xs.len() {
@@ -236,6 +256,12 @@ fn append_floats_streaming(block: &mut Vec<f32>, xs: &[f64]) -> bool {
             let f = _mm256_cvtpd_ps(x);
             differs = _mm256_or_pd(differs, _mm256_cmp_pd::<_CMP_NEQ_UQ>(_mm256_cvtps_pd(f), x));
             _mm_stream_ps(dst.add(i), f);
+            // `key`, four at a time: negatives flip every bit, positives
+            // their sign bit.
+            let bits = _mm_castps_si128(f);
+            let flip = _mm_or_si128(_mm_srai_epi32::<31>(bits), _mm_set1_epi32(i32::MIN));
+            let top = _mm_srli_epi32::<16>(_mm_xor_si128(bits, flip));
+            _mm_storel_epi64(bucket_dst.add(i).cast(), _mm_packus_epi32(top, top));
             i += 4;
         }
         // The stores are weakly ordered: fenced before the values are read,
@@ -244,8 +270,12 @@ fn append_floats_streaming(block: &mut Vec<f32>, xs: &[f64]) -> bool {
         _mm256_testz_pd(differs, differs) == 1
     };
     (i..xs.len()).for_each(&mut scalar);
-    // SAFETY: every float up to start + xs.len() was written above.
-    unsafe { block.set_len(start + xs.len()) };
+    // SAFETY: every float up to start + xs.len(), and every bucket up to
+    // buckets_start + xs.len(), was written above.
+    unsafe {
+        block.set_len(start + xs.len());
+        buckets.set_len(buckets_start + xs.len());
+    }
     exact && all_alike
 }
 
@@ -267,26 +297,15 @@ fn select_f32(floats: &Floats, wanted: &[u64]) -> Vec<(u64, f64)> {
         }
         targets.push((bucket as u32, k - below));
     }
-    let mut chosen: Vec<u32> = targets.iter().map(|t| t.0).collect();
+    let mut chosen: Vec<u16> = targets.iter().map(|t| t.0 as u16).collect();
     chosen.dedup();
-    // Each bucket's place among the chosen, plus one (0: not chosen). A
-    // lookup instead of a range test: values between the lowest and highest
-    // chosen bucket are most of them, and would mispredict a branch.
-    let mut place = vec![0u16; 1 << 16];
-    for (i, &b) in chosen.iter().enumerate() {
-        place[b as usize] = i as u16 + 1;
-    }
+    let gather = Gather::new(&chosen);
     let mut held: Vec<Vec<f32>> = blocks
         .par_iter()
         .fold(
             || vec![Vec::new(); chosen.len()],
             |mut held: Vec<Vec<f32>>, block| {
-                for &x in block {
-                    let p = place[(key(x) >> 16) as usize];
-                    if p != 0 {
-                        held[usize::from(p) - 1].push(x);
-                    }
-                }
+                gather.block(block, &mut held);
                 held
             },
         )
@@ -301,11 +320,82 @@ fn select_f32(floats: &Floats, wanted: &[u64]) -> Vec<(u64, f64)> {
         .iter()
         .zip(targets)
         .map(|(&k, (b, r))| {
-            let group = &mut held[chosen.binary_search(&b).expect("a chosen bucket")];
+            let group = &mut held[chosen.binary_search(&(b as u16)).expect("a chosen bucket")];
             let (_, x, _) = group.select_nth_unstable_by(r as usize, f32::total_cmp);
             (k, f64::from(*x))
         })
         .collect()
+}
+
+/// Picks out of blocks of floats those in the chosen buckets (ascending),
+/// each into its bucket's vector.
+struct Gather<'c> {
+    chosen: &'c [u16],
+    /// Each bucket's place among the chosen, plus one (0: not chosen). A
+    /// lookup instead of a range test: values between the lowest and
+    /// highest chosen bucket are most of them, and would mispredict a branch.
+    place: Vec<u16>,
+}
+
+/// Chosen buckets up to which `Gather` compares eight values at a time with
+/// each bucket instead of looking each value up (a few quantiles, the usual
+/// request, choose a bucket or two apiece).
+const COMPARED_BUCKETS: usize = 8;
+
+impl<'c> Gather<'c> {
+    fn new(chosen: &'c [u16]) -> Gather<'c> {
+        let mut place = vec![0u16; 1 << 16];
+        for (i, &b) in chosen.iter().enumerate() {
+            place[usize::from(b)] = i as u16 + 1;
+        }
+        Gather { chosen, place }
+    }
+
+    fn block(&self, block: &[f32], held: &mut [Vec<f32>]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.chosen.len() <= COMPARED_BUCKETS && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { self.block_compared(block, held) };
+        }
+        self.looked_up(block, held);
+    }
+
+    fn looked_up(&self, xs: &[f32], held: &mut [Vec<f32>]) {
+        for &x in xs {
+            let p = self.place[usize::from(bucket(x))];
+            if p != 0 {
+                held[usize::from(p) - 1].push(x);
+            }
+        }
+    }
+
+    /// `block`, eight values at a time: their buckets are compared with
+    /// every chosen one in registers, and only a group holding a chosen
+    /// value (about one in ten for three quantiles) is looked at one by one.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn block_compared(&self, block: &[f32], held: &mut [Vec<f32>]) {
+        use std::arch::x86_64::*;
+        let mut wanted = [_mm256_set1_epi32(-1); COMPARED_BUCKETS];
+        for (w, &b) in wanted.iter_mut().zip(self.chosen) {
+            *w = _mm256_set1_epi32(i32::from(b));
+        }
+        let wanted = &wanted[..self.chosen.len()];
+        let mut groups = block.chunks_exact(8);
+        for group in &mut groups {
+            // SAFETY: the load reads the group's eight floats.
+            let bits = unsafe { _mm256_loadu_si256(group.as_ptr().cast()) };
+            let flip = _mm256_or_si256(_mm256_srai_epi32::<31>(bits), _mm256_set1_epi32(i32::MIN));
+            let top = _mm256_srli_epi32::<16>(_mm256_xor_si256(bits, flip));
+            let hit = wanted.iter().fold(_mm256_setzero_si256(), |hit, w| {
+                _mm256_or_si256(hit, _mm256_cmpeq_epi32(top, *w))
+            });
+            if _mm256_testz_si256(hit, hit) == 0 {
+                self.looked_up(group, held);
+            }
+        }
+        self.looked_up(groups.remainder(), held);
+    }
 }
 
 #[cfg(test)]
@@ -379,6 +469,43 @@ mod tests {
         let got = kept.select(&wanted);
         for (&k, (rank, x)) in wanted.iter().zip(got) {
             assert_eq!((rank, x.to_bits()), (k, values[k as usize].to_bits()));
+        }
+    }
+
+    /// Picking out the chosen buckets' values by comparing eight at a time
+    /// finds what looking each value up finds, for one to eight buckets,
+    /// negative ones among them, in blocks whose length is not a multiple
+    /// of eight.
+    #[test]
+    fn compared_buckets_gather_what_a_lookup_gathers() {
+        let mut state = 5u64;
+        let values: Vec<f32> = (0..10_003)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((state >> 40) as f32 / 65536.0 - 128.0) * 3.0
+            })
+            .collect();
+        let mut seen: Vec<u16> = values.iter().map(|&x| bucket(x)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert!(seen.len() > 100);
+        for n in 1..=COMPARED_BUCKETS {
+            let chosen: Vec<u16> = seen
+                .iter()
+                .step_by(seen.len() / n)
+                .take(n)
+                .copied()
+                .collect();
+            assert!(
+                chosen[0] < 1 << 15 && chosen.len() == n,
+                "a negative bucket among them"
+            );
+            let gather = Gather::new(&chosen);
+            let (mut compared, mut looked_up) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+            gather.block(&values, &mut compared);
+            gather.looked_up(&values, &mut looked_up);
+            assert!(looked_up.iter().all(|held| !held.is_empty()));
+            assert_eq!(compared, looked_up, "{n} buckets");
         }
     }
 
