@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages quarry's build and tests need, when they are missing:
 # pkg-config and libhdf5-dev for the build (the hdf5 crate links Debian's libhdf5,
-# found through pkg-config); poppler-utils (pdftotext, pdfinfo) as the independent PDF
+# found through pkg-config); liblz4-dev (ROOT's LZ4 baskets are decoded with the
+# system's liblz4); poppler-utils (pdftotext, pdfinfo) as the independent PDF
 # reader the document tests compare quarry's extraction with; Python 3 with venv and
 # Node.js with npm for the real MCP clients scripts/test-clients.sh runs (the official
 # Python SDK and the MCP Inspector).
@@ -10,7 +11,7 @@
 # Idempotent; does nothing on a machine that has them. Needs root (or sudo) only
 # when something is missing.
 set -euo pipefail
-packages=(pkg-config libhdf5-dev poppler-utils)
+packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
