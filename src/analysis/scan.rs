@@ -123,27 +123,55 @@ impl Stream<'_> {
         }
         let offsets = Arc::get_mut(&mut self.window_offsets).expect("unshared");
         offsets.clear();
-        let Some(counts) = &self.column.counts else {
-            self.window_elements = first * inner..(first + len) * inner;
-            if inner > 1 {
-                offsets.extend((0..=len).map(|e| e * inner));
+        self.window_elements = match &self.column.counts {
+            Some(counts) => lay_out_collection(
+                counts,
+                inner,
+                first..first + len,
+                &mut self.next_window,
+                offsets,
+            ),
+            None => {
+                if inner > 1 {
+                    offsets.extend((0..=len).map(|e| e * inner));
+                }
+                first * inner..(first + len) * inner
             }
-            return;
         };
-        let start = match self.next_window {
-            (entry, value) if entry == first => value,
-            _ => counts[..first].iter().map(|&c| c as usize).sum::<usize>() * inner,
-        };
-        offsets.reserve(len + 1);
-        offsets.push(0);
-        let mut at = 0;
-        for &c in &counts[first..first + len] {
-            at += c as usize * inner;
-            offsets.push(at);
-        }
-        self.window_elements = start..start + at;
-        self.next_window = (first + len, start + at);
     }
+}
+
+/// Lays out `entries` of a collection whose entry `e` holds `counts[e] *
+/// inner` values: appends to `offsets` where each entry starts relative to
+/// the first, and the end, and returns the range of their values. `next` is
+/// the entry after the last window laid out, and its first value: a window
+/// that starts there needs no sum of the counts before it (it is updated).
+fn lay_out_collection(
+    counts: &[u32],
+    inner: usize,
+    entries: Range<usize>,
+    next: &mut (usize, usize),
+    offsets: &mut Vec<usize>,
+) -> Range<usize> {
+    let start = match *next {
+        (entry, value) if entry == entries.start => value,
+        _ => {
+            counts[..entries.start]
+                .iter()
+                .map(|&c| c as usize)
+                .sum::<usize>()
+                * inner
+        }
+    };
+    offsets.reserve(entries.len() + 1);
+    offsets.push(0);
+    let mut at = 0;
+    for &c in &counts[entries.clone()] {
+        at += c as usize * inner;
+        offsets.push(at);
+    }
+    *next = (entries.end, start + at);
+    start..start + at
 }
 
 /// One window of entries, with each column's part of it.
@@ -548,4 +576,32 @@ fn runs_of(clusters: Vec<Range<u64>>, n: usize) -> Vec<Vec<Range<u64>>> {
         runs.last_mut().expect("a run").push(c);
     }
     runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows laid out in order, and one that jumps ahead (its first value
+    /// summed from the counts before it), give each entry's values where a
+    /// table of the whole basket puts them (worked out by hand: entries of
+    /// 4, 0, 6, 2, 8, 0, 0 and 10 values start at 0, 4, 4, 10, 12, 20, 20, 20).
+    #[test]
+    fn windows_of_a_collection_are_laid_out_from_its_counts() {
+        let counts = [2, 0, 3, 1, 4, 0, 0, 5];
+        let mut next = (0, 0);
+        let mut offsets = Vec::new();
+        let mut window = |entries: Range<usize>, next: &mut (usize, usize)| {
+            offsets.clear();
+            let values = lay_out_collection(&counts, 2, entries, next, &mut offsets);
+            (values, offsets.clone())
+        };
+        assert_eq!(window(0..3, &mut next), (0..10, vec![0, 4, 4, 10]));
+        assert_eq!(window(3..5, &mut next), (10..20, vec![0, 2, 10]));
+        assert_eq!(window(5..8, &mut next), (20..30, vec![0, 0, 0, 10]));
+        let mut next = (3, 10);
+        assert_eq!(window(4..6, &mut next), (12..20, vec![0, 8, 8]));
+        assert_eq!(next, (6, 20));
+        assert_eq!(window(6..8, &mut next), (20..30, vec![0, 0, 10]));
+    }
 }
