@@ -295,9 +295,9 @@ fn select_f32(floats: &Floats, wanted: &[u64]) -> Vec<(u64, f64)> {
             below += counts[bucket];
             bucket += 1;
         }
-        targets.push((bucket as u32, k - below));
+        targets.push((bucket as u16, k - below));
     }
-    let mut chosen: Vec<u16> = targets.iter().map(|t| t.0 as u16).collect();
+    let mut chosen: Vec<u16> = targets.iter().map(|t| t.0).collect();
     chosen.dedup();
     let gather = Gather::new(&chosen);
     let mut held: Vec<Vec<f32>> = blocks
@@ -320,7 +320,7 @@ fn select_f32(floats: &Floats, wanted: &[u64]) -> Vec<(u64, f64)> {
         .iter()
         .zip(targets)
         .map(|(&k, (b, r))| {
-            let group = &mut held[chosen.binary_search(&(b as u16)).expect("a chosen bucket")];
+            let group = &mut held[chosen.binary_search(&b).expect("a chosen bucket")];
             let (_, x, _) = group.select_nth_unstable_by(r as usize, f32::total_cmp);
             (k, f64::from(*x))
         })
