@@ -192,6 +192,31 @@ fn errors_exit_one_and_usage_mistakes_exit_two() {
     );
 }
 
+/// A reader that has gone away (`quarry tools --json | grep -q call`) ends
+/// the output quietly: exit status 0 and no panic, for each command that
+/// prints. The pipe's reader is closed before quarry starts, so its first
+/// write fails.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let sandbox = Sandbox::with_testdata();
+    let catalog = sandbox.catalog.to_string_lossy().into_owned();
+    let root = sandbox.root_arg();
+    let commands: [&[&str]; 4] = [
+        &["tools", "--json"],
+        &["tools"],
+        &["completions", "bash"],
+        &["call", "list_files", "--root", &root, "--catalog", &catalog],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = quarry().args(args).stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn completions_are_printed_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {

@@ -58,11 +58,10 @@ pub fn run(args: CallArgs) -> anyhow::Result<()> {
     }
     let result = reply.structured.unwrap_or(Value::Null);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&result)?))
     } else {
-        print!("{}", render::readable(&result));
+        super::print_out(&render::readable(&result))
     }
-    Ok(())
 }
 
 /// Over the socket when a quarry serves the catalog, else in-process.

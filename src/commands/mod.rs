@@ -15,8 +15,22 @@ use crate::config::Settings;
 /// `quarry completions SHELL`: the shell's completion script on stdout.
 pub fn completions(args: crate::cli::CompletionsArgs) -> anyhow::Result<()> {
     let mut command = crate::cli::command();
-    clap_complete::generate(args.shell, &mut command, "quarry", &mut std::io::stdout());
-    Ok(())
+    // Made in memory: clap_complete panics when its writer fails.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "quarry", &mut script);
+    print_out(&String::from_utf8_lossy(&script))
+}
+
+/// Writes a command's output to stdout. A reader that has gone away
+/// (`quarry tools --json | grep -q call`, `| head`) ends the output quietly,
+/// as for any Unix tool: Rust ignores SIGPIPE, and `print!` would panic.
+pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => Ok(written?),
+    }
 }
 
 /// The message for a catalog another quarry process holds.

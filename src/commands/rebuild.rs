@@ -21,14 +21,13 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let progress = Report::new(std::io::stderr().is_terminal());
     let summary = indexer.scan_all(&progress)?;
     progress.finish();
-    println!(
-        "rebuilt {} in {:.1} s: {} files indexed, {} failed (see `quarry status`)",
+    super::print_out(&format!(
+        "rebuilt {} in {:.1} s: {} files indexed, {} failed (see `quarry status`)\n",
         settings.catalog_dir.display(),
         started.elapsed().as_secs_f64(),
         summary.indexed,
         summary.failed
-    );
-    Ok(())
+    ))
 }
 
 /// Progress as a bar (terminal) or a line every few seconds (logs, CI).

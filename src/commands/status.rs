@@ -53,10 +53,8 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
                 json!({ "catalog": dir.to_string_lossy(), "in_use": served, "status": status }),
             );
         } else {
-            if i > 0 {
-                println!();
-            }
-            print!("{}", render(dir, served, &status));
+            let gap = if i > 0 { "\n" } else { "" };
+            super::print_out(&format!("{gap}{}", render(dir, served, &status)))?;
         }
     }
     if args.json {
@@ -65,7 +63,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
             1 if targets.len() == 1 => reports.remove(0)["status"].take(),
             _ => Value::Array(reports),
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     }
     anyhow::ensure!(failures == 0, "{failures} catalog(s) could not be read");
     Ok(())

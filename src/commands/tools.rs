@@ -23,11 +23,10 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&list)?))
     } else {
-        print!("{}", table(&served));
+        super::print_out(&table(&served))
     }
-    Ok(())
 }
 
 /// The tools whose toolset is on, in registry order.
