@@ -79,17 +79,64 @@ fn search_hits(data: &Value) -> Option<String> {
     Some(out)
 }
 
-/// The first list of objects in the result, as a table under the other fields.
+/// The first list of objects in the result, as a table under the other
+/// fields. Rows that hold lists of objects themselves (a file's classes) are
+/// shown one by one, each list as a table under its row.
 fn records(data: &Value) -> Option<String> {
     let object = data.as_object()?;
     let (key, rows) = object.iter().find_map(|(k, v)| {
         let rows = v.as_array()?;
-        (!rows.is_empty() && rows.iter().all(Value::is_object)).then_some((k.as_str(), rows))
+        is_records(v).then_some((k.as_str(), rows))
     })?;
     let mut out = scalar_lines(data, &[key]);
     out += &format!("{key}:\n");
-    out += &table(rows);
+    match nested_records(rows) {
+        Some(inner) => out += &grouped(rows, inner),
+        None => out += &table(rows),
+    }
     Some(out)
+}
+
+/// Whether `v` is a non-empty list of objects.
+fn is_records(v: &Value) -> bool {
+    v.as_array()
+        .is_some_and(|rows| !rows.is_empty() && rows.iter().all(Value::is_object))
+}
+
+/// The first field of the rows that holds a list of objects in some row.
+fn nested_records(rows: &[Value]) -> Option<&str> {
+    rows.iter()
+        .filter_map(Value::as_object)
+        .flatten()
+        .find(|(_, v)| is_records(v))
+        .map(|(k, _)| k.as_str())
+}
+
+/// Each row as a line of its other fields (what names it first), then its
+/// `inner` list as a table indented under it.
+fn grouped(rows: &[Value], inner: &str) -> String {
+    let mut out = String::new();
+    for row in rows.iter().filter_map(Value::as_object) {
+        let (naming, rest): (Vec<_>, Vec<_>) = row
+            .iter()
+            .filter(|(k, _)| k.as_str() != inner)
+            .partition(|(k, _)| LEADING_COLUMNS.contains(&k.as_str()));
+        let head: Vec<String> = naming
+            .iter()
+            .map(|(_, v)| cell(v))
+            .chain(rest.iter().map(|(k, v)| format!("{k}: {}", cell(v))))
+            .collect();
+        out += &format!("  {}\n", head.join("  "));
+        match row.get(inner).and_then(Value::as_array) {
+            Some(list) if !list.is_empty() => {
+                for line in table(list).lines() {
+                    out += &format!("  {line}\n");
+                }
+            }
+            _ => out += &format!("    ({inner}: none)\n"),
+        }
+    }
+    out
 }
 
 /// `key: value` lines for the scalar fields of an object (nested ones compact).
@@ -220,6 +267,29 @@ mod tests {
         assert_eq!(lines[3], "  a.root   10");
         assert_eq!(lines[4], "  bb.root  2.5");
         assert_eq!(lines[5], "hint: Use inspect_file()");
+    }
+
+    #[test]
+    fn rows_holding_lists_are_shown_each_with_its_table() {
+        let out = readable(&json!({"data": {"total_files": 2, "results": [
+            {"filepath": "a.hpp", "success": true, "classes": [
+                {"name": "Calibrator", "line": 12}, {"name": "Key", "line": 40}]},
+            {"filepath": "b.hpp", "success": true, "classes": []}]}}));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "total_files: 2",
+                "results:",
+                "  filepath: a.hpp  success: true",
+                "    name        line",
+                "    Calibrator  12",
+                "    Key         40",
+                "  filepath: b.hpp  success: true",
+                "    (classes: none)",
+            ],
+            "{out}"
+        );
     }
 
     #[test]
