@@ -1,5 +1,6 @@
-//! A tool result for people: records as aligned tables, a histogram as a bar
-//! chart, search hits as `path:line: text`, anything else as indented JSON.
+//! A tool result for people: records (and objects by name) as aligned
+//! tables, plain fields as `key: value` lines, a histogram as a bar chart,
+//! search hits as `path:line: text`, anything else as indented JSON.
 //! Programs use `quarry call --json`, which prints the result as it is.
 
 use serde_json::{Map, Value};
@@ -16,6 +17,8 @@ pub fn readable(result: &Value) -> String {
     let mut out = histogram(data)
         .or_else(|| search_hits(data))
         .or_else(|| records(data))
+        .or_else(|| keyed_records(data))
+        .or_else(|| fields(data))
         .unwrap_or_else(|| pretty(data));
     for hint in result["suggestions"].as_array().into_iter().flatten() {
         if let Some(h) = hint.as_str() {
@@ -95,6 +98,53 @@ fn records(data: &Value) -> Option<String> {
         None => out += &table(rows),
     }
     Some(out)
+}
+
+/// The first object of objects in the result (`get_branch_stats`' statistics
+/// by branch) as a table with a row per key, named in its first column; an
+/// object within a row (the quantiles) gives a column per field.
+fn keyed_records(data: &Value) -> Option<String> {
+    let object = data.as_object()?;
+    let (key, by_name) = object.iter().find_map(|(k, v)| {
+        let by_name = v.as_object()?;
+        (!by_name.is_empty() && by_name.values().all(Value::is_object)).then_some((k, by_name))
+    })?;
+    let rows: Vec<Value> = by_name
+        .iter()
+        .map(|(name, fields)| {
+            let mut row = Map::new();
+            row.insert("name".into(), Value::String(name.clone()));
+            for (field, value) in fields.as_object().into_iter().flatten() {
+                match value.as_object() {
+                    Some(inner) => row.extend(
+                        inner
+                            .iter()
+                            .map(|(k, v)| (format!("{field} {k}"), v.clone())),
+                    ),
+                    None => {
+                        row.insert(field.clone(), value.clone());
+                    }
+                }
+            }
+            Value::Object(row)
+        })
+        .collect();
+    let mut out = scalar_lines(data, &[key]);
+    out += &format!("{key}:\n");
+    out += &table(&rows);
+    Some(out)
+}
+
+/// An object with no object inside it (`apply_selection`'s counts, a
+/// dataset's statistics) as `key: value` lines.
+fn fields(data: &Value) -> Option<String> {
+    let object = data.as_object()?;
+    let nested = |v: &Value| match v {
+        Value::Object(_) => true,
+        Value::Array(items) => items.iter().any(|i| i.is_object() || i.is_array()),
+        _ => false,
+    };
+    (!object.is_empty() && !object.values().any(nested)).then(|| scalar_lines(data, &[]))
 }
 
 /// Whether `v` is a non-empty list of objects.
@@ -288,6 +338,34 @@ mod tests {
                 "  filepath: b.hpp  success: true",
                 "    (classes: none)",
             ],
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn objects_by_name_are_a_table_with_a_row_per_name() {
+        let out = readable(&json!({"data": {"statistics": {
+            "MET_pt": {"count": 140, "mean": 39.5, "quantiles": {"0.5": 32.0, "0.9": 63.25}},
+            "nJet": {"count": 200, "mean": 2.0, "quantiles": {"0.5": 2.0, "0.9": 4.0}}}}}));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "statistics:",
+                "  name    count  mean  quantiles 0.5  quantiles 0.9",
+                "  MET_pt  140    39.5  32             63.25",
+                "  nJet    200    2     2              4",
+            ],
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn flat_results_are_key_value_lines() {
+        let out = readable(&json!({"data": {
+            "entries_selected": 1, "efficiency": 0.005, "shape": [64], "slice": null}}));
+        assert_eq!(
+            out, "efficiency: 0.005\nentries_selected: 1\nshape: [64]\nslice: \n",
             "{out}"
         );
     }
