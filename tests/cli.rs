@@ -167,6 +167,21 @@ fn errors_exit_one_and_usage_mistakes_exit_two() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("file_not_found"), "{stderr}");
     assert!(stderr.contains("suggestion: Use list_files()"), "{stderr}");
+    // A limit error says what to retry with.
+    let out = call(
+        &sandbox,
+        &[
+            "compute_histogram",
+            "path=root/uproot-HZZ.root",
+            "tree=events",
+            "branch=MET_px",
+            "bins=20000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("limit_exceeded"), "{stderr}");
+    assert!(stderr.contains(r#"retry with: {"bins":10000}"#), "{stderr}");
 
     for bad in [
         &["no_such_tool"][..],

@@ -46,6 +46,9 @@ pub fn run(args: CallArgs) -> anyhow::Result<()> {
         if let Some(suggestion) = error["suggestion"].as_str() {
             eprintln!("suggestion: {suggestion}");
         }
+        if let Some(retry) = error.get("retry_with").filter(|r| !r.is_null()) {
+            eprintln!("retry with: {retry}");
+        }
         return Err(ToolFailed {
             tool: args.tool,
             message: format!(
