@@ -44,7 +44,11 @@ fn populate<T>(memory: &mut [std::mem::MaybeUninit<T>]) {
             // SAFETY: the range lies within `memory`, owned by the caller and
             // not yet read; populating writes nothing the caller sees.
             unsafe {
-                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_POPULATE_WRITE);
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_POPULATE_WRITE,
+                );
             }
         }
     }
