@@ -325,23 +325,19 @@ struct First {
 }
 
 impl First {
-    /// Adds the pending (finite) values, as `add` does.
+    /// Adds the pending (finite) values, as `add_finite` does.
     fn flush(&mut self, range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
         let pending = std::mem::take(&mut self.pending);
-        self.add(&pending, range, cap, kept_total);
+        self.add_finite(&pending, Sums::of(&pending), range, cap, kept_total);
         self.pending = pending;
         self.pending.clear();
     }
 
-    /// Adds finite values to the moments, and keeps them while the values
-    /// kept by every part stay within `cap`. Bins are counted only once the
-    /// values no longer fit: the values kept so far are binned then, and
-    /// every later value as it comes (kept values need no bins).
-    fn add(&mut self, xs: &[f64], range: Option<(f64, f64)>, cap: usize, kept_total: &AtomicUsize) {
-        self.add_finite(xs, Sums::of(xs), range, cap, kept_total);
-    }
-
-    /// `add`, with the values' `Sums` already taken.
+    /// Adds finite values `xs`, whose `Sums` are taken, to the moments, and
+    /// keeps them while the values kept by every part stay within `cap`.
+    /// Bins are counted only once the values no longer fit: the values kept
+    /// so far are binned then, and every later value as it comes (kept
+    /// values need no bins).
     fn add_finite(
         &mut self,
         xs: &[f64],

@@ -91,13 +91,16 @@ fn records(data: &Value) -> Option<String> {
         let rows = v.as_array()?;
         is_records(v).then_some((k.as_str(), rows))
     })?;
-    let mut out = scalar_lines(data, &[key]);
-    out += &format!("{key}:\n");
-    match nested_records(rows) {
-        Some(inner) => out += &grouped(rows, inner),
-        None => out += &table(rows),
-    }
-    Some(out)
+    let body = match nested_records(rows) {
+        Some(inner) => grouped(rows, inner),
+        None => table(rows),
+    };
+    Some(under_fields(data, key, &body))
+}
+
+/// `body`, the rendering of field `key`, under the result's other fields.
+fn under_fields(data: &Value, key: &str, body: &str) -> String {
+    format!("{}{key}:\n{body}", scalar_lines(data, &[key]))
 }
 
 /// The first object of objects in the result (`get_branch_stats`' statistics
@@ -129,10 +132,7 @@ fn keyed_records(data: &Value) -> Option<String> {
             Value::Object(row)
         })
         .collect();
-    let mut out = scalar_lines(data, &[key]);
-    out += &format!("{key}:\n");
-    out += &table(&rows);
-    Some(out)
+    Some(under_fields(data, key, &table(&rows)))
 }
 
 /// An object with no object inside it (`apply_selection`'s counts, a
