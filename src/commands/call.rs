@@ -119,7 +119,7 @@ fn in_process(
         })?;
     let job = Job::new(Some(settings.server.limits.call_timeout));
     let started = std::time::Instant::now();
-    Ok(match (def.handler)(&ctx, &job, arguments) {
+    Ok(match crate::mcp::tools::invoke(def, &ctx, &job, arguments) {
         Ok(output) => {
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             let json = output.into_json(tool, ms);

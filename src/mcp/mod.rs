@@ -1,5 +1,6 @@
 //! The MCP front end: the tool registry, the server, and its transports.
 
+pub mod budget;
 pub mod client;
 pub mod codec;
 pub mod connection;

@@ -92,7 +92,7 @@ impl QuarryServer {
                 if job.is_stopped() {
                     return (Err(ToolError::stopped(&job)), 0.0);
                 }
-                let result = (def.handler)(&ctx, &job, args);
+                let result = tools::invoke(def, &ctx, &job, args);
                 (result, started.elapsed().as_secs_f64() * 1000.0)
             })
             .await
@@ -100,7 +100,14 @@ impl QuarryServer {
         let outcome = match tokio::time::timeout(limit, work).await {
             Ok(Ok((Ok(mut output), ms))) => {
                 let images = std::mem::take(&mut output.images);
-                let mut result = CallToolResult::structured(output.into_json(def.name, ms));
+                let json = output.into_json(def.name, ms);
+                let cap = self.ctx.settings.limits.max_result_bytes;
+                if let Some(e) = over_budget(def.name, &json, cap) {
+                    return CallToolResult::error(vec![ContentBlock::text(
+                        e.into_json().to_string(),
+                    )]);
+                }
+                let mut result = CallToolResult::structured(json);
                 for png in images {
                     use base64::Engine;
                     let data = base64::engine::general_purpose::STANDARD.encode(png);
@@ -126,6 +133,21 @@ impl QuarryServer {
         // success), some even when isError is set.
         CallToolResult::error(vec![ContentBlock::text(outcome.into_json().to_string())])
     }
+}
+
+/// The last guard of the result budget: every tool cuts its own answer to fit
+/// `max_result_bytes` (`mcp::budget`), so a result still over it is a bug in
+/// that tool. The client would refuse it whole; an error says what happened.
+fn over_budget(tool: &str, json: &serde_json::Value, cap: usize) -> Option<ToolError> {
+    let len = super::budget::json_len(json);
+    (len > cap).then(|| {
+        tracing::error!("{tool} answered {len} bytes, over max_result_bytes ({cap})");
+        ToolError::new(
+            "result_too_large",
+            format!("{tool}'s answer took {len} bytes, over the {cap} allowed (max_result_bytes)"),
+            "Ask for less (a smaller limit, a narrower pattern or range) and report this as a bug",
+        )
+    })
 }
 
 /// Sends the job's progress reports to the client as `notifications/progress`

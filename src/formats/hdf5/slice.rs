@@ -171,6 +171,36 @@ impl Selection {
             .collect()
     }
 
+    /// The rows `start .. start + count` of the result's first axis (clipped
+    /// to the rows there are), as a selection of the same dataset; `None`
+    /// when the result has no axis (a scalar).
+    pub fn rows(&self, start: u64, count: u64) -> Option<Selection> {
+        let mut out = self.clone();
+        let axis = out.axes.iter_mut().find(|a| a.kept)?;
+        let start = start.min(axis.count);
+        let count = count.min(axis.count - start);
+        if count == 0 {
+            // An empty range: nothing is read along this axis.
+            axis.count = 0;
+            return Some(out);
+        }
+        if axis.reversed {
+            // Result row j is the element `top - j * step`.
+            let top = axis.first + (axis.count - 1) * axis.step;
+            let new_top = top - start * axis.step;
+            axis.first = new_top - (count - 1) * axis.step;
+        } else {
+            axis.first += start * axis.step;
+        }
+        axis.count = count;
+        Some(out)
+    }
+
+    /// Rows of the result's first axis (1 for a scalar result).
+    pub fn rows_total(&self) -> u64 {
+        self.axes.iter().find(|a| a.kept).map_or(1, |a| a.count)
+    }
+
     /// This selection with steps widened so that at most `cap` elements
     /// (and at least one) remain: the longest axis is thinned first.
     pub fn thinned(&self, cap: u64) -> Selection {
@@ -457,5 +487,23 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn rows_of_a_selection_are_the_rows_of_its_result() {
+        // 10 x 4, rows 8, 6, 4, 2 (reversed, step 2), all columns.
+        let shape = [10, 4];
+        let sel = resolve(&parse("8:0:-2, :").unwrap(), &shape).unwrap();
+        assert_eq!(sel.rows_total(), 4);
+        let page = sel.rows(1, 2).unwrap();
+        // Result rows 1 and 2 are dataset rows 6 and 4: "6:3:-2" in NumPy.
+        assert_eq!(page, resolve(&parse("6:3:-2, :").unwrap(), &shape).unwrap());
+        let tail = sel.rows(3, 100).unwrap();
+        assert_eq!(tail, resolve(&parse("2:0:-2, :").unwrap(), &shape).unwrap());
+        assert_eq!(sel.rows(9, 5).unwrap().len(), 0);
+        // A dropped leading axis: the rows are the second axis's.
+        let sel = resolve(&parse("3, 1:4").unwrap(), &shape).unwrap();
+        assert_eq!(sel.rows(1, 1).unwrap(), resolve(&parse("3, 2:3").unwrap(), &shape).unwrap());
+        assert_eq!(resolve(&parse("3, 1").unwrap(), &shape).unwrap().rows(0, 1), None);
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::FileStatus;
 use crate::catalog::code::SymbolQuery;
 use crate::formats::Kind;
@@ -20,6 +20,7 @@ use crate::formats::code::{
 };
 use crate::glob::Glob;
 use crate::job::Job;
+use crate::mcp::budget::{Budget, Cut, mark_offset, set};
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::roots::PathError;
 
@@ -122,6 +123,7 @@ struct FilesArgs {
     filepath: PathArg,
     recursive: Option<bool>,
     file_patterns: Option<Vec<String>>,
+    offset: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +134,7 @@ struct QueryArgs {
     recursive: Option<bool>,
     file_patterns: Option<Vec<String>>,
     max_matches: Option<i64>,
+    offset: Option<i64>,
 }
 
 /// One file a call covers: how the result names it, and where it is.
@@ -279,15 +282,18 @@ fn code_file(ctx: &Context, root: usize, rel: &str) -> Result<CodeFile, String> 
 }
 
 /// Runs `per_file` over the targets, in the single or many-file result shape,
-/// held to `cap` bytes of JSON: a single file's longest list is cut, and a
-/// folder's results stop at the first file that would pass the cap (the counts
-/// still cover every file).
+/// held to the budget. One file: its `list` (the tool's list: functions,
+/// classes, errors, matches) from item `offset` on, cut to fit. Several: the
+/// files from `offset` on, cut at a file (the counts cover every file); a
+/// first file too long alone has its list cut, with `<list>_total`.
 fn for_each_file(
     job: &Job,
     targets: Targets,
-    cap: usize,
+    budget: &Budget,
+    (list, offset): (&str, usize),
     mut per_file: impl FnMut(usize, &str) -> Result<Map<String, Value>, String>,
 ) -> Result<ToolOutput, ToolError> {
+    let tool = budget.operation;
     match targets {
         Targets::Single(t) => {
             let (root, rel) = t
@@ -301,20 +307,26 @@ fn for_each_file(
                 )
             })?;
             fields.insert("success".into(), true.into());
-            let cut = cut_lists(&mut fields, cap);
-            let mut out = ToolOutput::new(Value::Object(fields));
-            if let Some((list, total)) = &cut {
-                out = out.suggest(format!(
-                    "Cut at {cap} bytes, {list} of {total}: get_outline(filepath) gives the class -> method tree, \
-find_symbol(name) finds one symbol, execute_query narrows by pattern"
-                ));
-            }
-            Ok(out.meta("truncated", cut.is_some()))
+            let remaining = skip_items(&mut fields, list, offset);
+            let mut out = ToolOutput::new(Value::Object(fields)).meta("truncated", false);
+            let pointer = format!("/{list}");
+            budget.cut_list(&mut out, &pointer, |o, cut| {
+                let cut = Cut {
+                    total: remaining.max(cut.kept),
+                    ..cut
+                };
+                if cut.truncated() {
+                    set(&mut o.data, "truncated", true);
+                    set(&mut o.data, &format!("{list}_total"), offset + remaining);
+                }
+                mark_offset(o, cut, offset, tool, list);
+            });
+            Ok(out)
         }
         Targets::Many { files, truncated } => {
             let total = files.len();
             let mut results = Vec::new();
-            let (mut failed, mut bytes, mut cut_at) = (0, 0, None);
+            let mut failed = 0;
             for (done, t) in files.into_iter().enumerate() {
                 if let Some(stop) = job.stopped() {
                     return Err(stopped(stop));
@@ -333,70 +345,94 @@ find_symbol(name) finds one symbol, execute_query narrows by pattern"
                         entry.insert("error".into(), why.into());
                     }
                 }
-                if cut_at.is_none() {
-                    bytes += json_len(&entry);
-                    if bytes > cap {
-                        cut_at = Some(done);
-                    } else {
-                        results.push(Value::Object(entry));
-                    }
+                if done >= offset {
+                    results.push(Value::Object(entry));
                 }
             }
-            let truncated = truncated || cut_at.is_some();
             let mut out = ToolOutput::new(json!({
                 "total_files": total,
                 "processed_files": total - failed,
                 "failed_files": failed,
                 "results": results,
                 "truncated": truncated,
-            }));
-            if let Some(at) = cut_at {
+            }))
+            .meta("truncated", truncated);
+            if truncated {
                 out = out.suggest(format!(
-                    "Results cut at {cap} bytes after {at} of {total} files: name a narrower folder or \
-file_patterns, or one file at a time; find_symbol(name) searches every file at once"
+                    "Only the first {MAX_FILES} files are covered: name a narrower folder or file_patterns"
                 ));
             }
-            Ok(out.meta("truncated", truncated))
+            let remaining = total.saturating_sub(offset);
+            let first = out.data["results"].get(0).cloned();
+            let mut paged = out.clone();
+            let cut = budget.page(&mut paged, "/results", offset, remaining, "files");
+            match first {
+                Some(Value::Object(first)) if cut.kept == 0 => {
+                    // The first file alone is too long: its list is cut.
+                    first_file_cut(budget, &mut out, first, list, offset)?;
+                }
+                _ => out = paged,
+            }
+            if out.metadata.get("truncated") == Some(&Value::Bool(true)) {
+                set(&mut out.data, "truncated", true);
+            }
+            Ok(out)
         }
     }
 }
 
-/// Bytes of a value's JSON.
-fn json_len(value: &Map<String, Value>) -> usize {
-    serde_json::to_vec(value).map_or(0, |v| v.len())
-}
-
-/// Cuts the longest list of a single file's result until the whole fits in
-/// `cap` bytes, marking it `truncated` with the list's full length as
-/// `<list>_total`; which list was cut and its length, if one was.
-fn cut_lists(fields: &mut Map<String, Value>, cap: usize) -> Option<(String, usize)> {
-    let size = json_len(fields);
-    if size <= cap {
-        return None;
-    }
-    let list = ["functions", "classes", "errors"]
-        .into_iter()
-        .filter(|k| fields.get(*k).is_some_and(Value::is_array))
-        .max_by_key(|k| fields[*k].as_array().map_or(0, Vec::len))?;
-    let items = fields[list].as_array()?.clone();
-    let fixed = size - json_len_value(&fields[list]);
-    let mut keep = Vec::new();
-    let mut used = fixed + 64;
-    for item in items.iter() {
-        used += json_len_value(item) + 1;
-        if used > cap {
-            break;
+/// Drops the first `offset` items of `fields[list]`; how many remain.
+fn skip_items(fields: &mut Map<String, Value>, list: &str, offset: usize) -> usize {
+    match fields.get_mut(list) {
+        Some(Value::Array(items)) => {
+            items.drain(..offset.min(items.len()));
+            items.len()
         }
-        keep.push(item.clone());
+        _ => 0,
     }
-    fields.insert(list.into(), Value::Array(keep));
-    fields.insert(format!("{list}_total"), items.len().into());
-    fields.insert("truncated".into(), true.into());
-    Some((list.to_string(), items.len()))
 }
 
-fn json_len_value(value: &Value) -> usize {
-    serde_json::to_vec(value).map_or(0, |v| v.len())
+/// A many-file answer whose first file did not fit: that file's entry alone,
+/// its list cut to fit (with `<list>_total` and `truncated`), and the way to
+/// its other items (the file alone, with offset) and to the next files.
+fn first_file_cut(
+    budget: &Budget,
+    out: &mut ToolOutput,
+    entry: Map<String, Value>,
+    list: &str,
+    offset: usize,
+) -> Result<(), ToolError> {
+    let total_files = out.data["total_files"].as_u64().unwrap_or(0) as usize;
+    let filepath = entry.get("filepath").cloned().unwrap_or(Value::Null);
+    let items = entry.get(list).and_then(Value::as_array).map_or(0, Vec::len);
+    out.data["results"] = json!([Value::Object(entry)]);
+    let tool = budget.operation;
+    let pointer = format!("/results/0/{list}");
+    let cut = budget.cut_list(out, &pointer, |o, cut| {
+        set(&mut o.data["results"][0], &format!("{list}_total"), items);
+        set(&mut o.data["results"][0], "truncated", true);
+        o.metadata.insert("truncated".into(), true.into());
+        let next = offset + 1;
+        let files = if next < total_files {
+            o.metadata.insert("next_offset".into(), next.into());
+            format!(", and on the folder with offset={next} for the next files")
+        } else {
+            o.metadata.remove("next_offset");
+            String::new()
+        };
+        o.suggestions.push(format!(
+            "{} of the {items} {list} of {filepath} shown: call {tool} on that file alone with offset={} for the rest{files}",
+            cut.kept, cut.kept
+        ));
+    });
+    if cut.kept == 0 && items > 0 {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            format!("one of the {list} of {filepath} is longer than max_result_bytes"),
+            "Name the file alone, or a narrower query",
+        ));
+    }
+    Ok(())
 }
 
 fn stopped(stop: crate::job::Stop) -> ToolError {
@@ -416,11 +452,13 @@ fn symbol_json(s: &Symbol) -> Value {
 
 fn parse_file(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let args: FilesArgs = parse_args("parse_file", args)?;
+    let offset = checked_offset("parse_file", "offset", args.offset)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
     for_each_file(
         job,
         targets,
-        ctx.settings.limits.max_result_bytes,
+        &ctx.budget("parse_file"),
+        ("errors", offset),
         |root, rel| {
             let f = code_file(ctx, root, rel)?;
             let mut m = Map::new();
@@ -473,16 +511,18 @@ fn list_symbols(
     ctx: &Context,
     job: &Job,
     args: Map<String, Value>,
-    tool: &str,
+    tool: &'static str,
     field: &str,
     keep: fn(&Symbol) -> bool,
 ) -> Result<ToolOutput, ToolError> {
     let args: FilesArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
     for_each_file(
         job,
         targets,
-        ctx.settings.limits.max_result_bytes,
+        &ctx.budget(tool),
+        (field, offset),
         |root, rel| {
             let f = code_file(ctx, root, rel)?;
             let symbols = f.symbols.iter().filter(|s| keep(s)).map(symbol_json);
@@ -560,79 +600,71 @@ fn execute_query(
     job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: QueryArgs = parse_args("execute_query", args)?;
+    let tool = "execute_query";
+    let args: QueryArgs = parse_args(tool, args)?;
     let max = checked_limit(
         args.max_matches,
         MATCHES_DEFAULT,
         MATCHES_MAX,
         "a narrower query",
     )?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let targets = targets(ctx, args.filepath, args.recursive, args.file_patterns)?;
     let mut compiled: HashMap<Language, Result<CompiledQuery, QueryError>> = HashMap::new();
     let deadline = Instant::now() + QUERY_BUDGET;
-    let mut remaining = max;
+    // One file: `offset` skips captures, which are found again first.
+    let single = matches!(targets, Targets::Single(_));
+    let mut remaining = if single { max.saturating_add(offset) } else { max };
     let mut truncated = false;
     let mut timed_out = false;
-    let (byte_cap, mut bytes, mut bytes_capped) = (ctx.settings.limits.max_result_bytes, 0, false);
-    let single = matches!(targets, Targets::Single(_));
+    // Room is left for what is added once the files are done: the notes of
+    // max_matches and of the time budget (under 400 bytes).
+    let whole = ctx.budget(tool);
+    let budget = Budget::new(whole.cap.saturating_sub(400), tool);
     let mut compile_error: Option<QueryError> = None;
-    let out = for_each_file(
-        job,
-        targets,
-        ctx.settings.limits.max_result_bytes,
-        |root, rel| {
-            let source = parsed_source(ctx, root, rel)?;
-            let query = compiled
-                .entry(source.language)
-                .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
-            let query = match query {
-                Ok(q) => q,
-                Err(e) => {
-                    compile_error = Some(e.clone());
-                    return Err(e.to_string());
-                }
-            };
-            let limits = QueryLimits {
-                max_captures: remaining,
-                budget: deadline.saturating_duration_since(Instant::now()),
-            };
-            let run = query.run(&source, limits, &|| job.is_stopped());
-            remaining -= run.captures.len();
-            truncated |= run.truncated;
-            timed_out |= run.timed_out;
-            // The answer is also held to the byte cap: captures past it are dropped,
-            // and the files after it get none.
-            let mut matches = Vec::with_capacity(run.captures.len());
-            for c in &run.captures {
-                let m = json!({
-                    "capture_name": c.capture_name, "text": c.text, "line": c.line, "column": c.column,
-                });
-                bytes += m.to_string().len() + 1;
-                if bytes > byte_cap {
-                    bytes_capped = true;
-                    remaining = 0;
-                    break;
-                }
-                matches.push(m);
+    let out = for_each_file(job, targets, &budget, ("matches", offset), |root, rel| {
+        let source = parsed_source(ctx, root, rel)?;
+        let query = compiled
+            .entry(source.language)
+            .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
+        let query = match query {
+            Ok(q) => q,
+            Err(e) => {
+                compile_error = Some(e.clone());
+                return Err(e.to_string());
             }
-            let mut m = Map::new();
-            m.insert("matches".into(), matches.into());
-            Ok(m)
-        },
-    );
+        };
+        let limits = QueryLimits {
+            max_captures: remaining,
+            budget: deadline.saturating_duration_since(Instant::now()),
+        };
+        let run = query.run(&source, limits, &|| job.is_stopped());
+        remaining -= run.captures.len();
+        truncated |= run.truncated;
+        timed_out |= run.timed_out;
+        // A capture longer than the whole budget is never shown whole: it is
+        // cut here, before its JSON is built.
+        let matches: Vec<Value> = run
+            .captures
+            .iter()
+            .map(|c| {
+                json!({
+                    "capture_name": c.capture_name, "text": clipped(&c.text, budget.cap),
+                    "line": c.line, "column": c.column,
+                })
+            })
+            .collect();
+        let mut m = Map::new();
+        m.insert("matches".into(), matches.into());
+        Ok(m)
+    });
     // A query that compiles for no file's language is the caller's error.
     let all_failed_to_compile = !compiled.is_empty() && compiled.values().all(|c| c.is_err());
     if let Some(e) = compile_error.filter(|_| single || all_failed_to_compile) {
         return Err(invalid_query(&e));
     }
     let mut out = out?;
-    if bytes_capped {
-        out = out.suggest(format!(
-            "Cut at {byte_cap} bytes of captures: narrow the query (a more specific node, a #match? predicate) \
-or the files (one filepath, file_patterns)"
-        ));
-    }
-    let truncated = truncated || bytes_capped;
+    let cut = out.metadata.get("truncated") == Some(&Value::Bool(true));
     if let Some(obj) = out.data.as_object_mut() {
         obj.insert(
             "truncated".into(),
@@ -642,15 +674,28 @@ or the files (one filepath, file_patterns)"
             obj.insert("timed_out".into(), true.into());
         }
     }
-    if truncated && !bytes_capped {
+    if truncated {
         out = out.suggest(format!("More than {max} captures: narrow the query or the files, or raise max_matches (at most {MATCHES_MAX})"));
     }
     if timed_out {
         out = out.suggest("The query ran out of time: anchor it on a more specific node");
     }
     Ok(out
-        .meta("truncated", truncated)
+        .meta("truncated", truncated || cut)
         .meta("timed_out", timed_out))
+}
+
+/// A text of at most `cap` bytes, cut on a character boundary with the marker.
+fn clipped(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let at = crate::mcp::budget::prefix_within(text, cap);
+    format!(
+        "{}{}",
+        &text[..at],
+        crate::mcp::budget::cut_marker(text[at..].chars().count())
+    )
 }
 
 #[derive(Deserialize)]

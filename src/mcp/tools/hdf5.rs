@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::hdf5::HDF5_OBJECTS;
 use crate::formats::FormatError;
 use crate::formats::hdf5::slice::{self, Selection, SliceError};
@@ -13,6 +13,7 @@ use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
 use crate::job::Job;
 use crate::mcp::resources::h5::{self, KnownFile};
+use crate::mcp::budget::{self, Cut};
 use crate::mcp::resources::{self, ResourceError};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -141,6 +142,7 @@ fn selection(slice_str: &str, shape: Option<&[u64]>) -> Result<Selection, ToolEr
 struct SliceArgs {
     uri: String,
     slice_str: String,
+    offset: Option<i64>,
 }
 
 fn read_dataset_slice(
@@ -165,8 +167,18 @@ fn read_dataset_slice(
         .details(json!({ "elements": sel.len(), "max_elements": cap, "shape": sel.shape() }))
         .retry_with(json!({ "uri": args.uri, "slice_str": thinner.to_string() })));
     }
+    // Only the rows of the result's first axis that can fit the budget are
+    // read: a row of n elements takes at least 2n bytes of JSON.
+    let budget = ctx.budget("read_dataset_slice");
+    let offset = checked_offset("read_dataset_slice", "offset", args.offset)? as u64;
+    let rows_total = sel.rows_total();
+    let shape = sel.shape();
+    let row_elements = shape.iter().skip(1).product::<u64>().max(1);
+    let readable = (budget.cap as u64 / (2 * row_elements)).max(1) + 1;
+    let page = sel.rows(offset, readable).unwrap_or_else(|| sel.clone());
+    let rows_left = rows_total.saturating_sub(offset);
     let fd = open_file(ctx, &file)?;
-    let data = isolated::read_slice(fd, &path, &sel, &|| job.is_stopped())
+    let data = isolated::read_slice(fd, &path, &page, &|| job.is_stopped())
         .map_err(|e| format_error(&file, e))?
         .ok_or_else(|| ToolError::stopped(job))?;
     let mut notes = Vec::new();
@@ -179,7 +191,7 @@ fn read_dataset_slice(
             data.non_finite
         ));
     }
-    Ok(ToolOutput::new(json!({
+    let mut out = ToolOutput::new(json!({
         "uri": args.uri,
         "path": path,
         "slice": args.slice_str,
@@ -188,7 +200,57 @@ fn read_dataset_slice(
         "data": data.data,
         "notes": notes,
     }))
-    .meta("elements", sel.len()))
+    .meta("elements", sel.len());
+    if shape.is_empty() {
+        // A scalar: nothing to page; a long string is shortened.
+        if !budget.fits(&out) {
+            let room = budget.cap - (budget.len(&out) - budget::json_len(&out.data["data"]));
+            if !budget::shorten(&mut out.data["data"], room) {
+                return Err(row_too_long(&args, &sel, budget.cap));
+            }
+            out = out
+                .meta("truncated", true)
+                .suggest("The value was too long for max_result_bytes: it ends with a '…[cut here' marker");
+        }
+        return Ok(out);
+    }
+    let cut = budget.cut_list(&mut out, "/data", |o, cut| {
+        // Rows past the ones read are there too: the cut counts every row left.
+        let cut = Cut {
+            total: (rows_left as usize).max(cut.kept),
+            ..cut
+        };
+        if cut.truncated() || offset > 0 {
+            let mut returned = shape.clone();
+            returned[0] = cut.kept as u64;
+            budget::set(&mut o.data, "shape", json!(returned));
+            o.metadata
+                .insert("selection_shape".into(), json!(shape));
+        }
+        budget::mark_offset(o, cut, offset as usize, "read_dataset_slice", "rows");
+    });
+    if cut.kept == 0 && rows_left > 0 {
+        return Err(row_too_long(&args, &sel, budget.cap));
+    }
+    Ok(out)
+}
+
+/// One row of the result (of numbers, which are never shortened) is over the
+/// budget: the error retries with that row thinned to fit.
+fn row_too_long(args: &SliceArgs, sel: &Selection, cap: usize) -> ToolError {
+    let offset = args.offset.unwrap_or(0).max(0) as u64;
+    let row = sel.rows(offset, 1).unwrap_or_else(|| sel.clone());
+    // 24 bytes hold the longest number JSON shows.
+    let thinner = row.thinned((cap / 24) as u64);
+    ToolError::new(
+        "limit_exceeded",
+        format!(
+            "one row of this slice ({} elements) is longer than max_result_bytes ({cap} bytes)",
+            row.len()
+        ),
+        "Select fewer elements per row: a step (::N) along the inner axes, or a narrower start:stop",
+    )
+    .retry_with(json!({ "uri": args.uri, "slice_str": thinner.to_string() }))
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,8 @@
 //! The tool registry: every tool with its toolset, schemas (from `schema/tools/`),
 //! annotations and handler. A file per tool family.
 
+mod arguments;
+mod bins;
 mod code;
 mod documents;
 mod files;
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::budget::Budget;
 use super::response::{ToolError, ToolOutput};
 use crate::catalog::Catalog;
 use crate::job::Job;
@@ -80,8 +83,9 @@ pub struct Limits {
     pub max_document_read_chars: usize,
     /// Most elements `read_dataset_slice` returns in one call.
     pub max_slice_elements: u64,
-    /// Most bytes of JSON a data tool (read_branches, sample_tree) returns;
-    /// beyond it rows are cut at a row boundary and `truncated` is set.
+    /// Most bytes of JSON any tool result holds (see `mcp::budget`): beyond
+    /// it items are left out at an item boundary, `truncated` is set and
+    /// `next_offset` (or the tool's own cursor) says where to go on.
     pub max_result_bytes: usize,
 }
 
@@ -185,6 +189,35 @@ impl Context {
     pub fn serves(&self, name: &str) -> bool {
         all().any(|d| d.name == name && d.toolset.is_on(&self.settings.toolsets))
     }
+
+    /// The byte budget of a tool's results: `max_result_bytes`, less the room
+    /// `invoke` may need for its note of coerced arguments.
+    pub fn budget(&self, tool: &'static str) -> Budget {
+        let reserve = all()
+            .find(|d| d.name == tool)
+            .map_or(0, arguments::note_reserve);
+        Budget::new(
+            self.settings.limits.max_result_bytes.saturating_sub(reserve),
+            tool,
+        )
+    }
+}
+
+/// Calls a tool as the front ends do: its arguments taken as models send them
+/// (`arguments::coerce`), the coerced ones named in `metadata.coerced_arguments`.
+pub fn invoke(
+    def: &ToolDef,
+    ctx: &Context,
+    job: &Job,
+    mut args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let coerced = arguments::coerce(def, &mut args)?;
+    let mut out = (def.handler)(ctx, job, args)?;
+    if !coerced.is_empty() {
+        out.metadata
+            .insert("coerced_arguments".into(), serde_json::json!(coerced));
+    }
+    Ok(out)
 }
 
 pub type Handler = fn(&Context, &Job, Map<String, Value>) -> Result<ToolOutput, ToolError>;
@@ -222,6 +255,20 @@ pub fn parse_args<T: DeserializeOwned>(
     args: Map<String, Value>,
 ) -> Result<T, ToolError> {
     serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::invalid_arguments(tool, e))
+}
+
+/// An `offset` argument (items to skip, from a cut answer's `next_offset`):
+/// 0 when absent, never negative.
+pub fn checked_offset(tool: &str, name: &str, offset: Option<i64>) -> Result<usize, ToolError> {
+    match offset {
+        None => Ok(0),
+        Some(n) if n >= 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) => Err(ToolError::invalid_arguments(
+            tool,
+            format!("{name} = {n} is negative; give the next_offset of the previous answer, or 0"),
+        )
+        .retry_with(serde_json::json!({ name: 0 }))),
+    }
 }
 
 /// A `limit` argument checked against its maximum (`limit_exceeded` with the

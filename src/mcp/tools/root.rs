@@ -6,7 +6,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, ToolDef, Toolset, bins, checked_limit, checked_offset, parse_args};
 use crate::catalog::root::{
     BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
     RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
@@ -16,6 +16,7 @@ use crate::formats::Kind;
 use crate::formats::root::{RootFile, latest};
 use crate::glob::Glob;
 use crate::index::root::tree_stats_rows;
+use crate::mcp::budget::mark_offset;
 use crate::mcp::response::{ToolError, ToolOutput};
 
 pub static TOOLS: &[ToolDef] = &[
@@ -140,6 +141,7 @@ struct InspectArgs {
     path: String,
     include_histograms: Option<bool>,
     include_trees: Option<bool>,
+    offset: Option<i64>,
 }
 
 fn inspect_file(
@@ -164,22 +166,25 @@ fn inspect_file(
         Vec::new()
     };
     let path = file.abs.to_string_lossy().into_owned();
+    // `offset` skips the first items of each list (a file with thousands of
+    // objects is read over several calls).
+    let offset = checked_offset("inspect_file", "offset", args.offset)?;
     let mut out = ToolOutput::new(json!({
         "path": path,
         "size_bytes": file.record.info.size,
         "compression": summary.compression,
         "root_version": summary.root_version,
-        "trees": trees.iter().map(|t| json!({
+        "trees": trees.iter().skip(offset).map(|t| json!({
             "name": t.name, "path": t.path, "entries": t.entries, "branches": t.branches, "size_bytes": t.compressed_bytes,
             "uncompressed_bytes": t.uncompressed_bytes, "compression": t.compression,
         })).collect::<Vec<_>>(),
-        "histograms": hists.iter().map(|h| json!({
+        "histograms": hists.iter().skip(offset).map(|h| json!({
             "name": h.name, "type": h.class_name, "path": h.path,
             "bins": if h.bins.len() == 1 { json!(h.bins[0]) } else { json!(h.bins) },
             "entries": h.entries,
         })).collect::<Vec<_>>(),
-        "directories": summary.directories,
-        "other_objects": summary.other_objects.iter().map(|(name, class, p)| json!({
+        "directories": summary.directories.iter().skip(offset).collect::<Vec<_>>(),
+        "other_objects": summary.other_objects.iter().skip(offset).map(|(name, class, p)| json!({
             "name": name, "type": class, "path": p,
         })).collect::<Vec<_>>(),
     }));
@@ -195,6 +200,11 @@ fn inspect_file(
             h.path, h.path
         ));
     }
+    let lists = ["/trees", "/histograms", "/directories", "/other_objects"].map(|p| (p, 0));
+    ctx.budget("inspect_file")
+        .cut_together(&mut out, &lists, |o, cut| {
+            mark_offset(o, cut, offset, "inspect_file", "objects of each kind");
+        });
     Ok(out)
 }
 
@@ -229,6 +239,7 @@ struct ListBranchesArgs {
     tree: String,
     pattern: Option<String>,
     limit: Option<i64>,
+    offset: Option<i64>,
     include_stats: Option<bool>,
 }
 
@@ -273,7 +284,10 @@ fn list_branches(
                 .is_none_or(|g| g.is_match(&b.name) || g.is_match(&b.path))
         })
         .collect();
-    let shown: Vec<(usize, &BranchRow)> = matched.iter().take(limit).copied().collect();
+    let offset = checked_offset("list_branches", "offset", args.offset)?;
+    let shown: Vec<(usize, &BranchRow)> =
+        matched.iter().skip(offset).take(limit).copied().collect();
+    let remaining = matched.len().saturating_sub(offset);
     let stats = if args.include_stats.unwrap_or(false) {
         Some(tree_stats(ctx, job, &file, &tree, all.len())?)
     } else {
@@ -299,13 +313,9 @@ fn list_branches(
         "branches": branches,
         "matched": matched.len(),
     }))
-    .meta("truncated", matched.len() > shown.len());
-    if matched.len() > shown.len() {
-        out = out.suggest(format!(
-            "{} of {} branches shown: filter with pattern (e.g. pattern='Muon_*') or raise limit (max {LIMIT_MAX})",
-            shown.len(),
-            matched.len()
-        ));
+    .meta("truncated", remaining > shown.len());
+    if remaining > shown.len() {
+        out = out.suggest("Filter with pattern (e.g. pattern='Muon_*') to see fewer branches");
     }
     if let Some((_, j)) = shown.iter().find(|(_, b)| b.jagged) {
         out = out.suggest(format!(
@@ -313,6 +323,8 @@ fn list_branches(
             j.path
         ));
     }
+    ctx.budget("list_branches")
+        .page(&mut out, "/branches", offset, remaining, "branches");
     Ok(out)
 }
 
@@ -396,6 +408,11 @@ pub(super) fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError)
 struct ReadHistogramArgs {
     path: String,
     name: String,
+    /// 1-D: the first bin shown.
+    offset: Option<i64>,
+    /// 2-D: the first column and row shown.
+    x_offset: Option<i64>,
+    y_offset: Option<i64>,
 }
 
 fn read_histogram(
@@ -441,11 +458,16 @@ fn read_histogram(
         .map_err(|e| corrupted(&file.abs, &e))?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
+    let tool = "read_histogram";
+    let offset = checked_offset(tool, "offset", args.offset)?;
+    let x_offset = checked_offset(tool, "x_offset", args.x_offset)?;
+    let y_offset = checked_offset(tool, "y_offset", args.y_offset)?;
     let mut data = match &h.y {
         None => json!({
             "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
-            "x_title": h.x.title, "bin_edges": h.x.edges,
-            "bin_counts": &values[1..nx - 1], "bin_errors": &errors[1..nx - 1],
+            "x_title": h.x.title, "bin_edges": bins::from(&h.x.edges, offset),
+            "bin_counts": bins::from(&values[1..nx - 1], offset),
+            "bin_errors": bins::from(&errors[1..nx - 1], offset),
             "underflow": values[0], "overflow": values[nx - 1],
         }),
         Some(y) => {
@@ -459,8 +481,10 @@ fn read_histogram(
             );
             json!({
                 "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
-                "x_title": h.x.title, "y_title": y.title, "x_edges": h.x.edges, "y_edges": y.edges,
-                "counts": grid(&values, nx, ny), "errors": grid(&errors, nx, ny),
+                "x_title": h.x.title, "y_title": y.title,
+                "x_edges": bins::from(&h.x.edges, x_offset), "y_edges": bins::from(&y.edges, y_offset),
+                "counts": bins::window(&grid(&values, nx, ny), x_offset, y_offset),
+                "errors": bins::window(&grid(&errors, nx, ny), x_offset, y_offset),
                 "flow": flow,
             })
         }
@@ -468,8 +492,8 @@ fn read_histogram(
     if let Some(p) = &h.profile {
         data["error_option"] = json!(p.errors.option());
         data["bin_entries"] = match &h.y {
-            None => json!(&p.bin_entries[1..nx - 1]),
-            Some(y) => json!(grid(&p.bin_entries, nx, y.nbins + 2)),
+            None => bins::from(&p.bin_entries[1..nx - 1], offset),
+            Some(y) => bins::window(&grid(&p.bin_entries, nx, y.nbins + 2), x_offset, y_offset),
         };
     }
     let hint = match (h.y.is_some(), h.profile.is_some()) {
@@ -483,7 +507,32 @@ fn read_histogram(
             "a profile: counts are the mean of the profiled value in each bin, errors follow error_option ('' error on the mean, 's' spread), bin_entries the sum of weights in each bin"
         }
     };
-    Ok(ToolOutput::new(data).suggest(hint))
+    let mut out = ToolOutput::new(data).suggest(hint);
+    let budget = ctx.budget(tool);
+    let profile = h.profile.is_some();
+    match &h.y {
+        None => {
+            let mut per_bin = vec!["/bin_counts", "/bin_errors"];
+            if profile {
+                per_bin.push("/bin_entries");
+            }
+            bins::page_1d(&budget, &mut out, "/bin_edges", &per_bin, offset, h.x.nbins);
+        }
+        Some(y) => {
+            let mut grids = vec!["/counts", "/errors"];
+            if profile {
+                grids.push("/bin_entries");
+            }
+            let at = bins::Window {
+                x_offset,
+                y_offset,
+                x_bins: h.x.nbins,
+                y_bins: y.nbins,
+            };
+            bins::page_2d(&budget, &mut out, &grids, at);
+        }
+    }
+    Ok(out)
 }
 
 /// The cycle asked for with `name;cycle`, checked against the catalog's keys

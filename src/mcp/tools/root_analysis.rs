@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::root::{Known, corrupted, find_tree, known_root_file, rows};
 use super::root_plot::with_plot;
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
@@ -268,6 +268,7 @@ struct HistogramArgs {
     weights: Option<String>,
     flatten: Option<bool>,
     plot: Option<bool>,
+    offset: Option<i64>,
 }
 
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
@@ -405,6 +406,7 @@ fn compute_histogram(
 ) -> Result<ToolOutput, ToolError> {
     let args: HistogramArgs = parse_args("compute_histogram", args)?;
     let bins = checked_bins("bins", args.bins, MAX_BINS)?;
+    let offset = checked_offset("compute_histogram", "offset", args.offset)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
     let value = Plan::column(&args.branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
@@ -421,10 +423,11 @@ fn compute_histogram(
     let axis = Axis { bins, lo, hi };
     let h = histogram(&t.file, &columns, &req, axis, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+    let errors: Vec<f64> = h.sumw2.iter().map(|s| s.sqrt()).collect();
     let mut data = json!({
-        "bin_edges": axis.edges(),
-        "bin_counts": h.counts,
-        "bin_errors": h.sumw2.iter().map(|s| s.sqrt()).collect::<Vec<_>>(),
+        "bin_edges": pages::from(&axis.edges(), offset),
+        "bin_counts": pages::from(&h.counts, offset),
+        "bin_errors": pages::from(&errors, offset),
         "underflow": h.underflow,
         "overflow": h.overflow,
         "entries": h.entries,
@@ -475,7 +478,10 @@ fn compute_histogram(
         );
         out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
     }
-    Ok(out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)"))
+    let mut out = out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)");
+    let budget = ctx.budget("compute_histogram");
+    pages::page_1d(&budget, &mut out, "/bin_edges", &["/bin_counts", "/bin_errors"], offset, bins);
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -492,6 +498,8 @@ struct Histogram2dArgs {
     selection: Option<String>,
     flatten: Option<bool>,
     plot: Option<bool>,
+    x_offset: Option<i64>,
+    y_offset: Option<i64>,
 }
 
 fn compute_histogram_2d(
@@ -502,6 +510,13 @@ fn compute_histogram_2d(
     let args: Histogram2dArgs = parse_args("compute_histogram_2d", args)?;
     let x_bins = checked_bins("x_bins", args.x_bins, MAX_BINS_2D)?;
     let y_bins = checked_bins("y_bins", args.y_bins, MAX_BINS_2D)?;
+    let tool = "compute_histogram_2d";
+    let at = pages::Window {
+        x_offset: checked_offset(tool, "x_offset", args.x_offset)?,
+        y_offset: checked_offset(tool, "y_offset", args.y_offset)?,
+        x_bins,
+        y_bins,
+    };
     if args.flatten == Some(false) {
         return Err(ToolError::new(
             "invalid_arguments",
@@ -545,9 +560,9 @@ fn compute_histogram_2d(
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
     let (x_edges, y_edges) = (axes.0.edges(), axes.1.edges());
     let mut out = ToolOutput::new(json!({
-        "x_edges": x_edges,
-        "y_edges": y_edges,
-        "counts": h.counts,
+        "x_edges": pages::from(&x_edges, at.x_offset),
+        "y_edges": pages::from(&y_edges, at.y_offset),
+        "counts": pages::window(&h.counts, at.x_offset, at.y_offset),
         "entries": h.entries,
         "outside": h.outside,
     }));
@@ -578,10 +593,12 @@ fn compute_histogram_2d(
         );
         out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
     }
-    Ok(scan_metadata(out, &t, &columns)
+    let mut out = scan_metadata(out, &t, &columns)
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
-        .suggest("counts are [y][x]; `outside` counts the pairs beyond either range"))
+        .suggest("counts are [y][x]; `outside` counts the pairs beyond either range");
+    pages::page_2d(&ctx.budget(tool), &mut out, &["/counts"], at);
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -592,6 +609,7 @@ struct StatsArgs {
     branches: Vec<String>,
     selection: Option<String>,
     quantiles: Option<Vec<f64>>,
+    offset: Option<i64>,
 }
 
 fn get_branch_stats(
@@ -625,9 +643,27 @@ fn get_branch_stats(
         .iter()
         .map(|b| Plan::column(b, &columns).map_err(|e| analysis_error(e, &t, None)))
         .collect::<Result<Vec<_>, _>>()?;
+    // Branches are computed in the order given, from `offset`, while their
+    // answer fits the budget; the rest wait for the next call.
+    let tool = "get_branch_stats";
+    let offset = checked_offset(tool, "offset", args.offset)?;
+    let budget = ctx.budget(tool);
+    let remaining = args.branches.len().saturating_sub(offset);
+    let answer = |statistics: &Map<String, Value>, kept: usize, counts: (u64, u64, u64)| {
+        let (scanned, selected, bytes_read) = counts;
+        let mut out = ToolOutput::new(json!({ "statistics": statistics }))
+            .meta("clusters_skipped", columns.bounds.clusters().1)
+            .meta("bytes_read", bytes_read)
+            .meta("entries_scanned", scanned)
+            .meta("entries_selected", selected)
+            .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)");
+        let cut = crate::mcp::budget::Cut { kept, total: remaining, shortened: false };
+        crate::mcp::budget::mark_offset(&mut out, cut, offset, tool, "branches");
+        out
+    };
     let mut statistics = Map::new();
-    let (mut scanned, mut selected) = (0, 0);
-    for (name, plan) in args.branches.iter().zip(&plans) {
+    let (mut scanned, mut selected, mut kept) = (0, 0, 0);
+    for (name, plan) in args.branches.iter().zip(&plans).skip(offset) {
         let req = HistRequest {
             value: plan,
             cut: cut.as_ref(),
@@ -642,7 +678,6 @@ fn get_branch_stats(
         };
         let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, range, job)
             .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-        (scanned, selected) = (s.scanned, selected.max(s.selected));
         let mut entry =
             json!({ "count": s.count, "mean": s.mean, "std": s.std, "min": s.min, "max": s.max });
         if !quantiles.is_empty() {
@@ -653,10 +688,25 @@ fn get_branch_stats(
                 .collect();
             entry["quantiles"] = Value::Object(q);
         }
-        statistics.insert(name.clone(), entry);
+        let before = statistics.insert(name.clone(), entry);
+        // Counted with the widest counts the answer can end with.
+        let widest = (u64::MAX, u64::MAX, u64::MAX);
+        if !budget.fits(&answer(&statistics, kept + 1, widest)) {
+            match before {
+                Some(earlier) => statistics.insert(name.clone(), earlier),
+                None => statistics.remove(name),
+            };
+            if kept == 0 {
+                return Err(ToolError::new(
+                    "limit_exceeded",
+                    format!("the statistics of '{name}' alone are longer than max_result_bytes"),
+                    "Ask for fewer quantiles",
+                ));
+            }
+            break;
+        }
+        (scanned, selected) = (s.scanned, selected.max(s.selected));
+        kept += 1;
     }
-    Ok(scan_metadata(ToolOutput::new(json!({ "statistics": statistics })), &t, &columns)
-        .meta("entries_scanned", scanned)
-        .meta("entries_selected", selected)
-        .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)"))
+    Ok(answer(&statistics, kept, (scanned, selected, t.file.bytes_read())))
 }

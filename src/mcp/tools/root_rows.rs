@@ -9,10 +9,11 @@ use serde_json::{Map, Value, json};
 use super::root_analysis::{
     OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
 };
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::rows::{Cell, page_entries, read_rows};
 use crate::job::Job;
+use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
 
 pub static TOOLS: &[ToolDef] = &[
@@ -354,39 +355,86 @@ fn read_branches(
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let (page, counted) = page_entries(&t.file, &columns, cut.as_ref(), offset, limit, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-    let answer = rows_answer(
-        ctx,
-        &t,
-        &columns,
-        &named,
-        &page,
-        args.flatten.unwrap_or(false),
-        format,
-        job,
-    )?;
-    let more_selected = offset + (page.len() as u64) < counted.selected;
-    let mut out = scan_metadata(answer.output, &t, &columns)
-        .meta("entries_scanned", counted.scanned)
-        .meta("entries_selected", counted.selected)
-        .meta("entries_returned", answer.entries_returned)
-        .meta("truncated", answer.cut_short || more_selected);
-    if answer.cut_short {
-        out = out.suggest(format!(
-            "The answer was cut at {} of {} entries to stay under {} bytes: continue with offset={}, read fewer branches, \
+    let rows = read_page(&t, &columns, &named, &page, job)?;
+    let flatten = args.flatten.unwrap_or(false);
+    let budget = ctx.budget("read_branches");
+    let names = names_of(&named);
+    let out = fit_rows(&budget, page.len(), |cap| {
+        let answer = rows_answer(&names, &rows, flatten, format, cap)?;
+        let more_selected = offset + (page.len() as u64) < counted.selected;
+        let mut out = scan_metadata(answer.output, &t, &columns)
+            .meta("entries_scanned", counted.scanned)
+            .meta("entries_selected", counted.selected)
+            .meta("entries_returned", answer.entries_returned)
+            .meta("truncated", answer.cut_short || more_selected);
+        let next = offset + answer.entries_returned;
+        if answer.cut_short || more_selected {
+            out = out.meta("next_offset", next);
+        }
+        if answer.cut_short {
+            out = out.suggest(format!(
+                "The answer was cut at {} of {} entries to fit max_result_bytes: continue with offset={next}, read fewer branches, \
 or summarise everything with compute_histogram or get_branch_stats",
-            answer.entries_returned,
-            page.len(),
-            ctx.settings.limits.max_result_bytes,
-            offset + answer.entries_returned
-        ));
-    } else if more_selected {
-        out = out.suggest(format!(
-            "{} entries pass; continue with offset={}",
-            counted.selected,
-            offset + page.len() as u64
-        ));
+                answer.entries_returned,
+                page.len(),
+            ));
+        } else if more_selected {
+            out = out.suggest(format!(
+                "{} entries pass; continue with offset={next}",
+                counted.selected,
+            ));
+        }
+        Ok(out.suggest("For the whole selection, compute_histogram and get_branch_stats summarise without reading rows"))
+    })?;
+    Ok(out)
+}
+
+fn names_of(named: &[(String, usize)]) -> Vec<String> {
+    named.iter().map(|(n, _)| n.clone()).collect()
+}
+
+/// The answer `build(rows_cap)` makes, with the rows held to the most bytes
+/// that let the whole answer fit the budget (the rows' cap is lowered by what
+/// the rest of the answer takes, and again if the rows' format is longer than
+/// their records). An entry that alone does not fit is an error: its numbers
+/// cannot be shortened, and paging past it would skip it.
+fn fit_rows(
+    budget: &Budget,
+    entries: usize,
+    mut build: impl FnMut(usize) -> Result<ToolOutput, ToolError>,
+) -> Result<ToolOutput, ToolError> {
+    let mut rows_cap = budget.cap;
+    loop {
+        let out = build(rows_cap)?;
+        let len = budget.len(&out);
+        if len <= budget.cap {
+            let returned = out.metadata.get("entries_returned").and_then(Value::as_u64);
+            if entries > 0 && returned == Some(0) {
+                return Err(ToolError::new(
+                    "limit_exceeded",
+                    format!("one entry of these branches is longer than max_result_bytes ({} bytes)", budget.cap),
+                    "Read fewer branches at a time, or summarise them with get_branch_stats or compute_histogram",
+                ));
+            }
+            return Ok(out);
+        }
+        if rows_cap == 0 {
+            return Ok(out); // nothing left to cut: the server's guard reports it
+        }
+        rows_cap = rows_cap.saturating_sub(len - budget.cap + 16);
     }
-    Ok(out.suggest("For the whole selection, compute_histogram and get_branch_stats summarise without reading rows"))
+}
+
+/// The values of the page's entries, for the named branches.
+fn read_page(
+    t: &OpenTree,
+    columns: &TreeColumns<'_>,
+    named: &[(String, usize)],
+    page: &[u64],
+    job: &Job,
+) -> Result<Vec<Vec<Cell>>, ToolError> {
+    let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
+    read_rows(&t.file, columns, &indices, page, job).map_err(|e| analysis_error(e, t, None))
 }
 
 /// What a page of rows becomes: the output, how many entries it holds, and
@@ -397,28 +445,20 @@ struct RowsAnswer {
     cut_short: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The rows as an answer, their JSON held to `cap` bytes.
 fn rows_answer(
-    ctx: &Context,
-    t: &OpenTree,
-    columns: &TreeColumns<'_>,
-    named: &[(String, usize)],
-    page: &[u64],
+    names: &[String],
+    rows: &[Vec<Cell>],
     flatten: bool,
     format: &str,
-    job: &Job,
+    cap: usize,
 ) -> Result<RowsAnswer, ToolError> {
-    let names: Vec<String> = named.iter().map(|(n, _)| n.clone()).collect();
-    let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-    let rows =
-        read_rows(&t.file, columns, &indices, page, job).map_err(|e| analysis_error(e, t, None))?;
     let is_jagged = rows
         .first()
         .is_some_and(|r| r.iter().any(|c| matches!(c, Cell::List(_))));
-    let (shaped, kept_rows) =
-        shape_within(&names, &rows, flatten, ctx.settings.limits.max_result_bytes)?;
+    let (shaped, kept_rows) = shape_within(names, rows, flatten, cap)?;
     let entries = shaped.records.len();
-    let mut data = formatted(&names, shaped.records, format);
+    let mut data = formatted(names, shaped.records, format);
     data["branches"] = json!(names);
     data["entries"] = json!(entries);
     data["is_jagged"] = json!(is_jagged && !flatten);
@@ -445,6 +485,7 @@ struct SampleArgs {
     method: Option<String>,
     branches: Option<Vec<String>>,
     seed: Option<u64>,
+    offset: Option<i64>,
 }
 
 /// SplitMix64 (Steele, Lea and Flood 2014): a fixed generator, so a seed gives
@@ -512,34 +553,45 @@ fn sample_tree(
         branches_total
     });
     let seed = args.seed.unwrap_or(0);
-    let page: Vec<u64> = match method {
+    let sample: Vec<u64> = match method {
         "random" => random_entries(columns.entries, size, seed),
         _ => (0..size.min(columns.entries)).collect(),
     };
-    let answer = rows_answer(ctx, &t, &columns, &named, &page, false, "records", job)?;
-    let mut out = answer
-        .output
-        .meta("entries_scanned", page.len())
-        .meta("entries_returned", answer.entries_returned)
-        .meta("truncated", answer.cut_short || branches_cut)
-        .meta("method", method);
-    if branches_cut {
-        out = out.meta("branches_total", branches_total).suggest(format!(
-            "Showing the first {SAMPLE_DEFAULT_BRANCHES} of {branches_total} branches: name the ones \
+    // `offset` skips the sample's first entries (a cut answer's next_offset).
+    let offset = checked_offset("sample_tree", "offset", args.offset)?;
+    let page = &sample[offset.min(sample.len())..];
+    let rows = read_page(&t, &columns, &named, page, job)?;
+    let names = names_of(&named);
+    let budget = ctx.budget("sample_tree");
+    fit_rows(&budget, page.len(), |cap| {
+        let answer = rows_answer(&names, &rows, false, "records", cap)?;
+        let mut out = answer
+            .output
+            .meta("entries_scanned", page.len())
+            .meta("entries_returned", answer.entries_returned)
+            .meta("truncated", answer.cut_short || branches_cut)
+            .meta("method", method);
+        if branches_cut {
+            out = out.meta("branches_total", branches_total).suggest(format!(
+                "Showing the first {SAMPLE_DEFAULT_BRANCHES} of {branches_total} branches: name the ones \
 wanted with branches=[...] (list_branches(path, tree, pattern=...) finds them)"
-        ));
-    }
-    if method == "random" {
-        out = out.meta("seed", seed).suggest(format!(
-            "Entries drawn with SplitMix64 seeded {seed} (Floyd's sampling): the same seed gives the same entries"
-        ));
-    }
-    if answer.cut_short {
-        out = out.suggest("The sample was cut to stay under the result cap: ask for fewer branches or a smaller size");
-    }
-    Ok(out.suggest(
-        "Read chosen branches with read_branches(path, tree, branches=[...], selection=...)",
-    ))
+            ));
+        }
+        if method == "random" {
+            out = out.meta("seed", seed).suggest(format!(
+                "Entries drawn with SplitMix64 seeded {seed} (Floyd's sampling): the same seed gives the same entries"
+            ));
+        }
+        if answer.cut_short {
+            let next = offset + answer.entries_returned as usize;
+            out = out.meta("next_offset", next).suggest(format!(
+                "The sample was cut to fit max_result_bytes: continue with offset={next}, or ask for fewer branches"
+            ));
+        }
+        Ok(out.suggest(
+            "Read chosen branches with read_branches(path, tree, branches=[...], selection=...)",
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@ use super::{
 };
 use crate::catalog::documents::{DocumentHit, Scope, SearchError, SearchOptions, query};
 use crate::formats::Kind;
+use crate::mcp::budget::{self, Cut};
 use crate::mcp::response::{ToolError, ToolOutput};
-use crate::mcp::tools::{Context, parse_args};
+use crate::mcp::tools::{Context, checked_offset, parse_args};
 
 /// Longest line text a match shows, in characters; longer lines are cut with "…".
 const MAX_LINE_CHARS: usize = 1000;
@@ -41,6 +42,7 @@ struct SearchArgs {
     context_lines: Option<i64>,
     max_results: Option<i64>,
     fuzzy: Option<bool>,
+    offset: Option<i64>,
 }
 
 /// The context lines and the result cap of a search call, each defaulted and
@@ -71,13 +73,14 @@ pub fn search_documents(
     let args: SearchArgs = parse_args(tool, args)?;
     let (context, max_results) =
         result_bounds(tool, args.context_lines, ("max_results", args.max_results))?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let scope = resolve_scope(ctx, &args.scope)?;
     let options = SearchOptions {
-        max_results,
+        max_results: offset.saturating_add(max_results),
         fuzzy: args.fuzzy.unwrap_or(false),
         deadline: Some(deadline(ctx)),
     };
-    let result = run_query(ctx, job, &args.query, &scope, &options, context)?;
+    let result = run_query(ctx, job, &args.query, &scope, &options, context, offset)?;
     let mut out = ToolOutput::new(json!({
         "matches": result.matches,
         "total_matches": result.total_matches,
@@ -86,7 +89,39 @@ pub fn search_documents(
     }))
     .meta("documents_matched", result.documents_matched);
     out.suggestions = search_suggestions(ctx, &args.query, &result);
+    let total = result.total_matches;
+    ctx.budget(tool).cut_list(&mut out, "/matches", |o, cut| {
+        let next = (offset + cut.kept < total).then_some(offset + cut.kept);
+        mark_search(o, cut, next, "");
+    });
     Ok(out)
+}
+
+/// What a search answer says of its extent: `truncated` (the spec's field,
+/// and in the metadata), `next_offset` when matches remain, and how to get
+/// them. `at` is "" for search_documents, or the query's key in
+/// search_multiple's `results`.
+fn mark_search(out: &mut ToolOutput, cut: Cut, next: Option<usize>, at: &str) {
+    let truncated = cut.shortened || next.is_some();
+    if let Some(v) = out.data.pointer_mut(&format!("{at}/truncated")) {
+        *v = truncated.into();
+    }
+    if at.is_empty() {
+        budget::or_truncated(&mut out.metadata, truncated);
+        if let Some(next) = next {
+            out.metadata.insert("next_offset".into(), next.into());
+            out.suggestions.push(format!(
+                "More matches: call search_documents again with the same arguments and offset={next}"
+            ));
+        }
+    }
+    if cut.shortened {
+        out.suggestions.push(
+            "A match was too long for max_result_bytes: its text ends with a '…[cut here' marker; \
+read_document gives the whole text"
+                .into(),
+        );
+    }
 }
 
 /// Searches end a little before the server's call timeout, so they can answer
@@ -174,6 +209,7 @@ struct QueryResult {
     documents_matched: usize,
 }
 
+/// Runs a query; the matches shown are the hits after the first `offset`.
 fn run_query(
     ctx: &Context,
     job: &Job,
@@ -181,6 +217,7 @@ fn run_query(
     scope: &Scope,
     options: &SearchOptions,
     context: usize,
+    offset: usize,
 ) -> Result<QueryResult, ToolError> {
     let expr = query::parse(text).map_err(|e| invalid_query(text, &e.0))?;
     let outcome = ctx
@@ -195,9 +232,10 @@ fn run_query(
             ),
             SearchError::Failed(e) => ToolError::internal(format!("{e:#}")),
         })?;
-    let matches = show(ctx, &outcome.hits, context).map_err(ToolError::internal)?;
+    let hits = &outcome.hits[offset.min(outcome.hits.len())..];
+    let matches = show(ctx, hits, context).map_err(ToolError::internal)?;
     Ok(QueryResult {
-        truncated: outcome.total_matches > matches.len(),
+        truncated: outcome.total_matches > offset + matches.len(),
         matches,
         total_matches: outcome.total_matches,
         documents_matched: outcome.documents_matched,
@@ -275,8 +313,7 @@ fn search_suggestions(ctx: &Context, query: &str, result: &QueryResult) -> Vec<S
     }
     if result.truncated {
         s.push(format!(
-            "Showing {} of {} matching lines: raise max_results (up to {RESULTS_MAX}) or narrow the scope or the query",
-            result.matches.len(),
+            "{} lines match in all: narrow the scope or the query, or page on with offset",
             result.total_matches
         ));
     }
@@ -303,6 +340,39 @@ struct MultipleArgs {
     scope: ScopeArg,
     context_lines: Option<i64>,
     max_results_per_query: Option<i64>,
+    offsets: Option<Map<String, Value>>,
+}
+
+/// Each query's offset from the `offsets` argument (0 for a query not named).
+fn query_offsets(
+    tool: &str,
+    queries: &[String],
+    offsets: Option<&Map<String, Value>>,
+) -> Result<std::collections::HashMap<String, usize>, ToolError> {
+    let mut out = std::collections::HashMap::new();
+    for (query, value) in offsets.into_iter().flatten() {
+        if !queries.contains(query) {
+            return Err(ToolError::invalid_arguments(
+                tool,
+                format!("offsets names '{query}', which is not one of the queries"),
+            ));
+        }
+        let offset = checked_offset(tool, &format!("offsets['{query}']"), value.as_i64())
+            .and_then(|n| match value.is_i64() {
+                true => Ok(n),
+                false => Err(ToolError::invalid_arguments(
+                    tool,
+                    format!("offsets['{query}'] must be a whole number, got {value}"),
+                )),
+            })?;
+        out.insert(query.clone(), offset);
+    }
+    Ok(out)
+}
+
+/// A JSON pointer token for an object key (RFC 6901).
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 pub fn search_multiple(
@@ -334,22 +404,32 @@ pub fn search_multiple(
         fuzzy: false,
         deadline: Some(deadline(ctx)),
     };
+    let offsets = query_offsets(tool, &args.queries, args.offsets.as_ref())?;
     let mut distinct = args.queries.clone();
     distinct.sort();
     distinct.dedup();
     let answers: Vec<(String, Result<QueryResult, ToolError>)> = distinct
         .into_par_iter()
         .map(|q| {
-            let r = run_query(ctx, job, &q, &scope, &options, context);
+            let offset = offsets.get(&q).copied().unwrap_or(0);
+            let options = SearchOptions {
+                max_results: offset.saturating_add(max_results),
+                ..options.clone()
+            };
+            let r = run_query(ctx, job, &q, &scope, &options, context, offset);
             (q, r)
         })
         .collect();
     let mut results = Map::new();
     let (mut completed, mut failed) = (0, 0);
+    // (query, its offset, its total) in the order `results` shows them.
+    let mut extents = Vec::new();
     for (q, answer) in answers {
+        let offset = offsets.get(&q).copied().unwrap_or(0);
         let value = match answer {
             Ok(r) => {
                 completed += 1;
+                extents.push((q.clone(), offset, r.total_matches));
                 json!({
                     "query": q,
                     "matches": r.matches,
@@ -359,6 +439,7 @@ pub fn search_multiple(
             }
             Err(e) => {
                 failed += 1;
+                extents.push((q.clone(), offset, 0));
                 json!({
                     "query": q,
                     "matches": [],
@@ -379,5 +460,57 @@ pub fn search_multiple(
     if failed > 0 {
         out = out.suggest("Some queries failed: see each one's error; fix its syntax and run it with search_documents()");
     }
-    Ok(out.suggest("Look at a matching document with read_document(path=..., pages=[...]) or get_document_info(path=...)"))
+    out = out.suggest("Look at a matching document with read_document(path=..., pages=[...]) or get_document_info(path=...)");
+    // `results` is keyed by query, so its order is the queries' sorted order,
+    // which the cut follows: earlier queries' matches first.
+    extents.sort_by(|a, b| a.0.cmp(&b.0));
+    let pointers: Vec<String> = extents
+        .iter()
+        .map(|(q, _, _)| format!("/results/{}/matches", pointer_token(q)))
+        .collect();
+    ctx.budget(tool)
+        .cut_in_sequence(&mut out, &pointers, |o, kept, shortened| {
+            mark_queries(o, &extents, kept, shortened)
+        });
+    Ok(out)
+}
+
+/// What a search_multiple answer says of its extent: each query's
+/// `truncated`; when matches remain for any, `metadata.next_offsets` holds
+/// every query's next offset (a finished query's total, so that passing it
+/// back as `offsets` gives nothing twice) and `metadata.truncated` is true.
+fn mark_queries(
+    out: &mut ToolOutput,
+    extents: &[(String, usize, usize)],
+    kept: &[usize],
+    shortened: bool,
+) {
+    let mut next_offsets = Map::new();
+    let mut more = false;
+    let last_kept = kept.iter().rposition(|&k| k > 0);
+    for (i, ((q, offset, total), &k)) in extents.iter().zip(kept).enumerate() {
+        let next = offset + k;
+        more |= next < *total;
+        next_offsets.insert(q.clone(), next.min(*total).max(*offset).into());
+        let cut = Cut {
+            kept: k,
+            total: k,
+            shortened: shortened && Some(i) == last_kept,
+        };
+        mark_search(
+            out,
+            cut,
+            (next < *total).then_some(next),
+            &format!("/results/{}", pointer_token(q)),
+        );
+    }
+    budget::or_truncated(&mut out.metadata, more || shortened);
+    if more {
+        out.metadata
+            .insert("next_offsets".into(), Value::Object(next_offsets));
+        out.suggestions.push(
+            "More matches: call search_multiple again with the same arguments and offsets=metadata.next_offsets"
+                .into(),
+        );
+    }
 }

@@ -5,8 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::{dataset, engine, node_brief, node_uri};
 use crate::job::Job;
+use crate::mcp::budget::{Cut, mark_offset};
 use crate::mcp::response::{ToolError, ToolOutput};
-use crate::mcp::tools::{Context, parse_args};
+use crate::mcp::tools::{Context, checked_offset, parse_args};
 use crate::rag::retrieve::{Hit, Mode, Options, retrieve};
 
 /// Most hits one call returns.
@@ -62,6 +63,9 @@ pub(super) struct RetrieveArgs {
     pub score_threshold: Option<f64>,
     #[serde(default)]
     pub temperature: Option<f64>,
+    /// rag_retrieve: hits to skip; retrieve_documents: documents to skip.
+    #[serde(default)]
+    pub offset: Option<i64>,
 }
 
 /// The retrieval options of a call's arguments, checked.
@@ -106,8 +110,11 @@ pub(super) fn options(args: &RetrieveArgs, default_expand: usize) -> Result<Opti
     })
 }
 
-fn hit_json(ds: &crate::rag::Dataset, hit: &Hit) -> Value {
-    let mut v = node_brief(ds, hit.node, true);
+/// A hit for listings. rag_retrieve shows the node's text once, in its
+/// `content` item, so its hits leave it out (`with_text` false); the leaves
+/// listed under a summary (`expanded`) keep theirs.
+fn hit_json(ds: &crate::rag::Dataset, hit: &Hit, with_text: bool) -> Value {
+    let mut v = node_brief(ds, hit.node, with_text);
     v["score"] = json!(round4(hit.score));
     if !hit.leaves.is_empty() {
         v["expanded"] = hit
@@ -132,11 +139,17 @@ pub fn rag_retrieve(
     _job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: RetrieveArgs = parse_args("rag_retrieve", args)?;
+    let tool = "rag_retrieve";
+    let args: RetrieveArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let mut options = options(&args, 0)?;
+    let top_k = options.top_k;
+    // The hits after `offset` are ranked as the first `offset + top_k` are.
+    options.top_k = top_k.saturating_add(offset);
     let ds = dataset(ctx, &args.dataset_id)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
-    let hits = retrieve(&ds, &args.query, &options);
+    let ranked = retrieve(&ds, &args.query, &options);
+    let hits = &ranked[offset.min(ranked.len())..];
     let content: Vec<Value> = hits
         .iter()
         .map(|h| {
@@ -155,7 +168,7 @@ pub fn rag_retrieve(
             })
         })
         .collect();
-    let hit_values: Vec<Value> = hits.iter().map(|h| hit_json(&ds, h)).collect();
+    let hit_values: Vec<Value> = hits.iter().map(|h| hit_json(&ds, h, false)).collect();
     let mut out = ToolOutput::new(json!({
         "dataset_id": ds.name,
         "query": args.query,
@@ -166,11 +179,16 @@ pub fn rag_retrieve(
         "content": content,
         "hits": hit_values,
     }));
-    if hits.is_empty() {
+    if hits.is_empty() && offset == 0 {
         out = out.suggest(
             "No node matches these words: try other words, or search_documents for exact text",
         );
     }
+    // A content item and the hit of the same node go together.
+    ctx.budget(tool)
+        .cut_together(&mut out, &[("/content", 0), ("/hits", 0)], |o, cut| {
+            mark_offset(o, cut, offset, tool, "hits");
+        });
     Ok(out)
 }
 
@@ -179,29 +197,40 @@ pub fn retrieve_documents(
     _job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: RetrieveArgs = parse_args("retrieve_documents", args)?;
+    let tool = "retrieve_documents";
+    let args: RetrieveArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let mut options = options(&args, 3)?;
     let top_documents = options.top_k;
     options.top_k = MAX_TOP_K;
     let ds = dataset(ctx, &args.dataset_id)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
     let hits = retrieve(&ds, &args.query, &options);
+    // Documents in the order of their best node; the first `offset` are
+    // skipped, then `top_k` are shown.
     let mut documents: Vec<(String, f32, Vec<Value>)> = Vec::new();
-    // Held to the byte cap: a document's first node is always kept, further
-    // nodes only while the answer stays under it.
-    let cap = ctx.settings.limits.max_result_bytes;
+    let mut seen: Vec<&str> = Vec::new();
+    // A document's first node is always kept, further nodes only while the
+    // nodes stay under the budget (the rest are counted in nodes_left_out).
+    let cap = ctx.budget(tool).cap;
     let (mut bytes, mut nodes_left_out) = (0, 0);
     for h in &hits {
         let Some(doc) = ds.document_of(h.node) else {
             continue;
         };
-        let known = documents.iter().position(|d| d.0 == doc);
-        if known.is_none() && documents.len() >= top_documents {
+        let rank = match seen.iter().position(|d| *d == doc) {
+            Some(r) => r,
+            None => {
+                seen.push(doc);
+                seen.len() - 1
+            }
+        };
+        if rank < offset || rank >= offset.saturating_add(top_documents) {
             continue;
         }
-        let node = hit_json(&ds, h);
-        let size = node.to_string().len();
-        match known {
+        let node = hit_json(&ds, h, true);
+        let size = crate::mcp::budget::json_len(&node);
+        match documents.iter().position(|d| d.0 == doc) {
             Some(_) if bytes + size > cap => nodes_left_out += 1,
             Some(i) => {
                 bytes += size;
@@ -213,6 +242,7 @@ pub fn retrieve_documents(
             }
         }
     }
+    let ranked_documents = seen.len();
     let documents: Vec<Value> = documents
         .into_iter()
         .map(|(doc, score, nodes)| json!({ "document": doc, "score": round4(score), "nodes": nodes }))
@@ -220,10 +250,27 @@ pub fn retrieve_documents(
     let mut out = ToolOutput::new(json!({ "dataset_id": ds.name, "query": args.query,
         "score": options.scoring(), "documents": documents, "truncated": nodes_left_out > 0 }));
     if nodes_left_out > 0 {
-        out = out.meta("nodes_left_out", nodes_left_out).suggest(format!(
-            "{nodes_left_out} more matching node(s) were left out to stay under {cap} bytes: \
+        out = out
+            .meta("nodes_left_out", nodes_left_out)
+            .meta("truncated", true)
+            .suggest(format!(
+                "{nodes_left_out} more matching node(s) were left out to fit max_result_bytes: \
 lower expand_k or top_k, or read a node with rag_node_get(node_id)"
-        ));
+            ));
     }
+    // Documents ranked past the ones shown (by top_k or by the cut) are
+    // reached with next_offset.
+    let remaining = ranked_documents.saturating_sub(offset);
+    ctx.budget(tool).cut_list(&mut out, "/documents", |o, cut| {
+        let cut = Cut {
+            total: remaining.max(cut.kept),
+            ..cut
+        };
+        if cut.truncated() {
+            crate::mcp::budget::set(&mut o.data, "truncated", true);
+        }
+        mark_offset(o, cut, offset, tool, "documents");
+    });
     Ok(out)
 }
+
