@@ -74,23 +74,57 @@ fn read_locally(catalog: Catalog) -> anyhow::Result<Value> {
     let def = crate::mcp::tools::all()
         .find(|d| d.name == "index_status")
         .context("index_status tool")?;
-    let mut args = Map::new();
-    args.insert("max_errors".into(), json!(1000));
-    let out = (def.handler)(&ctx, &crate::job::Job::default(), args)
-        .map_err(|e| anyhow::anyhow!(e.message))?;
-    Ok(out.into_json("index_status", 0.0))
+    gather_pages(|args| {
+        let out = (def.handler)(&ctx, &crate::job::Job::default(), args)
+            .map_err(|e| anyhow::anyhow!(e.message))?;
+        Ok(out.into_json("index_status", 0.0))
+    })
+}
+
+/// The whole index_status answer (up to 1000 failures a root): its pages,
+/// each held to the result budget, gathered by following `next_offset`.
+fn gather_pages(
+    mut fetch: impl FnMut(Map<String, Value>) -> anyhow::Result<Value>,
+) -> anyhow::Result<Value> {
+    let page = |offset: u64| {
+        let mut args = Map::new();
+        args.insert("max_errors".into(), json!(1000 - offset));
+        args.insert("offset".into(), json!(offset));
+        args
+    };
+    let mut whole = fetch(page(0))?;
+    let mut next = whole["metadata"]["next_offset"].as_u64();
+    while let Some(offset) = next.filter(|&n| n < 1000) {
+        let more = fetch(page(offset))?;
+        for (i, root) in more["data"]["roots"].as_array().into_iter().flatten().enumerate() {
+            for list in ["failed_files", "skipped_paths"] {
+                if let (Some(into), Some(from)) = (
+                    whole["data"]["roots"][i][list].as_array_mut(),
+                    root[list].as_array(),
+                ) {
+                    into.extend(from.iter().cloned());
+                }
+            }
+        }
+        next = more["metadata"]["next_offset"].as_u64();
+    }
+    if let Some(m) = whole["metadata"].as_object_mut() {
+        m.remove("next_offset");
+        m.remove("truncated");
+    }
+    Ok(whole)
 }
 
 /// Asks the process serving the catalog, over its socket.
 fn ask_daemon(socket: &Path) -> anyhow::Result<Value> {
     let mut client = SocketClient::connect(socket, "quarry-status", Duration::from_secs(30))
         .context("the catalog is in use, but its socket does not answer")?;
-    let mut args = Map::new();
-    args.insert("max_errors".into(), json!(1000));
-    client
-        .call_tool("index_status", args)?
-        .structured
-        .context("the daemon's index_status answer has no structured content")
+    gather_pages(|args| {
+        client
+            .call_tool("index_status", args)?
+            .structured
+            .context("the daemon's index_status answer has no structured content")
+    })
 }
 
 /// The human-readable report.

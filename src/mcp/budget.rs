@@ -382,8 +382,7 @@ pub fn mark_offset(out: &mut ToolOutput, cut: Cut, offset: usize, tool: &str, un
         let next = offset + cut.kept;
         out.metadata.insert("next_offset".into(), next.into());
         out.suggestions.push(format!(
-            "{} of {} {unit} shown: call {tool} again with the same arguments and offset={next} for the next ones",
-            cut.kept, cut.total
+            "More {unit} than shown: call {tool} again with the same arguments and offset={next} for the next ones"
         ));
     }
     if cut.shortened {
@@ -394,6 +393,23 @@ pub fn mark_offset(out: &mut ToolOutput, cut: Cut, offset: usize, tool: &str, un
 }
 
 impl Budget {
+    /// The answer `build(k)` makes for the largest `k` in `0..=total` that
+    /// fits, for answers built from the first `k` items of a sequence that do
+    /// not nest as one list (a table of contents, an outline): each trial is
+    /// built whole, so this suits answers of modest size.
+    pub fn fit_prefix(
+        &self,
+        total: usize,
+        mut build: impl FnMut(usize) -> ToolOutput,
+    ) -> (usize, ToolOutput) {
+        let whole = build(total);
+        if self.fits(&whole) {
+            return (total, whole);
+        }
+        let k = largest(total.saturating_sub(1), |k| self.fits(&build(k)));
+        (k, build(k))
+    }
+
     /// Cuts the list at `pointer`, a page of a longer sequence: it starts at
     /// `offset`, and `remaining` items (counting the page's) follow from
     /// there, so items left out by a limit are announced like items left out

@@ -336,6 +336,52 @@ impl DocumentText<'_> {
         }
         Ok((text, true))
     }
+
+    /// The text of page `page` (1-based) from its character `skip` on, cut
+    /// after `max_chars` characters; whether that rest of the page is whole;
+    /// and how many characters were skipped (fewer than `skip` when the page
+    /// is shorter). Blocks before `skip` are read one at a time and not kept,
+    /// so a far offset into a long page costs no memory.
+    pub fn page_from(
+        &mut self,
+        page: u32,
+        skip: usize,
+        max_chars: usize,
+    ) -> anyhow::Result<(String, bool, usize)> {
+        let Some(span) = self
+            .meta
+            .pages
+            .get((page as usize).wrapping_sub(1))
+            .copied()
+        else {
+            return Ok((String::new(), true, 0));
+        };
+        let (mut text, mut chars, mut skipped) = (String::new(), 0, 0);
+        for block in span.first_block..span.first_block + span.blocks {
+            let whole = self.catalog.text_block(self.file_id, block)?;
+            let n = whole.chars().count();
+            if skipped + n <= skip {
+                skipped += n;
+                continue;
+            }
+            let from = skip - skipped;
+            skipped = skip;
+            let start = whole.char_indices().nth(from).map_or(whole.len(), |(i, _)| i);
+            let part = &whole[start..];
+            let n = n - from;
+            if chars + n > max_chars {
+                let cut = part
+                    .char_indices()
+                    .nth(max_chars - chars)
+                    .map_or(part.len(), |(i, _)| i);
+                text.push_str(&part[..cut]);
+                return Ok((text, false, skipped));
+            }
+            text.push_str(part);
+            chars += n;
+        }
+        Ok((text, true, skipped))
+    }
 }
 
 /// The text index's side of the catalog: searching, and keeping it in step.

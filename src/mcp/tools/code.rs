@@ -705,6 +705,7 @@ struct SymbolArgs {
     kind: Option<String>,
     language: Option<String>,
     limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 fn parse_kind(kind: &str) -> Result<SymbolKind, ToolError> {
@@ -752,16 +753,18 @@ fn find_symbol(
     if args.name.trim().is_empty() {
         return Err(ToolError::invalid_arguments("find_symbol", "name is empty"));
     }
+    let offset = checked_offset("find_symbol", "offset", args.offset)?;
     let query = SymbolQuery {
         name: args.name.trim(),
         kind,
         language,
-        limit,
+        limit: offset.saturating_add(limit),
     };
     let (hits, truncated) = ctx.catalog.symbols().search(&query);
     let roots = ctx.catalog.roots().list();
     let symbols: Vec<Value> = hits
         .iter()
+        .skip(offset)
         .map(|h| {
             let mut v = symbol_json(&h.symbol);
             v["filepath"] = roots[h.root]
@@ -787,13 +790,28 @@ fn find_symbol(
             "No symbol matched: try part of the name, or find_functions/find_classes on a folder",
         );
     }
-    Ok(out.meta("truncated", truncated))
+    let shown = symbols.len();
+    let mut out = out.meta("truncated", truncated);
+    ctx.budget("find_symbol").cut_list(&mut out, "/symbols", |o, cut| {
+        // More symbols match past the limit (`truncated`) or past the cut.
+        let more = truncated || cut.kept < shown;
+        if more || cut.shortened {
+            set(&mut o.data, "truncated", true);
+        }
+        let cut = Cut {
+            total: if more { cut.kept + 1 } else { cut.kept },
+            ..cut
+        };
+        mark_offset(o, cut, offset, "find_symbol", "symbols");
+    });
+    Ok(out)
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OutlineArgs {
     filepath: String,
+    offset: Option<i64>,
 }
 
 fn get_outline(
@@ -824,12 +842,30 @@ fn get_outline(
             "index_status() lists files that failed to index",
         )
     })?;
-    Ok(ToolOutput::new(json!({
-        "filepath": args.filepath,
-        "language": file.language.as_str(),
-        "outline": outline(&file.symbols),
-        "success": true,
-    })))
+    // Pages of the symbols in source order: `offset` symbols are skipped, and
+    // a page starting inside a class lists its remaining methods at the top.
+    let offset = checked_offset("get_outline", "offset", args.offset)?;
+    let symbols = &file.symbols[offset.min(file.symbols.len())..];
+    let budget = ctx.budget("get_outline");
+    let (kept, out) = budget.fit_prefix(symbols.len(), |k| {
+        let mut out = ToolOutput::new(json!({
+            "filepath": args.filepath,
+            "language": file.language.as_str(),
+            "outline": outline(&symbols[..k]),
+            "success": true,
+        }));
+        let cut = Cut { kept: k, total: symbols.len(), shortened: false };
+        mark_offset(&mut out, cut, offset, "get_outline", "symbols");
+        out
+    });
+    if kept == 0 && !symbols.is_empty() {
+        return Err(ToolError::new(
+            "limit_exceeded",
+            "one symbol's outline entry is longer than max_result_bytes",
+            "find_symbol(name) lists symbols one line each",
+        ));
+    }
+    Ok(out)
 }
 
 /// Symbols nested by containment: a method inside its class, a nested function

@@ -5,7 +5,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::{FileMatch, FileQuery, KindSet};
 use crate::formats::Kind;
 use crate::glob::Glob;
@@ -50,6 +50,7 @@ struct ListFilesArgs {
     pattern: Option<String>,
     limit: Option<i64>,
     kind: Option<String>,
+    offset: Option<i64>,
 }
 
 fn kinds_of(arg: Option<&str>) -> Result<KindSet, ToolError> {
@@ -79,17 +80,20 @@ fn list_files(
         LIST_LIMIT_MAX,
         "narrow the listing with `pattern`",
     )?;
+    let offset = checked_offset("list_files", "offset", args.offset)?;
     let kinds = kinds_of(args.kind.as_deref())?;
     let glob = args.pattern.as_deref().map(checked_glob).transpose()?;
-    let result = ctx.catalog.files().query(&FileQuery {
+    let mut result = ctx.catalog.files().query(&FileQuery {
         roots: &selected,
         kinds,
         glob: glob.as_ref(),
-        limit,
+        limit: offset.saturating_add(limit),
     });
+    result.files.drain(..offset.min(result.files.len()));
 
     let files: Vec<Value> = result.files.iter().map(|f| file_json(ctx, f)).collect();
-    let truncated = result.total_matched > files.len();
+    let remaining = result.total_matched.saturating_sub(offset);
+    let truncated = remaining > files.len();
     let mut out = ToolOutput::new(json!({
         "files": files,
         "total_matched": result.total_matched,
@@ -105,6 +109,8 @@ fn list_files(
         &selected,
         kinds,
     );
+    ctx.budget("list_files")
+        .page(&mut out, "/files", offset, remaining, "files");
     Ok(out)
 }
 
@@ -178,8 +184,7 @@ fn list_suggestions(
     }
     if truncated {
         s.push(format!(
-            "Showing {} of {matched} matches: narrow with pattern (e.g. pattern='run_123*') or raise limit (max {LIST_LIMIT_MAX})",
-            shown.len()
+            "{matched} files match: narrow with pattern (e.g. pattern='run_123*'), or page on with offset (limit at most {LIST_LIMIT_MAX})"
         ));
     }
     if matched == 0 {
@@ -230,6 +235,7 @@ fn list_suggestions(
 struct IndexStatusArgs {
     resource: Option<String>,
     max_errors: Option<usize>,
+    offset: Option<i64>,
 }
 
 fn index_status(
@@ -248,6 +254,10 @@ fn index_status(
         .max_errors
         .unwrap_or(20)
         .min(ctx.settings.limits.max_listed_failures);
+    // `offset` skips the first failures and skipped paths of each root.
+    let offset = checked_offset("index_status", "offset", args.offset)?;
+    let listed = offset.saturating_add(max_errors);
+    let mut left = 0; // failures and skipped paths past the ones listed
     let activity = catalog.activity();
     let mut complete = true;
     let mut total_failed = 0;
@@ -271,12 +281,11 @@ fn index_status(
         let scanning = activity.is_scanning(r);
         complete &= !scanning && last_scan.is_some();
         total_failed += failed_here;
-        let failures = catalog
-            .failures(r, max_errors)
-            .map_err(ToolError::internal)?;
-        let (skipped_total, skipped) = catalog
-            .skipped(r, max_errors)
-            .map_err(ToolError::internal)?;
+        let failures = catalog.failures(r, listed).map_err(ToolError::internal)?;
+        let (skipped_total, skipped) = catalog.skipped(r, listed).map_err(ToolError::internal)?;
+        left = left
+            .max(failed_here as usize)
+            .max(skipped_total as usize);
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
@@ -284,13 +293,13 @@ fn index_status(
             "last_full_scan": last_scan.map(iso8601_ms),
             "kinds": kinds,
             "failed_total": failed_here,
-            "failed_files": failures.iter().map(|(rel, kind, error)| json!({
+            "failed_files": failures.iter().skip(offset).map(|(rel, kind, error)| json!({
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "kind": kind.as_str(),
                 "error": error,
             })).collect::<Vec<_>>(),
             "skipped_total": skipped_total,
-            "skipped_paths": skipped.iter().map(|(rel, reason)| json!({
+            "skipped_paths": skipped.iter().skip(offset).map(|(rel, reason)| json!({
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "reason": reason,
             })).collect::<Vec<_>>(),
@@ -309,5 +318,20 @@ fn index_status(
             "{total_failed} files failed to index: their errors are listed under failed_files; fix or remove them and quarry re-indexes them automatically"
         ));
     }
-    Ok(out.suggest("List files with list_files(kind='all')"))
+    let mut out = out.suggest("List files with list_files(kind='all')");
+    // Each root's two lists are cut at the same index.
+    let pointers: Vec<String> = (0..selected.len())
+        .flat_map(|i| [format!("/roots/{i}/failed_files"), format!("/roots/{i}/skipped_paths")])
+        .collect();
+    let arrays: Vec<(&str, usize)> = pointers.iter().map(|p| (p.as_str(), 0)).collect();
+    let remaining = left.saturating_sub(offset);
+    ctx.budget("index_status")
+        .cut_together(&mut out, &arrays, |o, cut| {
+            let cut = crate::mcp::budget::Cut {
+                total: remaining.max(cut.kept),
+                ..cut
+            };
+            crate::mcp::budget::mark_offset(o, cut, offset, "index_status", "failures and skipped paths per root");
+        });
+    Ok(out)
 }

@@ -324,6 +324,7 @@ struct FindArgs {
     attribute: Option<String>,
     attribute_value: Option<String>,
     limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 const FIND_LIMIT_DEFAULT: usize = 100;
@@ -366,6 +367,7 @@ fn find_datasets(
             .transpose()
     };
     let (name, attribute) = (glob(&args.name)?, glob(&args.attribute)?);
+    let offset = checked_offset("find_datasets", "offset", args.offset)?;
     let on_path = args.name.as_deref().is_some_and(|n| n.contains('/'));
     let mut found = Vec::new();
     let mut matched = 0usize;
@@ -422,7 +424,7 @@ fn find_datasets(
                 continue;
             }
             matched += 1;
-            if found.len() < limit {
+            if matched > offset && found.len() < limit {
                 let mut v = json!({
                     "uri": h5::uri_of(&abs, &o.path),
                     "file": abs,
@@ -447,14 +449,16 @@ fn find_datasets(
             }
         }
     }
-    let truncated = matched > found.len();
+    let remaining = matched.saturating_sub(offset);
     let mut out = ToolOutput::new(json!({ "datasets": found, "total_matched": matched }))
-        .meta("truncated", truncated);
+        .meta("truncated", remaining > found.len());
     if let Some(first) = found.first() {
         out = out.suggest(format!(
             "Read values with read_dataset_slice(uri='{}', slice_str='0:10')",
             first["uri"].as_str().unwrap_or("")
         ));
     }
+    ctx.budget("find_datasets")
+        .page(&mut out, "/datasets", offset, remaining, "datasets");
     Ok(out)
 }

@@ -4,8 +4,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, ToolDef, Toolset, checked_offset, parse_args};
 use crate::job::Job;
+use crate::mcp::budget::{json_len, shorten};
 use crate::mcp::resources::{self, Contents};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -28,6 +29,8 @@ rag_retrieve): the node's text as contents.",
 #[serde(deny_unknown_fields)]
 struct ResourceArgs {
     uri: String,
+    /// Members of a group to skip.
+    offset: Option<i64>,
 }
 
 fn read_resource(
@@ -35,7 +38,9 @@ fn read_resource(
     _job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: ResourceArgs = parse_args("read_resource", args)?;
+    let tool = "read_resource";
+    let args: ResourceArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let contents = resources::read(ctx, &args.uri).map_err(resources::tool_error)?;
     let is_dataset = matches!(&contents, Contents::Json(v) if v["kind"] == "dataset");
     let mut out = ToolOutput::new(contents.into_tool_data());
@@ -44,6 +49,24 @@ fn read_resource(
             "Read values with read_dataset_slice(uri='{}', slice_str='0:10')",
             args.uri
         ));
+    }
+    // A group's members are paged with `offset`; what is still too long
+    // (many or long attributes, a long text) has its longest texts shortened.
+    let budget = ctx.budget(tool);
+    let remaining = match out.data.get_mut("members") {
+        Some(Value::Array(members)) => {
+            members.drain(..offset.min(members.len()));
+            members.len()
+        }
+        _ => 0,
+    };
+    budget.page(&mut out, "/members", offset, remaining, "members");
+    if !budget.fits(&out) {
+        out = out
+            .meta("truncated", true)
+            .suggest("Texts too long for max_result_bytes end with a '…[cut here' marker");
+        let room = budget.cap - (budget.len(&out) - json_len(&out.data));
+        shorten(&mut out.data, room);
     }
     Ok(out)
 }

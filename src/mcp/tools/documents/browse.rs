@@ -10,13 +10,15 @@ use serde_json::{Map, Value, json};
 use super::{bounded, first_at_or_after, name_of, parent_of, resolve, tool_path};
 use crate::catalog::{FileEntry, Snapshot};
 use crate::formats::Kind;
+use crate::mcp::budget::mark_offset;
 use crate::mcp::response::{ToolError, ToolOutput, iso8601_ns};
-use crate::mcp::tools::{Context, parse_args};
+use crate::mcp::tools::{Context, checked_offset, parse_args};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
     path: Option<String>,
+    offset: Option<i64>,
 }
 
 pub fn list_collections(
@@ -25,10 +27,13 @@ pub fn list_collections(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: ListArgs = parse_args("list_collections", args)?;
+    let offset = checked_offset("list_collections", "offset", args.offset)?;
     let path = args.path.unwrap_or_default();
     let path = path.trim();
     if path.is_empty() && ctx.catalog.roots().list().len() > 1 {
-        return Ok(list_roots(ctx));
+        let mut out = list_roots_from(ctx, offset);
+        cut_listing(ctx, &mut out, offset);
+        return Ok(out);
     }
     let (root, rel) = resolve(ctx, path, collection_not_found)?;
     let snap = ctx.catalog.files().snapshot(root);
@@ -44,9 +49,11 @@ pub fn list_collections(
     if !rel.is_empty() && !listing.exists {
         return Err(collection_not_found(path));
     }
+    // `offset` skips the first sub-collections and the first documents.
     let collections: Vec<Value> = listing
         .children
         .iter()
+        .skip(offset)
         .map(|(name, child)| {
             let child_rel = if rel.is_empty() {
                 name.clone()
@@ -64,6 +71,7 @@ pub fn list_collections(
     let documents: Vec<Value> = listing
         .documents
         .iter()
+        .skip(offset)
         .map(|&i| document_json(ctx, root, snap.rel(i), snap.entry(i)))
         .collect();
     let mut out = ToolOutput::new(json!({
@@ -83,9 +91,19 @@ pub fn list_collections(
             doc["path"].as_str().unwrap_or_default()
         ));
     }
-    Ok(out.suggest(
+    let mut out = out.suggest(
         "Search inside the documents of this collection with search_documents(scope={type:'collection', path:...})",
-    ))
+    );
+    cut_listing(ctx, &mut out, offset);
+    Ok(out)
+}
+
+/// A listing's collections and documents cut at the same index.
+fn cut_listing(ctx: &Context, out: &mut ToolOutput, offset: usize) {
+    let lists = [("/collections", 0), ("/documents", 0)];
+    ctx.budget("list_collections").cut_together(out, &lists, |o, cut| {
+        mark_offset(o, cut, offset, "list_collections", "collections and documents");
+    });
 }
 
 fn collection_not_found(path: &str) -> ToolError {
@@ -98,13 +116,14 @@ fn collection_not_found(path: &str) -> ToolError {
 }
 
 /// With several roots, the top level lists the roots.
-fn list_roots(ctx: &Context) -> ToolOutput {
+fn list_roots_from(ctx: &Context, offset: usize) -> ToolOutput {
     let collections: Vec<Value> = ctx
         .catalog
         .roots()
         .list()
         .iter()
         .enumerate()
+        .skip(offset)
         .map(|(i, root)| {
             let listing = Listing::of(&ctx.catalog.files().snapshot(i), "");
             json!({
@@ -201,6 +220,7 @@ fn document_json(ctx: &Context, root: usize, rel: &str, entry: &FileEntry) -> Va
 struct FindArgs {
     query: String,
     limit: Option<i64>,
+    offset: Option<i64>,
 }
 
 /// Scores of the spec's order: the whole name, then the name without its
@@ -233,6 +253,7 @@ pub fn find_document(
 ) -> Result<ToolOutput, ToolError> {
     let args: FindArgs = parse_args("find_document", args)?;
     let limit = bounded("find_document", "limit", args.limit, 10, 1, 100)?;
+    let offset = checked_offset("find_document", "offset", args.offset)?;
     let query = args.query.trim().to_lowercase();
     if query.is_empty() {
         return Err(ToolError::invalid_arguments(
@@ -258,6 +279,7 @@ pub fn find_document(
     });
     let matches: Vec<Value> = found
         .iter()
+        .skip(offset)
         .take(limit)
         .map(|(score, root, rel, entry)| {
             let mut v = document_json(ctx, *root, rel, entry);
@@ -266,8 +288,9 @@ pub fn find_document(
             v
         })
         .collect();
+    let remaining = found.len().saturating_sub(offset);
     let mut out = ToolOutput::new(json!({ "matches": matches, "total_found": found.len() }))
-        .meta("truncated", found.len() > matches.len());
+        .meta("truncated", remaining > matches.len());
     if let Some(first) = matches.first() {
         out = out.suggest(format!(
             "See its table of contents with get_document_info(path='{}')",
@@ -278,13 +301,11 @@ pub fn find_document(
             "No document name contains '{query}': search the text instead with search_documents(query='{query}', scope={{type:'global'}})"
         ));
     }
-    if found.len() > matches.len() {
-        out = out.suggest(format!(
-            "Showing {} of {}: raise limit (at most 100) or use a longer name",
-            matches.len(),
-            found.len()
-        ));
+    if remaining > matches.len() {
+        out = out.suggest("Many names match: use a longer name, or page on with offset");
     }
+    ctx.budget("find_document")
+        .page(&mut out, "/matches", offset, remaining, "documents");
     Ok(out)
 }
 

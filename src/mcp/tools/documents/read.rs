@@ -9,8 +9,9 @@ use serde_json::{Map, Value, json};
 use super::search::filter_failed;
 use super::{KnownDocument, known_document, name_of, parent_of, tool_path};
 use crate::catalog::documents::{DocMetaRow, TocRow};
+use crate::mcp::budget;
 use crate::mcp::response::{ToolError, ToolOutput, iso8601_ns};
-use crate::mcp::tools::{Context, parse_args};
+use crate::mcp::tools::{Context, checked_offset, parse_args};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,6 +19,8 @@ struct ReadArgs {
     path: String,
     #[serde(default)]
     pages: Vec<i64>,
+    /// Characters of the content (as these pages assemble it) to skip.
+    offset: Option<i64>,
 }
 
 pub fn read_document(
@@ -25,7 +28,9 @@ pub fn read_document(
     _job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: ReadArgs = parse_args("read_document", args)?;
+    let tool = "read_document";
+    let args: ReadArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let doc = known_document(ctx, &args.path)?;
     let meta = doc
         .meta
@@ -34,27 +39,40 @@ pub fn read_document(
     let total = meta.pages.len() as u32;
     let pages = chosen_pages(meta, &args.pages, &args.path)?;
     let cap = ctx.settings.limits.max_document_read_chars;
-    let content = assemble(ctx, &doc, meta, &pages, cap).map_err(ToolError::internal)?;
-    let char_count = content.text.chars().count();
-    let mut out = ToolOutput::new(json!({
-        "content": content.text,
-        "pages_read": content.pages_read,
-        "total_pages": total,
-        "format": meta.format,
-        "truncated": content.truncated,
-        "char_count": char_count,
-    }));
-    if content.truncated {
-        let path = tool_path(ctx, doc.root, &doc.rel);
-        out = out.suggest(match content.pages_read.last() {
-            Some(&last) if meta.format == "pdf" && last < total => format!(
-                "Cut at {cap} characters: read on with read_document(path='{path}', pages=[{last}, {}])",
-                last + 1
-            ),
-            _ => format!(
-                "Cut at {cap} characters: find the lines you need with search_documents(scope={{type:'document', path:'{path}'}})"
-            ),
-        });
+    let mut content =
+        assemble(ctx, &doc, meta, &pages, offset, cap).map_err(ToolError::internal)?;
+    let path = tool_path(ctx, doc.root, &doc.rel);
+    let build = |content: &Content| {
+        let char_count = content.text.chars().count();
+        let mut out = ToolOutput::new(json!({
+            "content": content.text,
+            "pages_read": content.pages_read,
+            "total_pages": total,
+            "format": meta.format,
+            "truncated": content.truncated,
+            "char_count": char_count,
+        }));
+        if content.truncated {
+            let next = offset + char_count;
+            out = out.meta("truncated", true).meta("next_offset", next).suggest(format!(
+                "Cut at {char_count} characters: read on with read_document(path='{path}'{}, offset={next}), \
+or find the lines you need with search_documents(scope={{type:'document', path:'{path}'}})",
+                if args.pages.is_empty() { String::new() } else { format!(", pages={:?}", args.pages) }
+            ));
+        }
+        out
+    };
+    // The character cap is cut further when the text's JSON (multi-byte
+    // characters, escapes) would pass the byte budget.
+    let budget = ctx.budget(tool);
+    let mut out = build(&content);
+    if !budget.fits(&out) {
+        content.truncated = true;
+        let widest = build(&content);
+        let others = budget.len(&widest) - budget::json_len(&widest.data["content"]);
+        let keep = budget::prefix_within(&content.text, budget.cap.saturating_sub(others + 2));
+        content.text.truncate(keep);
+        out = build(&content);
     }
     Ok(out)
 }
@@ -93,12 +111,13 @@ struct Content {
 }
 
 /// The pages' text, with `--- Page N ---` separators when the document has more
-/// than one page, cut after `cap` characters.
+/// than one page, from character `offset` on, cut after `cap` characters.
 fn assemble(
     ctx: &Context,
     doc: &KnownDocument,
     meta: &DocMetaRow,
     pages: &[u32],
+    offset: usize,
     cap: usize,
 ) -> anyhow::Result<Content> {
     let separators = meta.pages.len() > 1;
@@ -108,22 +127,35 @@ fn assemble(
         pages_read: Vec::new(),
         truncated: false,
     };
-    let mut used = 0;
+    // Characters of the whole content before the current piece, and the
+    // characters taken so far.
+    let (mut at, mut used) = (0usize, 0usize);
     for (i, &page) in pages.iter().enumerate() {
         if separators {
             let header = format!("{}--- Page {page} ---\n\n", if i > 0 { "\n" } else { "" });
             let n = header.chars().count();
-            if used + n > cap {
+            let skip = offset.saturating_sub(at).min(n);
+            at += n;
+            let rest: String = header.chars().skip(skip).collect();
+            let take = (n - skip).min(cap - used);
+            out.text.extend(rest.chars().take(take));
+            used += take;
+            if take < n - skip {
                 out.truncated = true;
                 break;
             }
-            out.text.push_str(&header);
-            used += n;
         }
-        let (text, whole) = reader.page(page, cap - used)?;
-        used += text.chars().count();
+        let skip = offset.saturating_sub(at);
+        let (text, whole, skipped) = reader.page_from(page, skip, cap - used)?;
+        at += skipped;
+        let n = text.chars().count();
+        (at, used) = (at + n, used + n);
+        // A page counts as read when some of its text is shown (or it is
+        // empty and read from its start).
+        if n > 0 || (skip == 0 && whole) {
+            out.pages_read.push(page);
+        }
         out.text.push_str(&text);
-        out.pages_read.push(page);
         if !whole {
             out.truncated = true;
             break;
@@ -136,6 +168,8 @@ fn assemble(
 #[serde(deny_unknown_fields)]
 struct InfoArgs {
     path: String,
+    /// TOC entries (in document order, at any level) to skip.
+    offset: Option<i64>,
 }
 
 pub fn get_document_info(
@@ -158,36 +192,61 @@ pub fn get_document_info(
         .document_toc(doc.record.id)
         .map_err(ToolError::internal)?;
     let path = tool_path(ctx, doc.root, &doc.rel);
-    let mut data = json!({
-        "name": name_of(&doc.rel),
-        "path": path,
-        "collection": tool_path(ctx, doc.root, parent_of(&doc.rel)),
-        "format": meta.format,
-        "size_bytes": doc.record.info.size,
-        "size_human": human_size(doc.record.info.size),
-        "pages": meta.pages.len(),
-        "modified": iso8601_ns(doc.record.info.mtime_ns),
-        "has_toc": !toc.is_empty(),
-        "toc": nest(&toc),
-        "metadata": metadata(meta),
-    });
-    if !meta.warnings.is_empty() {
-        data["warnings"] = json!(meta.warnings);
-    }
-    let mut out = ToolOutput::new(data);
-    if let Some(first) = toc.first() {
-        out = out.suggest(if meta.format == "pdf" {
-            format!(
-                "Read a section with read_document(path='{path}', pages=[{}])",
-                first.page
-            )
-        } else {
-            format!("Read it with read_document(path='{path}')")
+    let tool = "get_document_info";
+    let offset = checked_offset(tool, "offset", args.offset)?;
+    let entries = &toc[offset.min(toc.len())..];
+    let build = |k: usize| {
+        let mut data = json!({
+            "name": name_of(&doc.rel),
+            "path": path,
+            "collection": tool_path(ctx, doc.root, parent_of(&doc.rel)),
+            "format": meta.format,
+            "size_bytes": doc.record.info.size,
+            "size_human": human_size(doc.record.info.size),
+            "pages": meta.pages.len(),
+            "modified": iso8601_ns(doc.record.info.mtime_ns),
+            "has_toc": !toc.is_empty(),
+            "toc": nest(&entries[..k]),
+            "metadata": metadata(meta),
         });
-    }
-    Ok(out.suggest(format!(
-        "Search inside it with search_documents(query=..., scope={{type:'document', path:'{path}'}})"
-    )))
+        if !meta.warnings.is_empty() {
+            data["warnings"] = json!(meta.warnings);
+        }
+        let mut out = ToolOutput::new(data);
+        if let Some(first) = toc.first() {
+            out = out.suggest(if meta.format == "pdf" {
+                format!(
+                    "Read a section with read_document(path='{path}', pages=[{}])",
+                    first.page
+                )
+            } else {
+                format!("Read it with read_document(path='{path}')")
+            });
+        }
+        out = out.suggest(format!(
+            "Search inside it with search_documents(query=..., scope={{type:'document', path:'{path}'}})"
+        ));
+        // A page of the TOC that starts inside a section lists its remaining
+        // subsections at the top.
+        let cut = budget::Cut {
+            kept: k,
+            total: entries.len(),
+            shortened: false,
+        };
+        budget::mark_offset(&mut out, cut, offset, tool, "TOC entries");
+        out
+    };
+    let budget = ctx.budget(tool);
+    let (_, mut out) = budget.fit_prefix(entries.len(), build);
+    // A document whose warnings alone are too long shows the first ones.
+    budget.cut_list(&mut out, "/warnings", |o, cut| {
+        if cut.truncated() {
+            o.metadata.insert("truncated".into(), true.into());
+            o.metadata
+                .insert("warnings_total".into(), meta.warnings.len().into());
+        }
+    });
+    Ok(out)
 }
 
 fn metadata(meta: &DocMetaRow) -> Value {

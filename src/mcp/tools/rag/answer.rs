@@ -9,8 +9,9 @@ use super::retrieve::{RetrieveArgs, options};
 use super::session::session_error;
 use super::{dataset, engine, node};
 use crate::job::Job;
+use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
-use crate::mcp::tools::{Context, parse_args};
+use crate::mcp::tools::{Context, checked_offset, parse_args};
 use crate::rag::Dataset;
 use crate::rag::answer::evidence;
 use crate::rag::llm::{LlmConfig, LlmError, Prompt, Source, answer_prompt, summary_prompt};
@@ -120,7 +121,11 @@ pub fn answer_question(
         }
     }
     let hits = retrieve(&ds, &args.query, &options);
-    let found = evidence(&ds, &args.query, &hits);
+    let mut found = evidence(&ds, &args.query, &hits);
+    // `offset` skips evidence sentences (a cut answer's next_offset).
+    let offset = checked_offset("answer_question", "offset", args.offset)?;
+    let found_total = found.len();
+    found.drain(..offset.min(found.len()));
     let evidence: Vec<Value> = found
         .iter()
         .map(|e| {
@@ -194,13 +199,57 @@ pub fn answer_question(
         data["session_questions"] = json!(asked);
     }
     let mut out = ToolOutput::new(data);
-    if found.is_empty() {
+    if found_total == 0 {
         out = out.suggest("No sentence matches the question's words: rephrase, or use rag_retrieve / search_documents");
     }
     for s in suggestions {
         out = out.suggest(s);
     }
+    let budget = ctx.budget("answer_question");
+    without_source_texts(&budget, &mut out, "/evidence");
+    let extractive = out.data["mode"] == "extractive";
+    let texts: Vec<&str> = found.iter().map(|e| e.text.as_str()).collect();
+    let remaining = texts.len();
+    budget.cut_list(&mut out, "/evidence", |o, cut| {
+        // An extractive answer is the evidence shown, joined.
+        if extractive {
+            o.data["answer"] = json!(texts[..cut.kept].join(" "));
+        }
+        let cut = crate::mcp::budget::Cut {
+            total: remaining.max(cut.kept),
+            ..cut
+        };
+        crate::mcp::budget::mark_offset(o, cut, offset, "answer_question", "evidence sentences");
+    });
     Ok(out)
+}
+
+/// An abstractive answer's `sources` lose their texts, last first, until the
+/// answer would fit with its list at `list` empty: each keeps its node_id,
+/// which rag_node_get reads.
+fn without_source_texts(budget: &Budget, out: &mut ToolOutput, list: &str) {
+    let Some(Value::Array(sources)) = out.data.get("sources") else {
+        return;
+    };
+    let mut left = sources.len();
+    let saved = out.data.pointer_mut(list).map(std::mem::take);
+    let mut dropped = false;
+    while !budget.fits(out) && left > 0 {
+        left -= 1;
+        if let Some(Value::Object(source)) = out.data["sources"].get_mut(left) {
+            dropped |= source.remove("text").is_some();
+        }
+    }
+    if let (Some(saved), Some(slot)) = (saved, out.data.pointer_mut(list)) {
+        *slot = saved;
+    }
+    if dropped {
+        out.metadata.insert("truncated".into(), true.into());
+        out.suggestions.push(
+            "Some sources are shown without their text to fit max_result_bytes: rag_node_get(node_id) reads one"
+                .into(),
+        );
+    }
 }
 
 #[derive(Deserialize)]
@@ -298,5 +347,15 @@ pub fn rag_summarize(
     for s in out_suggestions {
         out = out.suggest(s);
     }
+    // The summary is about 100 tokens; the sources given to the model and
+    // the sentences are what can grow.
+    let budget = ctx.budget("rag_summarize");
+    without_source_texts(&budget, &mut out, "/sentences");
+    budget.cut_list(&mut out, "/sentences", |o, cut| {
+        if cut.truncated() {
+            o.metadata.insert("truncated".into(), true.into());
+            o.metadata.insert("sentences_total".into(), cut.total.into());
+        }
+    });
     Ok(out)
 }

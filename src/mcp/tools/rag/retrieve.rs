@@ -13,14 +13,26 @@ use crate::rag::retrieve::{Hit, Mode, Options, retrieve};
 /// Most hits one call returns.
 const MAX_TOP_K: usize = 50;
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
 pub fn list_datasets(
     ctx: &Context,
     _job: &Job,
-    _args: Map<String, Value>,
+    args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
+    let tool = "list_datasets";
+    let args: ListArgs = parse_args(tool, args)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let rag = engine(ctx)?;
     let mut out = Vec::new();
-    for name in rag.dataset_names() {
+    let names = rag.dataset_names();
+    let remaining = names.len().saturating_sub(offset);
+    for name in names.into_iter().skip(offset) {
         let ds = rag.dataset(&name).map_err(ToolError::internal)?;
         let counters = rag.counters(&name);
         out.push(json!({
@@ -41,7 +53,10 @@ pub fn list_datasets(
     if let Some(e) = rag.model_error() {
         data["model_error"] = json!(e);
     }
-    Ok(ToolOutput::new(data))
+    let mut out = ToolOutput::new(data);
+    ctx.budget(tool)
+        .page(&mut out, "/datasets", offset, remaining, "datasets");
+    Ok(out)
 }
 
 #[derive(Deserialize)]
