@@ -30,7 +30,7 @@ async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
             let v = retrieve(&client, query, mode).await;
             let hits = &v["data"]["hits"];
             assert!(
-                texts(hits).iter().any(|t| t.contains(fact)),
+                texts(&v["data"]).iter().any(|t| t.contains(fact)),
                 "{mode} {query}: {v}"
             );
             assert_eq!(v["data"]["reranker"]["applied"], false);
@@ -185,7 +185,7 @@ async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
     // The nodes written are exactly the changed document's tree.
     let v = retrieve(&client, "gribbleton magnet", "collapsed").await;
     assert!(
-        texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)),
+        texts(&v["data"]).iter().any(|t| t.contains(fact)),
         "{v}"
     );
     let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
@@ -213,7 +213,7 @@ async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
     assert!(written < after["nodes"].as_u64().unwrap());
     let old = retrieve(&client, "frimbly trigger", "collapsed").await;
     assert!(
-        !texts(&old["data"]["hits"])
+        !texts(&old["data"])
             .iter()
             .any(|t| t.contains("frimbly"))
     );
@@ -222,7 +222,7 @@ async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
     wait_trees(&client, 3, 0).await;
     let gone = retrieve(&client, "quenvilt calibration", "collapsed").await;
     assert!(
-        !texts(&gone["data"]["hits"])
+        !texts(&gone["data"])
             .iter()
             .any(|t| t.contains("quenvilt")),
         "{gone}"
@@ -303,7 +303,7 @@ async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
     let query = json!({"dataset_id": "notes", "query": "snorkelwick detector"});
     loop {
         let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
-        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+        if !err && texts(&v["data"]).iter().any(|t| t.contains(fact)) {
             break;
         }
         assert!(
@@ -331,7 +331,7 @@ async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
     let start = Instant::now();
     loop {
         let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
-        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+        if !err && texts(&v["data"]).iter().any(|t| t.contains(fact)) {
             break;
         }
         assert!(

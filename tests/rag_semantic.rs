@@ -156,7 +156,7 @@ async fn hybrid_retrieval_finds_planted_facts_and_paraphrases() {
             assert_eq!(v["data"]["retrieval"], "hybrid");
             assert_eq!(v["data"]["score"], "rrf(bm25,cosine)");
             assert!(
-                texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)),
+                texts(&v["data"]).iter().any(|t| t.contains(fact)),
                 "{mode} {query}: {v}"
             );
         }
@@ -167,7 +167,7 @@ async fn hybrid_retrieval_finds_planted_facts_and_paraphrases() {
         assert!(h["score"].as_f64().unwrap() <= 1.0 / 61.0 + 1e-4, "{h}");
     }
     assert!(
-        texts(&v["data"]["hits"])
+        texts(&v["data"])
             .iter()
             .any(|t| t.contains(PARAPHRASED)),
         "the paraphrase is not found: {v}"

@@ -109,20 +109,22 @@ pub async fn retrieve(client: &Client, query: &str, mode: &str) -> Value {
     v
 }
 
-pub fn texts(hits: &Value) -> Vec<String> {
-    hits.as_array()
+pub fn texts(data: &Value) -> Vec<String> {
+    // A hit's text is in its content item (rag_retrieve shows it once); the
+    // leaves expanded under a summary hit carry theirs.
+    let shown = data["content"]
+        .as_array()
         .unwrap()
         .iter()
-        .flat_map(|h| {
-            std::iter::once(h["text"].as_str().unwrap().to_string()).chain(
-                h["expanded"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|e| e["text"].as_str().unwrap().to_string()),
-            )
-        })
-        .collect()
+        .map(|c| c["resource"]["text"].as_str().unwrap().to_string());
+    let expanded = data["hits"].as_array().unwrap().iter().flat_map(|h| {
+        h["expanded"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| e["text"].as_str().unwrap().to_string())
+    });
+    shown.chain(expanded).collect()
 }
 
 pub async fn ids(client: &Client, tool: &str, node: &str, extra: Value, key: &str) -> Vec<String> {
