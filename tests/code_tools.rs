@@ -526,7 +526,8 @@ async fn the_watcher_updates_symbols_within_two_seconds() {
 
 /// A file with more functions than fit in a result, and a folder of more files
 /// than fit: the per-file list and the folder's results are cut at the byte cap
-/// (12,000 bytes by default), say so, and still count everything.
+/// (12,000 bytes by default), say so, still count everything, and go on with
+/// offset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_are_cut_at_the_byte_cap() {
     let s = Sandbox::new();
@@ -557,14 +558,34 @@ async fn large_results_are_cut_at_the_byte_cap() {
     let kept = data["functions"].as_array().unwrap();
     assert!(kept.len() > 10 && kept.len() < 600, "{}", kept.len());
     assert_eq!(kept[0]["name"], "function_number_0");
-    assert!(serde_json::to_vec(data).unwrap().len() <= 12_000);
-    assert!(
-        v["suggestions"][0]
-            .as_str()
-            .unwrap()
-            .contains("get_outline"),
-        "{v}"
-    );
+    assert!(serde_json::to_vec(&v).unwrap().len() <= 12_000);
+    // The rest is reached with offset: the next page starts where this one
+    // stopped, and the pages together hold every function once, in order.
+    assert_eq!(v["metadata"]["next_offset"], kept.len());
+    let mut names: Vec<String> = Vec::new();
+    let mut page = v.clone();
+    loop {
+        names.extend(
+            page["data"]["functions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["name"].as_str().unwrap().to_string()),
+        );
+        let Some(next) = page["metadata"].get("next_offset").cloned() else {
+            break;
+        };
+        let (p, is_error) = call(
+            &client,
+            "find_functions",
+            json!({"filepath": "big/many.py", "offset": next}),
+        )
+        .await;
+        assert!(!is_error && serde_json::to_vec(&p).unwrap().len() <= 12_000, "{p}");
+        page = p;
+    }
+    let expected: Vec<String> = (0..600).map(|i| format!("function_number_{i}")).collect();
+    assert_eq!(names, expected);
 
     let (v, is_error) = call(&client, "find_functions", json!({"filepath": "big/folder"})).await;
     assert!(!is_error, "{v}");
@@ -580,5 +601,18 @@ async fn large_results_are_cut_at_the_byte_cap() {
         results.len()
     );
     assert_eq!(results[0]["filepath"], "big/folder/file_00.py");
-    assert!(serde_json::to_vec(data).unwrap().len() <= 12_000);
+    assert!(serde_json::to_vec(&v).unwrap().len() <= 12_000);
+    // The next files come with offset.
+    let next = v["metadata"]["next_offset"].as_u64().unwrap();
+    assert_eq!(next as usize, results.len());
+    let (p, _) = call(
+        &client,
+        "find_functions",
+        json!({"filepath": "big/folder", "offset": next}),
+    )
+    .await;
+    assert_eq!(
+        p["data"]["results"][0]["filepath"],
+        format!("big/folder/file_{next:02}.py")
+    );
 }
