@@ -38,6 +38,11 @@ async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
             assert_eq!(first["document"], path, "{mode}: {first}");
             let content = &v["data"]["content"][0]["resource"];
             assert_eq!(content["uri"], first["uri"]);
+            // Each node's text is sent once: in its content item, not again
+            // in its hit.
+            for (c, h) in v["data"]["content"].as_array().unwrap().iter().zip(hits.as_array().unwrap()) {
+                assert!(c["resource"]["text"].is_string() && h.get("text").is_none(), "{h}");
+            }
         }
         let v = retrieve(&client, query, "collapsed").await;
         let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
