@@ -103,7 +103,8 @@ async fn stringified_arguments_of_the_schema_type_are_taken_as_that_type() {
     loop {
         let (v, _) = call(&client, "list_datasets", json!({})).await;
         let d = &v["data"]["datasets"][0];
-        if d["documents"].as_u64() > Some(0) && d["trees_built"].as_u64() >= d["documents"].as_u64() {
+        if d["documents"].as_u64() > Some(0) && d["trees_built"].as_u64() >= d["documents"].as_u64()
+        {
             break;
         }
         assert!(start.elapsed().as_secs() < 60, "trees never built: {v}");

@@ -209,7 +209,6 @@ fn result_len(v: &Value) -> usize {
     serde_json::to_string(v).unwrap().len()
 }
 
-
 /// A quarry on a copy of the test data (and, if asked, `long_text` as
 /// docs/long_log.txt), with an ingest folder and these `[limits]` lines, its
 /// catalog complete and the RAG trees of its documents built.
@@ -352,7 +351,12 @@ async fn every_tool_with_its_largest_arguments_fits_max_result_bytes() {
 }
 
 fn list_at(pointer: &'static str) -> impl Fn(&Value) -> Vec<Value> {
-    move |v: &Value| v.pointer(pointer).and_then(Value::as_array).cloned().unwrap_or_default()
+    move |v: &Value| {
+        v.pointer(pointer)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 /// Every page of a call, following `metadata.next_offset`: each page within
@@ -369,12 +373,19 @@ async fn walk(
     loop {
         let (v, is_error) = call(client, tool, arguments.clone()).await;
         assert!(!is_error, "{tool} {arguments}: {v}");
-        assert!(result_len(&v) <= RESULT_BUDGET, "{tool} {arguments}: {} bytes", result_len(&v));
+        assert!(
+            result_len(&v) <= RESULT_BUDGET,
+            "{tool} {arguments}: {} bytes",
+            result_len(&v)
+        );
         pages += 1;
         all.extend(items(&v));
         match v["metadata"].get("next_offset") {
             Some(next) => {
-                assert!(is_truncated(&v), "{tool}: a next_offset without truncated: {v}");
+                assert!(
+                    is_truncated(&v),
+                    "{tool}: a next_offset without truncated: {v}"
+                );
                 assert!(pages < 500, "{tool}: the pages never end");
                 arguments["offset"] = next.clone();
             }
@@ -437,7 +448,11 @@ async fn following_next_offset_gives_every_item_once_in_order() {
             json!({"dataset_id": "data", "query": "the calibration run detector pedestal gain", "top_k": 50}),
             Box::new(retrieved),
         ),
-        ("read_dataset_slice", json!({"uri": slice, "slice_str": ":"}), Box::new(list_at("/data/data"))),
+        (
+            "read_dataset_slice",
+            json!({"uri": slice, "slice_str": ":"}),
+            Box::new(list_at("/data/data")),
+        ),
         (
             "read_dataset_slice",
             json!({"uri": slice, "slice_str": "::-1, 1:12"}),
@@ -478,9 +493,15 @@ async fn following_next_offset_gives_every_item_once_in_order() {
             .map(|i| without_root(i, &whole_root))
             .collect();
         let got: Vec<Value> = pages.into_iter().map(|i| without_root(i, &root)).collect();
-        assert!(calls > 1, "{tool}: one page holds everything; the walk tests nothing");
+        assert!(
+            calls > 1,
+            "{tool}: one page holds everything; the walk tests nothing"
+        );
         assert_eq!(got.len(), expected.len(), "{tool}: {calls} pages");
-        assert!(got == expected, "{tool}: the pages differ from the whole answer");
+        assert!(
+            got == expected,
+            "{tool}: the pages differ from the whole answer"
+        );
         eprintln!("{tool}: {} items in {calls} pages", got.len());
     }
 
@@ -512,7 +533,10 @@ async fn following_next_offset_gives_every_item_once_in_order() {
     }
     assert!(calls > 1, "search_multiple: one page holds everything");
     for (q, r) in full["data"]["results"].as_object().unwrap() {
-        assert!(got[q] == r["matches"], "search_multiple '{q}': the pages differ");
+        assert!(
+            got[q] == r["matches"],
+            "search_multiple '{q}': the pages differ"
+        );
     }
 
     // A 2-D histogram, window after window (x_offset, y_offset).
@@ -520,7 +544,11 @@ async fn following_next_offset_gives_every_item_once_in_order() {
         "x_bins": 700, "y_bins": 40, "x_range": [-100, 100], "y_range": [-100, 100]});
     let (full, _) = call(&whole, "compute_histogram_2d", at(&arguments, &whole_root)).await;
     let cells = |rows: &Value| -> Vec<Value> {
-        rows.as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().clone()).collect()
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().clone())
+            .collect()
     };
     let mut args = at(&arguments, &root);
     let (mut got, mut calls) = (Vec::new(), 0);
@@ -538,7 +566,10 @@ async fn following_next_offset_gives_every_item_once_in_order() {
             None => break,
         }
     }
-    assert!(calls > 1 && got == cells(&full["data"]["counts"]), "2-D: {calls} windows");
+    assert!(
+        calls > 1 && got == cells(&full["data"]["counts"]),
+        "2-D: {calls} windows"
+    );
 
     // read_document: characters, continued with offset.
     for doc in ["docs/detector_calibration.pdf", "docs/long_log.txt"] {
@@ -550,8 +581,14 @@ async fn following_next_offset_gives_every_item_once_in_order() {
         .await;
         let text: String = pages.iter().map(|p| p.as_str().unwrap()).collect();
         assert!(calls > 1, "{doc}: one page");
-        assert!(text == full["data"]["content"].as_str().unwrap(), "{doc}: the pages differ");
-        eprintln!("read_document {doc}: {} characters in {calls} pages", text.chars().count());
+        assert!(
+            text == full["data"]["content"].as_str().unwrap(),
+            "{doc}: the pages differ"
+        );
+        eprintln!(
+            "read_document {doc}: {} characters in {calls} pages",
+            text.chars().count()
+        );
     }
 
     // get_branch_stats: the branches' statistics, a page of branches at a time.
@@ -559,21 +596,33 @@ async fn following_next_offset_gives_every_item_once_in_order() {
         "branches": ["Muon_Px", "Muon_Py", "Muon_Pz", "Muon_E", "Jet_Px", "Jet_Py", "Jet_Pz", "Jet_E", "MET_px", "MET_py"],
         "quantiles": (1..=99).map(|i| f64::from(i) / 100.0).collect::<Vec<_>>()});
     let (full, _) = call(&whole, "get_branch_stats", at(&stats, &whole_root)).await;
-    let (pages, calls) = walk(&small, "get_branch_stats", &at(&stats, &root), &|v: &Value| {
-        v["data"]["statistics"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, s)| json!([k, s]))
-            .collect()
-    })
+    let (pages, calls) = walk(
+        &small,
+        "get_branch_stats",
+        &at(&stats, &root),
+        &|v: &Value| {
+            v["data"]["statistics"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, s)| json!([k, s]))
+                .collect()
+        },
+    )
     .await;
     let merged: Map<String, Value> = pages
         .iter()
         .map(|p| (p[0].as_str().unwrap().to_string(), p[1].clone()))
         .collect();
-    assert_eq!(pages.len(), merged.len(), "get_branch_stats: a branch came twice");
-    assert!(calls > 1 && Value::Object(merged) == full["data"]["statistics"], "get_branch_stats");
+    assert_eq!(
+        pages.len(),
+        merged.len(),
+        "get_branch_stats: a branch came twice"
+    );
+    assert!(
+        calls > 1 && Value::Object(merged) == full["data"]["statistics"],
+        "get_branch_stats"
+    );
 }
 
 /// A value with this sandbox's root path taken out (the two quarries' roots

@@ -581,7 +581,10 @@ async fn large_results_are_cut_at_the_byte_cap() {
             json!({"filepath": "big/many.py", "offset": next}),
         )
         .await;
-        assert!(!is_error && serde_json::to_vec(&p).unwrap().len() <= 12_000, "{p}");
+        assert!(
+            !is_error && serde_json::to_vec(&p).unwrap().len() <= 12_000,
+            "{p}"
+        );
         page = p;
     }
     let expected: Vec<String> = (0..600).map(|i| format!("function_number_{i}")).collect();

@@ -40,8 +40,16 @@ async fn planted_facts_are_retrieved_and_navigation_is_consistent() {
             assert_eq!(content["uri"], first["uri"]);
             // Each node's text is sent once: in its content item, not again
             // in its hit.
-            for (c, h) in v["data"]["content"].as_array().unwrap().iter().zip(hits.as_array().unwrap()) {
-                assert!(c["resource"]["text"].is_string() && h.get("text").is_none(), "{h}");
+            for (c, h) in v["data"]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(hits.as_array().unwrap())
+            {
+                assert!(
+                    c["resource"]["text"].is_string() && h.get("text").is_none(),
+                    "{h}"
+                );
             }
         }
         let v = retrieve(&client, query, "collapsed").await;
@@ -189,10 +197,7 @@ async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
 
     // The nodes written are exactly the changed document's tree.
     let v = retrieve(&client, "gribbleton magnet", "collapsed").await;
-    assert!(
-        texts(&v["data"]).iter().any(|t| t.contains(fact)),
-        "{v}"
-    );
+    assert!(texts(&v["data"]).iter().any(|t| t.contains(fact)), "{v}");
     let leaf = v["data"]["hits"][0]["id"].as_str().unwrap().to_string();
     let path = ids(&client, "rag_path_to_root", &leaf, json!({}), "path").await;
     let mut doc_nodes = BTreeSet::new();
@@ -217,19 +222,13 @@ async fn a_changed_document_rebuilds_only_its_tree_and_a_deleted_one_leaves() {
     assert_eq!(written, doc_nodes.len() as u64, "nodes rewritten");
     assert!(written < after["nodes"].as_u64().unwrap());
     let old = retrieve(&client, "frimbly trigger", "collapsed").await;
-    assert!(
-        !texts(&old["data"])
-            .iter()
-            .any(|t| t.contains("frimbly"))
-    );
+    assert!(!texts(&old["data"]).iter().any(|t| t.contains("frimbly")));
 
     std::fs::remove_file(s.root.join("calo.md")).unwrap();
     wait_trees(&client, 3, 0).await;
     let gone = retrieve(&client, "quenvilt calibration", "collapsed").await;
     assert!(
-        !texts(&gone["data"])
-            .iter()
-            .any(|t| t.contains("quenvilt")),
+        !texts(&gone["data"]).iter().any(|t| t.contains("quenvilt")),
         "{gone}"
     );
 }

@@ -167,9 +167,7 @@ async fn hybrid_retrieval_finds_planted_facts_and_paraphrases() {
         assert!(h["score"].as_f64().unwrap() <= 1.0 / 61.0 + 1e-4, "{h}");
     }
     assert!(
-        texts(&v["data"])
-            .iter()
-            .any(|t| t.contains(PARAPHRASED)),
+        texts(&v["data"]).iter().any(|t| t.contains(PARAPHRASED)),
         "the paraphrase is not found: {v}"
     );
     let (a, err) = call(

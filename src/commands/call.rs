@@ -119,22 +119,24 @@ fn in_process(
         })?;
     let job = Job::new(Some(settings.server.limits.call_timeout));
     let started = std::time::Instant::now();
-    Ok(match crate::mcp::tools::invoke(def, &ctx, &job, arguments) {
-        Ok(output) => {
-            let ms = started.elapsed().as_secs_f64() * 1000.0;
-            let json = output.into_json(tool, ms);
-            CallReply {
-                is_error: false,
-                text: json.to_string(),
-                structured: Some(json),
+    Ok(
+        match crate::mcp::tools::invoke(def, &ctx, &job, arguments) {
+            Ok(output) => {
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                let json = output.into_json(tool, ms);
+                CallReply {
+                    is_error: false,
+                    text: json.to_string(),
+                    structured: Some(json),
+                }
             }
-        }
-        Err(e) => CallReply {
-            is_error: true,
-            text: e.into_json().to_string(),
-            structured: None,
+            Err(e) => CallReply {
+                is_error: true,
+                text: e.into_json().to_string(),
+                structured: None,
+            },
         },
-    })
+    )
 }
 
 /// `key=value` pairs over an optional JSON object. A value is read as JSON when

@@ -96,7 +96,12 @@ fn gather_pages(
     let mut next = whole["metadata"]["next_offset"].as_u64();
     while let Some(offset) = next.filter(|&n| n < 1000) {
         let more = fetch(page(offset))?;
-        for (i, root) in more["data"]["roots"].as_array().into_iter().flatten().enumerate() {
+        for (i, root) in more["data"]["roots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             for list in ["failed_files", "skipped_paths"] {
                 if let (Some(into), Some(from)) = (
                     whole["data"]["roots"][i][list].as_array_mut(),

@@ -151,10 +151,14 @@ impl Budget {
                 // The longest of the first items is shortened to what the
                 // others leave.
                 let others = rest_len(cut_at(1, true)) + arrays_len(1);
-                let firsts: Vec<usize> = sizes.iter().map(|s| s.first().map_or(0, |n| *n)).collect();
+                let firsts: Vec<usize> =
+                    sizes.iter().map(|s| s.first().map_or(0, |n| *n)).collect();
                 let longest = (0..firsts.len()).max_by_key(|&i| firsts[i]).unwrap_or(0);
                 let room = self.cap.saturating_sub(others - firsts[longest]);
-                if lists[longest].first_mut().is_some_and(|item| shorten(item, room)) {
+                if lists[longest]
+                    .first_mut()
+                    .is_some_and(|item| shorten(item, room))
+                {
                     cut = cut_at(1, true);
                 }
             }
@@ -478,7 +482,17 @@ mod tests {
         assert_eq!(out.metadata["next_offset"], json!(cut.kept));
         // One item more would not have fitted.
         let mut more = output(items[..=cut.kept].to_vec());
-        mark_offset(&mut more, Cut { kept: cut.kept + 1, total: 500, shortened: false }, 0, "tool", "items");
+        mark_offset(
+            &mut more,
+            Cut {
+                kept: cut.kept + 1,
+                total: 500,
+                shortened: false,
+            },
+            0,
+            "tool",
+            "items",
+        );
         assert!(!budget.fits(&more));
         // A list that fits is left alone, unmarked.
         let mut small = output(items[..3].to_vec());
@@ -500,7 +514,10 @@ mod tests {
         assert_eq!((cut.kept, cut.shortened), (1, true));
         assert!(budget.fits(&out), "{}", budget.len(&out));
         let text = out.data["items"][0]["text"].as_str().unwrap();
-        assert!(text.starts_with("éé") && text.contains("…[cut here"), "{text}");
+        assert!(
+            text.starts_with("éé") && text.contains("…[cut here"),
+            "{text}"
+        );
         assert_eq!(out.metadata["next_offset"], json!(1));
     }
 
@@ -522,7 +539,8 @@ mod tests {
 
     #[test]
     fn sequences_fill_the_first_arrays_first() {
-        let list = |n: usize| -> Vec<Value> { (0..n).map(|i| json!(format!("item {i}"))).collect() };
+        let list =
+            |n: usize| -> Vec<Value> { (0..n).map(|i| json!(format!("item {i}"))).collect() };
         let budget = Budget::new(1100, "tool");
         let mut out = ToolOutput::new(json!({ "a": list(30), "b": list(300), "c": list(5) }));
         let pointers = ["/a".to_string(), "/b".to_string(), "/c".to_string()];

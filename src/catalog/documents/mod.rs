@@ -366,7 +366,10 @@ impl DocumentText<'_> {
             }
             let from = skip - skipped;
             skipped = skip;
-            let start = whole.char_indices().nth(from).map_or(whole.len(), |(i, _)| i);
+            let start = whole
+                .char_indices()
+                .nth(from)
+                .map_or(whole.len(), |(i, _)| i);
             let part = &whole[start..];
             let n = n - from;
             if chars + n > max_chars {

@@ -503,7 +503,13 @@ mod tests {
         assert_eq!(sel.rows(9, 5).unwrap().len(), 0);
         // A dropped leading axis: the rows are the second axis's.
         let sel = resolve(&parse("3, 1:4").unwrap(), &shape).unwrap();
-        assert_eq!(sel.rows(1, 1).unwrap(), resolve(&parse("3, 2:3").unwrap(), &shape).unwrap());
-        assert_eq!(resolve(&parse("3, 1").unwrap(), &shape).unwrap().rows(0, 1), None);
+        assert_eq!(
+            sel.rows(1, 1).unwrap(),
+            resolve(&parse("3, 2:3").unwrap(), &shape).unwrap()
+        );
+        assert_eq!(
+            resolve(&parse("3, 1").unwrap(), &shape).unwrap().rows(0, 1),
+            None
+        );
     }
 }

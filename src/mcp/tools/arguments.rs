@@ -22,9 +22,13 @@ type ArgumentTypes = HashMap<String, Vec<String>>;
 fn types_of(def: &ToolDef) -> &'static ArgumentTypes {
     static ALL: OnceLock<HashMap<&'static str, ArgumentTypes>> = OnceLock::new();
     static NONE: OnceLock<ArgumentTypes> = OnceLock::new();
-    ALL.get_or_init(|| super::all().map(|d| (d.name, parse_types(d.input_schema))).collect())
-        .get(def.name)
-        .unwrap_or_else(|| NONE.get_or_init(HashMap::new))
+    ALL.get_or_init(|| {
+        super::all()
+            .map(|d| (d.name, parse_types(d.input_schema)))
+            .collect()
+    })
+    .get(def.name)
+    .unwrap_or_else(|| NONE.get_or_init(HashMap::new))
 }
 
 fn parse_types(schema: &str) -> ArgumentTypes {
@@ -159,7 +163,10 @@ mod tests {
         // A string argument stays a string even when it looks like a number.
         assert_eq!(a["query"], json!("10"));
         assert_eq!(a["scope"], json!({"type": "global"}));
-        assert_eq!((a["max_results"].clone(), a["fuzzy"].clone()), (json!(7), json!(true)));
+        assert_eq!(
+            (a["max_results"].clone(), a["fuzzy"].clone()),
+            (json!(7), json!(true))
+        );
         let mut b = args(json!({ "path": "p", "tree": "t", "branches": "[\"x\", \"y\"]" }));
         coerce(def("read_branches"), &mut b).unwrap();
         assert_eq!(b["branches"], json!(["x", "y"]));

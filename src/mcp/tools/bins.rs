@@ -82,7 +82,13 @@ pub(super) fn page_2d(budget: &Budget, out: &mut ToolOutput, grids: &[&str], at:
     };
     let by_rows = budget.cut_together(&mut trial, &rows, |o, cut| {
         let next_y = at.y_offset + cut.kept;
-        mark_2d(o, budget.operation, cut.shortened, (0, next_y), next_y < at.y_bins);
+        mark_2d(
+            o,
+            budget.operation,
+            cut.shortened,
+            (0, next_y),
+            next_y < at.y_bins,
+        );
     });
     if by_rows.kept > 0 {
         trial.images = std::mem::take(&mut out.images);
@@ -155,7 +161,12 @@ mod tests {
     /// Every cell, in order, gathered by following the next offsets.
     fn walk(nx: usize, ny: usize, cap: usize) -> (Vec<u64>, usize) {
         let budget = Budget::new(cap, "compute_histogram_2d");
-        let mut at = Window { x_offset: 0, y_offset: 0, x_bins: nx, y_bins: ny };
+        let mut at = Window {
+            x_offset: 0,
+            y_offset: 0,
+            x_bins: nx,
+            y_bins: ny,
+        };
         let (mut cells, mut calls) = (Vec::new(), 0);
         loop {
             let mut out = grid(nx, ny, at);
@@ -196,12 +207,25 @@ mod tests {
             let mut out = ToolOutput::new(json!({
                 "bin_edges": from(&edges, offset), "bin_counts": from(&counts, offset),
             }));
-            let cut = page_1d(&budget, &mut out, "/bin_edges", &["/bin_counts"], offset, 2000);
+            let cut = page_1d(
+                &budget,
+                &mut out,
+                "/bin_edges",
+                &["/bin_counts"],
+                offset,
+                2000,
+            );
             assert!(budget.fits(&out));
             let shown = out.data["bin_edges"].as_array().unwrap();
             assert_eq!(shown.len(), cut.kept + 1);
             assert_eq!(shown[0], json!(edges[offset]));
-            seen.extend(out.data["bin_counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()));
+            seen.extend(
+                out.data["bin_counts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap()),
+            );
             match out.metadata.get("next_offset") {
                 Some(n) => offset = n.as_u64().unwrap() as usize,
                 None => break,

@@ -404,7 +404,10 @@ fn first_file_cut(
 ) -> Result<(), ToolError> {
     let total_files = out.data["total_files"].as_u64().unwrap_or(0) as usize;
     let filepath = entry.get("filepath").cloned().unwrap_or(Value::Null);
-    let items = entry.get(list).and_then(Value::as_array).map_or(0, Vec::len);
+    let items = entry
+        .get(list)
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     out.data["results"] = json!([Value::Object(entry)]);
     let tool = budget.operation;
     let pointer = format!("/results/0/{list}");
@@ -614,7 +617,11 @@ fn execute_query(
     let deadline = Instant::now() + QUERY_BUDGET;
     // One file: `offset` skips captures, which are found again first.
     let single = matches!(targets, Targets::Single(_));
-    let mut remaining = if single { max.saturating_add(offset) } else { max };
+    let mut remaining = if single {
+        max.saturating_add(offset)
+    } else {
+        max
+    };
     let mut truncated = false;
     let mut timed_out = false;
     // Room is left for what is added once the files are done: the notes of
@@ -792,18 +799,19 @@ fn find_symbol(
     }
     let shown = symbols.len();
     let mut out = out.meta("truncated", truncated);
-    ctx.budget("find_symbol").cut_list(&mut out, "/symbols", |o, cut| {
-        // More symbols match past the limit (`truncated`) or past the cut.
-        let more = truncated || cut.kept < shown;
-        if more || cut.shortened {
-            set(&mut o.data, "truncated", true);
-        }
-        let cut = Cut {
-            total: if more { cut.kept + 1 } else { cut.kept },
-            ..cut
-        };
-        mark_offset(o, cut, offset, "find_symbol", "symbols");
-    });
+    ctx.budget("find_symbol")
+        .cut_list(&mut out, "/symbols", |o, cut| {
+            // More symbols match past the limit (`truncated`) or past the cut.
+            let more = truncated || cut.kept < shown;
+            if more || cut.shortened {
+                set(&mut o.data, "truncated", true);
+            }
+            let cut = Cut {
+                total: if more { cut.kept + 1 } else { cut.kept },
+                ..cut
+            };
+            mark_offset(o, cut, offset, "find_symbol", "symbols");
+        });
     Ok(out)
 }
 
@@ -854,7 +862,11 @@ fn get_outline(
             "outline": outline(&symbols[..k]),
             "success": true,
         }));
-        let cut = Cut { kept: k, total: symbols.len(), shortened: false };
+        let cut = Cut {
+            kept: k,
+            total: symbols.len(),
+            shortened: false,
+        };
         mark_offset(&mut out, cut, offset, "get_outline", "symbols");
         out
     });

@@ -283,9 +283,7 @@ fn index_status(
         total_failed += failed_here;
         let failures = catalog.failures(r, listed).map_err(ToolError::internal)?;
         let (skipped_total, skipped) = catalog.skipped(r, listed).map_err(ToolError::internal)?;
-        left = left
-            .max(failed_here as usize)
-            .max(skipped_total as usize);
+        left = left.max(failed_here as usize).max(skipped_total as usize);
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
@@ -321,7 +319,12 @@ fn index_status(
     let mut out = out.suggest("List files with list_files(kind='all')");
     // Each root's two lists are cut at the same index.
     let pointers: Vec<String> = (0..selected.len())
-        .flat_map(|i| [format!("/roots/{i}/failed_files"), format!("/roots/{i}/skipped_paths")])
+        .flat_map(|i| {
+            [
+                format!("/roots/{i}/failed_files"),
+                format!("/roots/{i}/skipped_paths"),
+            ]
+        })
         .collect();
     let arrays: Vec<(&str, usize)> = pointers.iter().map(|p| (p.as_str(), 0)).collect();
     let remaining = left.saturating_sub(offset);
@@ -331,7 +334,13 @@ fn index_status(
                 total: remaining.max(cut.kept),
                 ..cut
             };
-            crate::mcp::budget::mark_offset(o, cut, offset, "index_status", "failures and skipped paths per root");
+            crate::mcp::budget::mark_offset(
+                o,
+                cut,
+                offset,
+                "index_status",
+                "failures and skipped paths per root",
+            );
         });
     Ok(out)
 }

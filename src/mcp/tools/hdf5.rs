@@ -12,8 +12,8 @@ use crate::formats::hdf5::slice::{self, Selection, SliceError};
 use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
 use crate::job::Job;
-use crate::mcp::resources::h5::{self, KnownFile};
 use crate::mcp::budget::{self, Cut};
+use crate::mcp::resources::h5::{self, KnownFile};
 use crate::mcp::resources::{self, ResourceError};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -208,9 +208,9 @@ fn read_dataset_slice(
             if !budget::shorten(&mut out.data["data"], room) {
                 return Err(row_too_long(&args, &sel, budget.cap));
             }
-            out = out
-                .meta("truncated", true)
-                .suggest("The value was too long for max_result_bytes: it ends with a '…[cut here' marker");
+            out = out.meta("truncated", true).suggest(
+                "The value was too long for max_result_bytes: it ends with a '…[cut here' marker",
+            );
         }
         return Ok(out);
     }
@@ -224,8 +224,7 @@ fn read_dataset_slice(
             let mut returned = shape.clone();
             returned[0] = cut.kept as u64;
             budget::set(&mut o.data, "shape", json!(returned));
-            o.metadata
-                .insert("selection_shape".into(), json!(shape));
+            o.metadata.insert("selection_shape".into(), json!(shape));
         }
         budget::mark_offset(o, cut, offset as usize, "read_dataset_slice", "rows");
     });

@@ -197,7 +197,10 @@ impl Context {
             .find(|d| d.name == tool)
             .map_or(0, arguments::note_reserve);
         Budget::new(
-            self.settings.limits.max_result_bytes.saturating_sub(reserve),
+            self.settings
+                .limits
+                .max_result_bytes
+                .saturating_sub(reserve),
             tool,
         )
     }

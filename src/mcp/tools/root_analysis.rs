@@ -480,7 +480,14 @@ fn compute_histogram(
     }
     let mut out = out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)");
     let budget = ctx.budget("compute_histogram");
-    pages::page_1d(&budget, &mut out, "/bin_edges", &["/bin_counts", "/bin_errors"], offset, bins);
+    pages::page_1d(
+        &budget,
+        &mut out,
+        "/bin_edges",
+        &["/bin_counts", "/bin_errors"],
+        offset,
+        bins,
+    );
     Ok(out)
 }
 
@@ -657,7 +664,11 @@ fn get_branch_stats(
             .meta("entries_scanned", scanned)
             .meta("entries_selected", selected)
             .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)");
-        let cut = crate::mcp::budget::Cut { kept, total: remaining, shortened: false };
+        let cut = crate::mcp::budget::Cut {
+            kept,
+            total: remaining,
+            shortened: false,
+        };
         crate::mcp::budget::mark_offset(&mut out, cut, offset, tool, "branches");
         out
     };
@@ -708,5 +719,9 @@ fn get_branch_stats(
         (scanned, selected) = (s.scanned, selected.max(s.selected));
         kept += 1;
     }
-    Ok(answer(&statistics, kept, (scanned, selected, t.file.bytes_read())))
+    Ok(answer(
+        &statistics,
+        kept,
+        (scanned, selected, t.file.bytes_read()),
+    ))
 }

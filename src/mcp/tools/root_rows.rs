@@ -412,7 +412,10 @@ fn fit_rows(
             if entries > 0 && returned == Some(0) {
                 return Err(ToolError::new(
                     "limit_exceeded",
-                    format!("one entry of these branches is longer than max_result_bytes ({} bytes)", budget.cap),
+                    format!(
+                        "one entry of these branches is longer than max_result_bytes ({} bytes)",
+                        budget.cap
+                    ),
                     "Read fewer branches at a time, or summarise them with get_branch_stats or compute_histogram",
                 ));
             }

@@ -101,9 +101,16 @@ pub fn list_collections(
 /// A listing's collections and documents cut at the same index.
 fn cut_listing(ctx: &Context, out: &mut ToolOutput, offset: usize) {
     let lists = [("/collections", 0), ("/documents", 0)];
-    ctx.budget("list_collections").cut_together(out, &lists, |o, cut| {
-        mark_offset(o, cut, offset, "list_collections", "collections and documents");
-    });
+    ctx.budget("list_collections")
+        .cut_together(out, &lists, |o, cut| {
+            mark_offset(
+                o,
+                cut,
+                offset,
+                "list_collections",
+                "collections and documents",
+            );
+        });
 }
 
 fn collection_not_found(path: &str) -> ToolError {

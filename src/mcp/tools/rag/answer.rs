@@ -354,7 +354,8 @@ pub fn rag_summarize(
     budget.cut_list(&mut out, "/sentences", |o, cut| {
         if cut.truncated() {
             o.metadata.insert("truncated".into(), true.into());
-            o.metadata.insert("sentences_total".into(), cut.total.into());
+            o.metadata
+                .insert("sentences_total".into(), cut.total.into());
         }
     });
     Ok(out)

@@ -288,4 +288,3 @@ lower expand_k or top_k, or read a node with rag_node_get(node_id)"
     });
     Ok(out)
 }
-
