@@ -4,6 +4,7 @@
 mod arguments;
 mod bins;
 mod code;
+mod code_files;
 mod documents;
 mod files;
 mod hdf5;
