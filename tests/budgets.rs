@@ -350,6 +350,9 @@ async fn every_tool_with_its_largest_arguments_fits_max_result_bytes() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What a walk collects from each page.
+type Items = Box<dyn Fn(&Value) -> Vec<Value>>;
+
 fn list_at(pointer: &'static str) -> impl Fn(&Value) -> Vec<Value> {
     move |v: &Value| {
         v.pointer(pointer)
@@ -437,7 +440,7 @@ async fn following_next_offset_gives_every_item_once_in_order() {
     let slice = "h5://{root}/hdf5/pylhe-testfile-hpcgen.hdf5?path=/particles";
     let nano = "{root}/root/nanoAOD_2015_CMS_Open_Data_ttbar.root";
     let hzz = "{root}/root/uproot-HZZ.root";
-    let walks: Vec<(&str, Value, Box<dyn Fn(&Value) -> Vec<Value>>)> = vec![
+    let walks: Vec<(&str, Value, Items)> = vec![
         (
             "search_documents",
             json!({"query": "the", "scope": {"type": "global"}, "max_results": 500, "context_lines": 5}),

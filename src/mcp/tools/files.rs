@@ -283,7 +283,7 @@ fn index_status(
         total_failed += failed_here;
         let failures = catalog.failures(r, listed).map_err(ToolError::internal)?;
         let (skipped_total, skipped) = catalog.skipped(r, listed).map_err(ToolError::internal)?;
-        left = left.max(failed_here as usize).max(skipped_total as usize);
+        left = left.max(failed_here as usize).max(skipped_total);
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
