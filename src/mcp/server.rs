@@ -100,14 +100,15 @@ impl QuarryServer {
         let outcome = match tokio::time::timeout(limit, work).await {
             Ok(Ok((Ok(mut output), ms))) => {
                 let images = std::mem::take(&mut output.images);
-                let json = output.into_json(def.name, ms);
+                let mut result = CallToolResult::structured(output.into_json(def.name, ms));
+                // The text item is the result's JSON: its length is what counts.
+                let len = result.content[0].as_text().map_or(0, |t| t.text.len());
                 let cap = self.ctx.settings.limits.max_result_bytes;
-                if let Some(e) = over_budget(def.name, &json, cap) {
+                if let Some(e) = over_budget(def.name, len, cap) {
                     return CallToolResult::error(vec![ContentBlock::text(
                         e.into_json().to_string(),
                     )]);
                 }
-                let mut result = CallToolResult::structured(json);
                 for png in images {
                     use base64::Engine;
                     let data = base64::engine::general_purpose::STANDARD.encode(png);
@@ -138,8 +139,7 @@ impl QuarryServer {
 /// The last guard of the result budget: every tool cuts its own answer to fit
 /// `max_result_bytes` (`mcp::budget`), so a result still over it is a bug in
 /// that tool. The client would refuse it whole; an error says what happened.
-fn over_budget(tool: &str, json: &serde_json::Value, cap: usize) -> Option<ToolError> {
-    let len = super::budget::json_len(json);
+fn over_budget(tool: &str, len: usize, cap: usize) -> Option<ToolError> {
     (len > cap).then(|| {
         tracing::error!("{tool} answered {len} bytes, over max_result_bytes ({cap})");
         ToolError::new(
