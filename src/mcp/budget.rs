@@ -129,7 +129,7 @@ impl Budget {
                 .map(|(s, (_, extra))| array_len(&s[..(k + extra).min(s.len())]))
                 .sum()
         };
-        let empty_len = 2 * arrays.len();
+        let empty_len = empty_arrays_len(out, arrays.iter().map(|(p, _)| *p));
         let cut_at = |kept: usize, shortened: bool| Cut {
             kept,
             total,
@@ -203,7 +203,7 @@ impl Budget {
                 .map(|(s, &k)| array_len(&s[..k]))
                 .sum()
         };
-        let empty_len = 2 * pointers.len();
+        let empty_len = empty_arrays_len(out, pointers.iter().map(String::as_str));
         let mut rest_len = |kept: &[usize], shortened: bool| {
             let mut trial = skeleton(out);
             mark(&mut trial, kept, shortened);
@@ -233,12 +233,23 @@ impl Budget {
     }
 }
 
-/// The array at `pointer` in `out.data`, taken out (an empty array left).
+/// The array at `pointer` in `out.data`, taken out (an empty array left);
+/// none when there is no array there.
 fn take(out: &mut ToolOutput, pointer: &str) -> Vec<Value> {
     match out.data.pointer_mut(pointer) {
         Some(Value::Array(items)) => std::mem::take(items),
         _ => Vec::new(),
     }
+}
+
+/// Bytes the empty arrays left at these pointers take (`[]` each; nothing
+/// where there is no array).
+fn empty_arrays_len<'a>(out: &ToolOutput, pointers: impl IntoIterator<Item = &'a str>) -> usize {
+    pointers
+        .into_iter()
+        .filter(|p| matches!(out.data.pointer(p), Some(Value::Array(_))))
+        .count()
+        * 2
 }
 
 fn put_back(out: &mut ToolOutput, arrays: &[(&str, usize)], lists: Vec<Vec<Value>>, k: usize) {
@@ -501,6 +512,11 @@ mod tests {
         });
         assert_eq!((cut.kept, cut.truncated()), (3, false));
         assert!(small.metadata.get("truncated").is_none());
+        // No array there: nothing to cut, and nothing added.
+        let before = small.data.clone();
+        let cut = budget.cut_list(&mut small, "/absent", |_, _| {});
+        assert_eq!((cut.kept, cut.total), (0, 0));
+        assert_eq!(small.data, before);
     }
 
     #[test]
