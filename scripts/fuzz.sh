@@ -7,7 +7,8 @@
 #   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
 #                  through, seeded with well-formed and malformed messages
 #   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
-#                  tests/fixtures/root/selections.json
+#                  tests/fixtures/root/selections.json (integer edge cuts among them) and
+#                  the dictionary fuzz/dicts/selection.dict (operators, edge numbers)
 #   code_query     execute_query's query compiler and runs, seeded with the
 #                  queries the code tests use
 #   code_source    the code reader (tree-sitter parse and symbol extraction),
@@ -21,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 target=${2:-root_reader}
+dict=""
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 case "$target" in
@@ -45,6 +47,7 @@ for i, cut in enumerate(cuts):
     (pathlib.Path(sys.argv[1]) / f"cut{i}").write_text(cut)
 PY
     max_len=4096
+    dict="$PWD/fuzz/dicts/selection.dict"
     ;;
   code_query)
     # The first byte picks the language: even C++, odd Python.
@@ -78,4 +81,4 @@ PY
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- \
-  -max_total_time="$seconds" ${RUNS:+-runs="$RUNS"} -rss_limit_mb=2048 -max_len="$max_len" -timeout=10
+  -max_total_time="$seconds" ${RUNS:+-runs="$RUNS"} -rss_limit_mb=2048 -max_len="$max_len" -timeout=10 ${dict:+-dict="$dict"}
