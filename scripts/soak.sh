@@ -42,6 +42,8 @@ quarry="$target_dir/$profile/quarry"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# quarry's default ingest folder and catalogs go here, not into the user's data folder.
+export XDG_DATA_HOME="$work/xdg-data"
 cp -r testdata "$work/data"
 
 if [ "$data_mode" = generated ]; then

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// `quarry mcp ARGS` (no --root) as a child process, with an MCP client on it.
 async fn mcp_without_roots(args: &[&std::ffi::OsStr]) -> Client {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    let mut cmd = common::quarry_tokio();
     cmd.arg("mcp").args(args);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())

@@ -407,3 +407,62 @@ async fn the_same_corpus_gives_the_same_trees() {
     }
     assert_eq!(shapes[0], shapes[1]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingesting_works_without_a_config_into_the_user_data_folder() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let xdg = s.tmp.path().join("xdg-data");
+    let client = s
+        .mcp_with_env(&[], &[("XDG_DATA_HOME", xdg.to_str().unwrap())])
+        .await;
+    wait_indexed(&client).await;
+    let fact = "The quillback calorimeter was cooled to minus thirty degrees.";
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "shift-notes", "file_content": format!("{fact}\n")}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    // Beside the catalogs, not inside the (deletable) catalog folder.
+    let written: Vec<_> = std::fs::read_dir(xdg.join("quarry/ingest/shift-notes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(!written[0].starts_with(&s.catalog));
+    let query = json!({"dataset_id": "shift-notes", "query": "quillback calorimeter"});
+    let start = Instant::now();
+    loop {
+        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        if !err && texts(&v["data"]["hits"]).iter().any(|t| t.contains(fact)) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "not retrievable after 5 s: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+
+    // `ingest_dir = false` turns ingesting off, with the error that says how to turn it on.
+    let config = s.tmp.path().join("off.toml");
+    std::fs::write(&config, "[rag]\ningest_dir = false\n").unwrap();
+    let client = s
+        .mcp_with_env(
+            &["--config", config.to_str().unwrap()],
+            &[("XDG_DATA_HOME", xdg.to_str().unwrap())],
+        )
+        .await;
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "shift-notes", "file_content": "More notes.\n"}),
+    )
+    .await;
+    assert!(err, "{v}");
+    assert_eq!(v["error"], "ingest_disabled", "{v}");
+    client.cancel().await.unwrap();
+}

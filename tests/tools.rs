@@ -209,7 +209,11 @@ async fn errors_have_spec_codes_and_suggestions() {
         assert!(!v["suggestion"].as_str().unwrap().is_empty());
     }
     let (v, _) = call(&client, "list_files", json!({"resource": "elsewhere"})).await;
-    assert_eq!(v["details"]["available_resources"], json!(["data"]));
+    // The ingest folder is served as a root of its own (`ingest`).
+    assert_eq!(
+        v["details"]["available_resources"],
+        json!(["data", "ingest"])
+    );
     let (v, _) = call(&client, "list_files", json!({"limit": 5000})).await;
     assert_eq!(v["retry_with"]["limit"], 1000);
 

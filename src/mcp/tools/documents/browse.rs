@@ -27,7 +27,7 @@ pub fn list_collections(
     let args: ListArgs = parse_args("list_collections", args)?;
     let path = args.path.unwrap_or_default();
     let path = path.trim();
-    if path.is_empty() && ctx.catalog.roots().list().len() > 1 {
+    if path.is_empty() && ctx.catalog.roots().sole().is_none() {
         return Ok(list_roots(ctx));
     }
     let (root, rel) = resolve(ctx, path, collection_not_found)?;

@@ -5,7 +5,9 @@
 //! stored pages, TOC and metadata. No tool opens a document file.
 //!
 //! Paths are as the spec shows them, relative to the knowledge root: a root's
-//! relative path when quarry has one root, `NAME/relative path` with several.
+//! relative path when quarry has one root, `NAME/relative path` with several. The
+//! ingest folder, a root quarry adds itself, does not count (`Roots::sole`): beside
+//! one root of the user's, its documents are shown by absolute path.
 //! Absolute paths inside a root are accepted too.
 
 mod browse;
@@ -96,27 +98,33 @@ keywords) and nested table of contents (the PDF outline, Markdown headers), from
 
 /// The path a tool shows for a root-relative path (see the module comment).
 fn tool_path(ctx: &Context, root: usize, rel: &str) -> String {
-    let roots = ctx.catalog.roots().list();
-    if roots.len() == 1 {
-        return rel.to_string();
-    }
-    let name = &roots[root].name;
-    if rel.is_empty() {
-        name.clone()
-    } else {
-        format!("{name}/{rel}")
+    let roots = ctx.catalog.roots();
+    match roots.sole() {
+        Some(sole) if sole == root => rel.to_string(),
+        // Beside a sole root, a root set aside (the ingest folder) cannot be told
+        // apart by a name prefix: its files are shown by their absolute paths.
+        Some(_) => roots.list()[root]
+            .dir
+            .join(rel)
+            .to_string_lossy()
+            .into_owned(),
+        None => {
+            let name = &roots.list()[root].name;
+            if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{name}/{rel}")
+            }
+        }
     }
 }
 
 /// The tool path of a catalog path ("root name/relative path").
 fn tool_path_of_catalog_path(ctx: &Context, catalog_path: &str) -> String {
-    if ctx.catalog.roots().list().len() == 1 {
-        catalog_path
-            .split_once('/')
-            .map_or(catalog_path, |(_, rel)| rel)
-            .to_string()
-    } else {
-        catalog_path.to_string()
+    let (name, rel) = catalog_path.split_once('/').unwrap_or((catalog_path, ""));
+    match ctx.catalog.roots().index_of(name) {
+        Some(root) => tool_path(ctx, root, rel),
+        None => catalog_path.to_string(),
     }
 }
 
