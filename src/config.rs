@@ -257,11 +257,9 @@ fn ingest_folder(
         }
         Some(IngestDirConfig::Enabled(true)) | None => default_ingest_dir(),
     };
-    let made = dir.as_deref().map(|d| {
-        crate::catalog::create_private_dir(d)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| Ok(d.canonicalize()?))
-    });
+    let made = dir
+        .as_deref()
+        .map(|d| crate::catalog::create_private_dir(d).and_then(|()| Ok(d.canonicalize()?)));
     match made {
         Some(Ok(dir)) => Ok(Some(dir)),
         Some(Err(e)) => {
