@@ -106,14 +106,14 @@ pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTre
     })
 }
 
+/// A tree's branch rows and their statistics rows, in the same order.
+type BranchStats = (Vec<BranchRow>, Vec<StatsRow>);
+
 /// The tree's branch rows and their statistics, when the catalog holds both
 /// for the very version of the file that is open; `None` otherwise (not
 /// computed yet, or the file changed since: another version's ranges would
 /// rule out clusters that hold passing entries now).
-fn stats_of_open_version(
-    ctx: &Context,
-    t: &OpenTree,
-) -> Result<Option<(Vec<BranchRow>, Vec<StatsRow>)>, ToolError> {
+fn stats_of_open_version(ctx: &Context, t: &OpenTree) -> Result<Option<BranchStats>, ToolError> {
     let prefix = branch_prefix(&t.row.path);
     let stats: Option<Vec<StatsRow>> =
         t.known
