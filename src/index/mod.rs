@@ -9,6 +9,7 @@ pub mod documents;
 mod extract;
 pub mod hdf5;
 pub mod root;
+mod stats_pass;
 mod walk;
 pub mod watcher;
 
@@ -22,7 +23,7 @@ pub use extract::{Extracted, extract};
 pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
-use crate::formats::{self, Kind};
+use crate::formats::Kind;
 
 /// When branch statistics are computed and cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -101,7 +102,7 @@ pub struct Indexer {
     /// diffs, so the catalog always converges to the last state observed.
     sync_lock: Mutex<()>,
     /// ROOT files waiting for the statistics pass (eager mode, once started).
-    stats_queue: Mutex<Option<std::sync::mpsc::Sender<(usize, String, u64)>>>,
+    stats_queue: Mutex<Option<std::sync::mpsc::Sender<stats_pass::Queued>>>,
     /// Files whose extraction met only transient errors, to try again
     /// (`retry_deferred`).
     deferred: Mutex<BTreeSet<(usize, String)>>,
@@ -139,7 +140,7 @@ impl Indexer {
         if self.options.stats != StatsMode::Eager {
             return Ok(());
         }
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, String, u64)>();
+        let (tx, rx) = std::sync::mpsc::channel::<stats_pass::Queued>();
         *self.stats_queue.lock().expect("stats queue") = Some(tx);
         // Files indexed before this start (unchanged since) get their turn too.
         {
@@ -156,25 +157,7 @@ impl Indexer {
         let catalog = self.catalog.clone();
         std::thread::Builder::new()
             .name("quarry-stats".into())
-            .spawn(move || {
-                for (root, rel, fingerprint) in rx {
-                    if catalog.has_stats(root, &rel) {
-                        continue;
-                    }
-                    let base = &catalog.roots().list()[root].canonical;
-                    let stats = crate::roots::open_beneath(base, &rel)
-                        .map_err(|e| formats::FormatError::Io(e.to_string()))
-                        .and_then(root::file_stats_rows);
-                    match stats {
-                        Ok(rows) => {
-                            if let Err(e) = catalog.add_rows(root, &rel, fingerprint, &rows) {
-                                tracing::warn!("storing statistics of {rel}: {e:#}");
-                            }
-                        }
-                        Err(e) => tracing::debug!("no statistics for {rel}: {e}"),
-                    }
-                }
-            })?;
+            .spawn(move || stats_pass::run(catalog, rx))?;
         Ok(())
     }
 

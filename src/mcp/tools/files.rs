@@ -251,6 +251,7 @@ fn index_status(
     let activity = catalog.activity();
     let mut complete = true;
     let mut total_failed = 0;
+    let mut total_stats_failed = 0;
     let mut root_values = Vec::new();
     for &r in &selected {
         let root = &roots.list()[r];
@@ -277,6 +278,8 @@ fn index_status(
         let (skipped_total, skipped) = catalog
             .skipped(r, max_errors)
             .map_err(ToolError::internal)?;
+        let (stats_failed_total, stats_failed) = catalog.stats_failures(r, max_errors);
+        total_stats_failed += stats_failed_total;
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
@@ -294,6 +297,11 @@ fn index_status(
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "reason": reason,
             })).collect::<Vec<_>>(),
+            "stats_failed_total": stats_failed_total,
+            "stats_failed_files": stats_failed.iter().map(|(rel, reason)| json!({
+                "path": root.canonical.join(rel).to_string_lossy(),
+                "reason": reason,
+            })).collect::<Vec<_>>(),
         }));
     }
     let mut out = ToolOutput::new(json!({
@@ -307,6 +315,11 @@ fn index_status(
     if total_failed > 0 {
         out = out.suggest(format!(
             "{total_failed} files failed to index: their errors are listed under failed_files; fix or remove them and quarry re-indexes them automatically"
+        ));
+    }
+    if total_stats_failed > 0 {
+        out = out.suggest(format!(
+            "The background statistics failed on {total_stats_failed} ROOT files (stats_failed_files): cuts on them read every cluster; list_branches(include_stats=true) retries one"
         ));
     }
     Ok(out.suggest("List files with list_files(kind='all')"))

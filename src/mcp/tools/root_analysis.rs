@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root::{Known, corrupted, find_tree, known_root_file, rows};
+use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_plot::with_plot;
 use super::{Context, ToolDef, Toolset, parse_args};
 use crate::analysis::ops::{
@@ -84,13 +84,15 @@ pub(super) struct OpenTree {
     pub(super) known: Known,
     pub(super) row: TreeRow,
     pub(super) file: RootFile,
+    /// The identity of the version `file` reads (its descriptor's fingerprint).
+    pub(super) fingerprint: u64,
     pub(super) tree: Tree,
 }
 
 pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
     let known = known_root_file(ctx, path)?;
     let row = find_tree(ctx, &known, tree)?;
-    let file = known.open(ctx)?;
+    let Opened { file, fingerprint } = known.open(ctx)?;
     let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
     let key = latest(&keys, &row.path, Some("TTree"))
         .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
@@ -99,13 +101,36 @@ pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTre
         known,
         row,
         file,
+        fingerprint,
         tree,
     })
 }
 
+/// A tree's branch rows and their statistics rows, in the same order.
+type BranchStats = (Vec<BranchRow>, Vec<StatsRow>);
+
+/// The tree's branch rows and their statistics, when the catalog holds both
+/// for the very version of the file that is open; `None` otherwise (not
+/// computed yet, or the file changed since: another version's ranges would
+/// rule out clusters that hold passing entries now).
+fn stats_of_open_version(ctx: &Context, t: &OpenTree) -> Result<Option<BranchStats>, ToolError> {
+    let prefix = branch_prefix(&t.row.path);
+    let stats: Option<Vec<StatsRow>> =
+        t.known
+            .rows_of_version(ctx, ROOT_STATS, t.fingerprint, &prefix)?;
+    let branches: Option<Vec<BranchRow>> =
+        t.known
+            .rows_of_version(ctx, ROOT_BRANCHES, t.fingerprint, &prefix)?;
+    Ok(match (branches, stats) {
+        (Some(b), Some(s)) if b.len() == s.len() => Some((b, s)),
+        _ => None,
+    })
+}
+
 /// Gives the columns `cut` reads the value ranges the statistics pass recorded
-/// for their baskets (when it has run), so the scan can skip the clusters the
-/// cut rules out. Without a cut there is nothing to skip.
+/// for their baskets (when it has run on the version of the file that is open),
+/// so the scan can skip the clusters the cut rules out. Without a cut there is
+/// nothing to skip.
 pub(super) fn add_bounds(
     ctx: &Context,
     t: &OpenTree,
@@ -115,12 +140,9 @@ pub(super) fn add_bounds(
     let Some(cut) = cut else {
         return Ok(());
     };
-    let prefix = branch_prefix(&t.row.path);
-    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
-    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
-    if stats.len() != branches.len() {
+    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
         return Ok(());
-    }
+    };
     for &c in &cut.columns {
         let info = &columns.columns[c];
         if info.leaf.is_some() {
@@ -230,24 +252,26 @@ fn apply_selection(
     add_bounds(ctx, &t, &mut columns, Some(&plan))?;
     let counted = count_selected(&t.file, &columns, &plan, job)
         .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
-    let efficiency = if counted.scanned == 0 {
+    // The fraction of the whole tree: the clusters the cut ruled out unread
+    // hold no passing entry, but their entries count.
+    let total = columns.entries;
+    let efficiency = if total == 0 {
         0.0
     } else {
-        counted.selected as f64 / counted.scanned as f64
+        counted.selected as f64 / total as f64
     };
     let path = t.known.abs.display().to_string();
     let out = ToolOutput::new(json!({
-        "entries_total": counted.scanned,
+        "entries_total": total,
         "entries_selected": counted.selected,
         "efficiency": efficiency,
         "selection": args.selection,
     }))
     .meta("entries_scanned", counted.scanned)
     .suggest(format!(
-        "{:.3}% of entries pass ({}/{})",
+        "{:.3}% of entries pass ({}/{total})",
         efficiency * 100.0,
         counted.selected,
-        counted.scanned
     ))
     .suggest(format!(
         "Histogram with compute_histogram(path='{path}', tree='{}', branch=..., bins=50, selection='{}')",
@@ -305,19 +329,17 @@ fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
 }
 
 /// A branch's cached statistics (values, or multiplicity for `flatten=false`),
-/// when the catalog holds them: a range without a pass over the file.
+/// when the catalog holds them for the version of the file that is open: a
+/// range without a pass over the file.
 fn cached_range(
     ctx: &Context,
     t: &OpenTree,
     branch: &str,
     multiplicity: bool,
 ) -> Result<Option<(f64, f64)>, ToolError> {
-    let prefix = branch_prefix(&t.row.path);
-    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
-    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
-    if stats.len() != branches.len() {
+    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
         return Ok(None);
-    }
+    };
     let Some(i) = branches
         .iter()
         .position(|b| b.path == branch || b.name == branch)

@@ -167,7 +167,7 @@ fn export_branches(
         .map_err(|e| refused(&args.output_path, &e.to_string()))?;
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
-    let truncated = done.entries_written == limit as u64 && done.entries_scanned < columns.entries;
+    let truncated = done.entries_written == limit as u64 && done.stopped_at < columns.entries;
     let out = ToolOutput::new(json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
@@ -186,7 +186,7 @@ fn export_branches(
     if truncated {
         out = out.suggest(format!(
             "The limit of {limit} entries stopped the export at entry {}; raise limit or narrow the selection",
-            done.entries_scanned
+            done.stopped_at
         ));
     }
     Ok(out.suggest(match format {
