@@ -147,16 +147,13 @@ pub fn dataset_moments(
 }
 
 fn decode<T: serde::de::DeserializeOwned>(out: &[u8]) -> Result<T, FormatError> {
-    let (answer, _): (Result<T, (bool, String)>, _) =
+    let (answer, _): (Result<T, FormatError>, _) =
         bincode::serde::decode_from_slice(out, bincode::config::standard())
             .map_err(|e| FormatError::Io(format!("the HDF5 reader's answer is garbled: {e}")))?;
-    // `true` marks an error of the file's type that is not its fault.
-    answer.map_err(|(unsupported, why)| {
-        if unsupported {
-            FormatError::Unsupported(why)
-        } else {
-            FormatError::Corrupt(why)
-        }
+    // The worker's I/O is on the file it was handed: the file's error.
+    answer.map_err(|e| match e {
+        FormatError::Io(why) | FormatError::Transient(why) => FormatError::Corrupt(why),
+        other => other,
     })
 }
 
@@ -178,6 +175,9 @@ impl Worker {
         let (ours, theirs) = UnixStream::pair()?;
         let mut child = Command::new(exe)
             .arg(WORKER_ARG)
+            // libhdf5 prefers these to the prefixes quarry sets on each dataset.
+            .env("HDF5_EXTFILE_PREFIX", super::NOWHERE)
+            .env("HDF5_VDS_PREFIX", super::NOWHERE)
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -437,7 +437,6 @@ fn answer(request: Request, file: File, out: &mut impl Write) -> Vec<u8> {
 }
 
 fn encode<T: Serialize>(answer: Result<T, FormatError>) -> Vec<u8> {
-    let answer = answer.map_err(|e| (matches!(e, FormatError::Unsupported(_)), e.to_string()));
     bincode::serde::encode_to_vec(&answer, bincode::config::standard())
         .expect("answers always encode")
 }

@@ -7,6 +7,8 @@
 //! - `types`: NumPy-style type strings and the decoding of values;
 //! - `slice`: NumPy basic indexing parsed by hand and resolved to hyperslabs;
 //! - `read`: reading a selection (or streaming it block by block);
+//! - `outside`: datasets whose data lies in other files (external storage,
+//!   virtual datasets): recorded, never read;
 //! - `signature`: the signature check that runs before libhdf5 sees a file;
 //! - `isolated`: tree walks, slices and statistics in worker processes (kept
 //!   between requests, handed each file as a descriptor by `fdpass`), so a
@@ -22,6 +24,7 @@ mod dataset;
 mod fdpass;
 mod ffi;
 pub mod isolated;
+mod outside;
 mod read;
 mod signature;
 pub mod slice;
@@ -33,6 +36,7 @@ use std::os::fd::AsRawFd;
 
 pub use attributes::{Attribute, MAX_VALUE_CHARS};
 pub use dataset::{DatasetInfo, Filter};
+pub use outside::{ExternalData, NOWHERE};
 pub use read::{Moments, OpenDataset, SliceData};
 pub use signature::{SIGNATURE, check_signature};
 pub use tree::{Entry, MAX_OBJECTS, Member, MemberKind, Object, Tree, absolute_target};

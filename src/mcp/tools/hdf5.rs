@@ -73,7 +73,10 @@ fn dataset_of(ctx: &Context, uri: &str) -> Result<(KnownFile, String, DatasetInf
         .map_err(resources::tool_error)?
         .ok_or_else(missing)?;
     match object.entry {
-        Entry::Dataset(info) => Ok((file, object.path, *info)),
+        Entry::Dataset(info) => match info.refusal(&object.path) {
+            Some(why) => Err(refused(uri, why)),
+            None => Ok((file, object.path, *info)),
+        },
         Entry::ExternalLink { file: f, path } => Err(ToolError::new(
             "not_a_dataset",
             format!(
@@ -106,8 +109,26 @@ fn slice_error(e: SliceError) -> ToolError {
     )
 }
 
-fn format_error(file: &KnownFile, e: FormatError) -> ToolError {
+/// A dataset whose data lies in other files (external storage, a virtual
+/// dataset): never read.
+fn refused(uri: &str, why: String) -> ToolError {
+    ToolError::new(
+        "permission_denied",
+        why,
+        format!("read_resource(uri='{uri}') shows the dataset's layout and the files it names"),
+    )
+}
+
+fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
     match e {
+        FormatError::Refused(why) => refused(uri, why),
+        FormatError::UnsupportedFilter(why) => ToolError::new(
+            "unsupported_filter",
+            why,
+            format!(
+                "read_resource(uri='{uri}') lists the dataset's filters; datasets stored without it read normally"
+            ),
+        ),
         FormatError::Unsupported(why) => ToolError::new(
             "unsupported_type",
             why,
@@ -167,7 +188,7 @@ fn read_dataset_slice(
     }
     let fd = open_file(ctx, &file)?;
     let data = isolated::read_slice(fd, &path, &sel, &|| job.is_stopped())
-        .map_err(|e| format_error(&file, e))?
+        .map_err(|e| format_error(&file, &args.uri, e))?
         .ok_or_else(|| ToolError::stopped(job))?;
     let mut notes = Vec::new();
     if info.shape.is_none() {
@@ -212,6 +233,7 @@ fn get_dataset_stats(
     if !info.dtype.is_numeric() && !matches!(info.dtype, DType::Enum { .. }) {
         return Err(format_error(
             &file,
+            &args.uri,
             FormatError::Unsupported(format!(
                 "statistics need numbers; this dataset holds {}",
                 info.dtype.numpy()
@@ -233,7 +255,7 @@ fn get_dataset_stats(
         &|| job.is_stopped(),
         &|done, _| job.progress(done, Some(total)),
     )
-    .map_err(|e| format_error(&file, e))?
+    .map_err(|e| format_error(&file, &args.uri, e))?
     .ok_or_else(|| ToolError::stopped(job))?;
     job.progress(total, Some(total));
     let some = |x: f64| (m.count > 0).then_some(x);
