@@ -67,21 +67,78 @@ fn write_external(file: &Path, target: &str) {
 }
 
 /// Writes `file` holding `/vds`: a virtual dataset of N doubles mapped onto
-/// `/data` of `source`; with `unlimited`, the mapping has no end (libhdf5 then
-/// opens the source to learn the dataset's extent).
-fn write_virtual(file: &Path, source: &str, unlimited: bool) {
+/// `/data` of `source`.
+fn write_virtual(file: &Path, source: &str) {
     let f = hdf5::File::create(file).unwrap();
-    let b = f.new_dataset::<f64>();
-    if unlimited {
-        b.virtual_map(source, "/data", N.., 0.., N.., 0..)
-            .shape(N..)
-            .create("vds")
-    } else {
-        b.virtual_map(source, "/data", N, .., N, ..)
-            .shape(N)
-            .create("vds")
+    f.new_dataset::<f64>()
+        .virtual_map(source, "/data", N, .., N, ..)
+        .shape(N)
+        .create("vds")
+        .unwrap();
+}
+
+/// Writes `file` holding `/vds`: a virtual dataset of N doubles, growing
+/// without end, mapped onto `/data` of `source` by an unlimited selection
+/// (count 1, block unlimited, as h5py writes `[0:h5py.h5s.UNLIMITED]`): to
+/// learn its extent libhdf5 opens the source. Written through libhdf5's own
+/// calls (the `hdf5` crate makes a selection that covers the extent `All`).
+fn write_unlimited_virtual(file: &Path, source: &str) {
+    use hdf5_sys::h5d::{H5Dclose, H5Dcreate2};
+    use hdf5_sys::h5f::{H5F_ACC_TRUNC, H5Fclose, H5Fcreate};
+    use hdf5_sys::h5p::{H5P_CLS_DATASET_CREATE, H5P_DEFAULT, H5Pclose, H5Pcreate, H5Pset_virtual};
+    use hdf5_sys::h5s::{H5S_UNLIMITED, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab};
+    let c = |s: &str| CString::new(s).unwrap();
+    let (path, source, data, name) = (
+        c(file.to_str().unwrap()),
+        c(source),
+        c("/data"),
+        c("vds"),
+    );
+    let _only_caller = hdf5_sys::LOCK.lock();
+    let (dims, max) = ([N as u64], [H5S_UNLIMITED]);
+    let (start, stride, count, block) = ([0u64], [1u64], [1u64], [H5S_UNLIMITED]);
+    // SAFETY: arrays of rank 1 as each call expects; every id is checked and
+    // closed; the lock is held.
+    unsafe {
+        let unlimited_space = || {
+            let space = H5Screate_simple(1, dims.as_ptr(), max.as_ptr());
+            assert!(space >= 0);
+            let selected = H5Sselect_hyperslab(
+                space,
+                H5S_seloper_t::H5S_SELECT_SET,
+                start.as_ptr(),
+                stride.as_ptr(),
+                count.as_ptr(),
+                block.as_ptr(),
+            );
+            assert!(selected >= 0);
+            space
+        };
+        let (vspace, sspace) = (unlimited_space(), unlimited_space());
+        let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
+        assert!(H5Pset_virtual(dcpl, vspace, source.as_ptr(), data.as_ptr(), sspace) >= 0);
+        let f = H5Fcreate(path.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        assert!(f >= 0);
+        let d = H5Dcreate2(
+            f,
+            name.as_ptr(),
+            *hdf5_sys::h5t::H5T_NATIVE_DOUBLE,
+            vspace,
+            H5P_DEFAULT,
+            dcpl,
+            H5P_DEFAULT,
+        );
+        assert!(d >= 0);
+        for (id, close) in [
+            (d, H5Dclose as unsafe extern "C" fn(_) -> _),
+            (dcpl, H5Pclose),
+            (vspace, H5Sclose),
+            (sspace, H5Sclose),
+            (f, H5Fclose),
+        ] {
+            assert!(close(id) >= 0);
+        }
     }
-    .unwrap();
 }
 
 async fn resource(client: &Client, uri: &str) -> Value {
@@ -155,9 +212,9 @@ async fn virtual_datasets_onto_files_outside_the_root_are_refused() {
     let l = Layout::new();
     let absolute = l.abs("source.h5");
     let relative = "../outside/source.h5";
-    write_virtual(&l.sandbox.root.join("vds_abs.h5"), &absolute, false);
+    write_virtual(&l.sandbox.root.join("vds_abs.h5"), &absolute);
     // A relative source name is looked for beside the virtual dataset's file.
-    write_virtual(&l.sandbox.root.join("vds_rel.h5"), relative, false);
+    write_virtual(&l.sandbox.root.join("vds_rel.h5"), relative);
     let client = l.sandbox.mcp().await;
     wait_indexed(&client).await;
     for (file, source) in [("vds_abs.h5", absolute.as_str()), ("vds_rel.h5", relative)] {
@@ -198,7 +255,7 @@ async fn indexing_never_opens_a_virtual_source() {
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let target = fifo.to_string_lossy().into_owned();
-    write_virtual(&l.sandbox.root.join("vds_pipe.h5"), &target, true);
+    write_unlimited_virtual(&l.sandbox.root.join("vds_pipe.h5"), &target);
     let started = Instant::now();
     let client = l.sandbox.mcp().await;
     wait_indexed(&client).await;
@@ -236,7 +293,7 @@ fn the_worker_refuses_datasets_kept_in_other_files() {
     let ext = l.sandbox.root.join("ext.h5");
     let vds = l.sandbox.root.join("vds.h5");
     write_external(&ext, &secret);
-    write_virtual(&vds, &source, true);
+    write_unlimited_virtual(&vds, &source);
     let sel = resolve(&parse("0:40").unwrap(), &[N as u64]).unwrap();
     let open = |p: &Path| std::fs::File::open(p).unwrap();
     for (file, path, route) in [
