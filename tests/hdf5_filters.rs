@@ -171,7 +171,10 @@ async fn lying_chunks_are_answered_promptly_outside_the_server() {
         assert_eq!(read.len(), 1024);
     }
     let grew = peak_kib(me).saturating_sub(before);
-    assert!(grew >= INFLATED_KIB * 3 / 4, "read here, the bomb took only {grew} KiB");
+    assert!(
+        grew >= INFLATED_KIB * 3 / 4,
+        "read here, the bomb took only {grew} KiB"
+    );
 
     let s = Sandbox::new();
     std::fs::copy(lying_chunks(), s.root.join("lying.h5")).unwrap();
@@ -211,12 +214,20 @@ async fn lying_chunks_are_answered_promptly_outside_the_server() {
     // Chunks whose record or stream is plainly wrong are errors.
     for dataset in ["not_deflate", "huge_chunk_record"] {
         let u = uri(&s, "lying.h5", &format!("/{dataset}"));
-        let v = error_of(&client, "read_dataset_slice", json!({"uri": u, "slice_str": ":4"})).await;
+        let v = error_of(
+            &client,
+            "read_dataset_slice",
+            json!({"uri": u, "slice_str": ":4"}),
+        )
+        .await;
         assert_eq!(v["error"], "corrupted_file", "{v}");
     }
     let server_grew = peak_kib(server).saturating_sub(server_before);
     eprintln!("server peak grew {server_grew} KiB; worker peak {worker_peak} KiB");
-    assert!(server_grew < INFLATED_KIB / 2, "the server grew {server_grew} KiB");
+    assert!(
+        server_grew < INFLATED_KIB / 2,
+        "the server grew {server_grew} KiB"
+    );
     // The server still serves the file's honest dataset (0.5 * i, as written).
     let (v, is_error) = call(
         &client,

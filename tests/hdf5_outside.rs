@@ -52,7 +52,10 @@ impl Layout {
     }
 
     fn uri(&self, file: &str, path: &str) -> String {
-        format!("h5://{}?path={path}", self.sandbox.root.join(file).display())
+        format!(
+            "h5://{}?path={path}",
+            self.sandbox.root.join(file).display()
+        )
     }
 }
 
@@ -86,14 +89,11 @@ fn write_unlimited_virtual(file: &Path, source: &str) {
     use hdf5_sys::h5d::{H5Dclose, H5Dcreate2};
     use hdf5_sys::h5f::{H5F_ACC_TRUNC, H5Fclose, H5Fcreate};
     use hdf5_sys::h5p::{H5P_CLS_DATASET_CREATE, H5P_DEFAULT, H5Pclose, H5Pcreate, H5Pset_virtual};
-    use hdf5_sys::h5s::{H5S_UNLIMITED, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab};
+    use hdf5_sys::h5s::{
+        H5S_UNLIMITED, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab,
+    };
     let c = |s: &str| CString::new(s).unwrap();
-    let (path, source, data, name) = (
-        c(file.to_str().unwrap()),
-        c(source),
-        c("/data"),
-        c("vds"),
-    );
+    let (path, source, data, name) = (c(file.to_str().unwrap()), c(source), c("/data"), c("vds"));
     let _only_caller = hdf5_sys::LOCK.lock();
     let (dims, max) = ([N as u64], [H5S_UNLIMITED]);
     let (start, stride, count, block) = ([0u64], [1u64], [1u64], [H5S_UNLIMITED]);
@@ -158,7 +158,10 @@ async fn resource(client: &Client, uri: &str) -> Value {
 async fn assert_refused(client: &Client, uri: &str, route: &str, layout: &str, targets: Value) {
     let mut seen = String::new();
     for (tool, args) in [
-        ("read_dataset_slice", json!({"uri": uri, "slice_str": "0:40"})),
+        (
+            "read_dataset_slice",
+            json!({"uri": uri, "slice_str": "0:40"}),
+        ),
         ("get_dataset_stats", json!({"uri": uri})),
     ] {
         let (v, is_error) = call(client, tool, args).await;
@@ -166,7 +169,10 @@ async fn assert_refused(client: &Client, uri: &str, route: &str, layout: &str, t
         assert_eq!(v["error"], "permission_denied", "{tool}: {v}");
         let message = v["message"].as_str().unwrap();
         assert!(message.contains(route), "{tool}: {message} lacks {route}");
-        assert!(v["suggestion"].as_str().unwrap().contains("read_resource"), "{v}");
+        assert!(
+            v["suggestion"].as_str().unwrap().contains("read_resource"),
+            "{v}"
+        );
         seen.push_str(&v.to_string());
     }
     let (v, is_error) = call(client, "read_resource", json!({"uri": uri})).await;
@@ -178,10 +184,18 @@ async fn assert_refused(client: &Client, uri: &str, route: &str, layout: &str, t
     assert_eq!(listed["layout"], layout, "{listed}");
     assert_eq!(listed["external_data"], targets, "{listed}");
     assert_eq!(listed["shape"], json!([N]), "{listed}");
-    assert!(listed["note"].as_str().unwrap().contains("permission_denied"));
+    assert!(
+        listed["note"]
+            .as_str()
+            .unwrap()
+            .contains("permission_denied")
+    );
     seen.push_str(&v.to_string());
     for outside_value in ["7777", "5555"] {
-        assert!(!seen.contains(outside_value), "{outside_value} leaked: {seen}");
+        assert!(
+            !seen.contains(outside_value),
+            "{outside_value} leaked: {seen}"
+        );
     }
 }
 
@@ -321,7 +335,10 @@ fn the_worker_refuses_datasets_kept_in_other_files() {
         panic!("no /vds in {tree:?}");
     };
     assert_eq!(info.layout, "virtual");
-    assert_eq!((info.shape.clone(), info.maxshape.clone()), (Some(vec![N as u64]), vec![None]));
+    assert_eq!(
+        (info.shape.clone(), info.maxshape.clone()),
+        (Some(vec![N as u64]), vec![None])
+    );
     assert_eq!(
         info.external_data,
         vec![ExternalData::VirtualSource {

@@ -75,7 +75,9 @@ storage or virtual datasets, which libhdf5 would open by name outside the root",
 /// The files a dataset creation property list names for the raw data: at most
 /// `MAX_TARGETS` of them, and how many it names in all. Reading the list
 /// opens nothing.
-pub(super) fn targets_of(dcpl: hdf5_sys::h5i::hid_t) -> Result<(Vec<ExternalData>, u64), FormatError> {
+pub(super) fn targets_of(
+    dcpl: hdf5_sys::h5i::hid_t,
+) -> Result<(Vec<ExternalData>, u64), FormatError> {
     let (mut found, mut total) = external_files(dcpl)?;
     let (virtual_found, virtual_total) = virtual_sources(dcpl)?;
     found.extend(virtual_found);
@@ -228,8 +230,17 @@ mod tests {
             },
         ];
         let why = refusal("/ext", &targets, 5);
-        assert!(why.starts_with("'/ext' keeps its data outside this file ("), "{why}");
-        assert!(why.contains("external storage → /home/u/.ssh/id_rsa, "), "{why}");
-        assert!(why.contains("virtual dataset → ../other.h5:/data, and 3 more)"), "{why}");
+        assert!(
+            why.starts_with("'/ext' keeps its data outside this file ("),
+            "{why}"
+        );
+        assert!(
+            why.contains("external storage → /home/u/.ssh/id_rsa, "),
+            "{why}"
+        );
+        assert!(
+            why.contains("virtual dataset → ../other.h5:/data, and 3 more)"),
+            "{why}"
+        );
     }
 }

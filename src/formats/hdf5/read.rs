@@ -129,7 +129,9 @@ impl H5File {
             let dcpl = ds.dcpl().map_err(ffi::corrupt)?;
             let (targets, total) = outside::targets_of(dcpl.id())?;
             if total > 0 {
-                return Err(FormatError::Refused(outside::refusal(path, &targets, total)));
+                return Err(FormatError::Refused(outside::refusal(
+                    path, &targets, total,
+                )));
             }
             let space = ds.space().map_err(ffi::corrupt)?;
             // SAFETY: a valid dataspace id.
