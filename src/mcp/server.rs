@@ -42,8 +42,9 @@ const DEFAULT_CONCURRENT_CALLS: usize = 8;
 impl QuarryServer {
     pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
         let mut listed = Vec::new();
+        let llm_configured = ctx.rag.as_ref().is_some_and(|r| r.llm().is_some());
         for def in enabled(tools::all(), &ctx.settings.toolsets) {
-            listed.push((def, describe(def)?));
+            listed.push((def, describe(def, llm_configured)?));
         }
         Ok(QuarryServer {
             ctx: Arc::new(ctx),
@@ -172,12 +173,17 @@ fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonO
     }
 }
 
-fn describe(def: &ToolDef) -> anyhow::Result<Tool> {
+/// The tool as `tools/list` shows it, with all four of MCP's hints stated (their
+/// defaults assume the worst: writing, destructive, open world).
+fn describe(def: &ToolDef, llm_configured: bool) -> anyhow::Result<Tool> {
     let input = parse_schema(def.name, "input", def.input_schema)?;
     let output = parse_schema(def.name, "output", def.output_schema)?;
+    let effects = def.effects;
     let annotations = ToolAnnotations::with_title(def.title)
-        .read_only(def.read_only)
-        .destructive(false);
+        .read_only(effects.read_only)
+        .destructive(effects.destructive)
+        .idempotent(effects.idempotent)
+        .open_world(effects.open_world(llm_configured));
     Ok(Tool::new(def.name, def.description, input)
         .with_title(def.title)
         .with_raw_output_schema(output)
@@ -322,7 +328,7 @@ mod tests {
             description: "",
             input_schema: "{}",
             output_schema: "{}",
-            read_only: true,
+            effects: tools::Effects::READS,
             handler: noop,
         }
     }
@@ -350,7 +356,7 @@ mod tests {
     #[test]
     fn every_registered_tool_has_valid_schemas() {
         for d in tools::all() {
-            let tool = describe(d).unwrap();
+            let tool = describe(d, false).unwrap();
             assert_eq!(
                 tool.input_schema.get("type"),
                 Some(&json!("object")),
