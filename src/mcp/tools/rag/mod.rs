@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Context, Effects, ToolDef, Toolset};
+use crate::job::{Job, Stop};
 use crate::mcp::response::ToolError;
 use crate::rag::{Dataset, Rag};
 
@@ -159,8 +160,9 @@ fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
     })
 }
 
-/// The dataset named `id`, or `dataset_not_found` naming list_datasets.
-fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
+/// The dataset named `id`, or `dataset_not_found` naming list_datasets; a view
+/// built for the call stops when `job` does.
+fn dataset(ctx: &Context, id: &str, job: &Job) -> Result<Arc<Dataset>, ToolError> {
     let rag = engine(ctx)?;
     if !rag.has_dataset(id) {
         return Err(ToolError::new(
@@ -169,7 +171,18 @@ fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
             "Call list_datasets for the valid dataset ids (ingest_document creates one)",
         ));
     }
-    rag.dataset(id).map_err(ToolError::internal)
+    rag.dataset_within(id, Some(job))
+        .map_err(|e| stopped_or_internal(e, job))
+}
+
+/// A stop of the engine as the call's `cancelled` or `timeout` error; any other
+/// failure is internal.
+fn stopped_or_internal(e: anyhow::Error, job: &Job) -> ToolError {
+    if e.downcast_ref::<Stop>().is_some() {
+        ToolError::stopped(job)
+    } else {
+        ToolError::internal(e)
+    }
 }
 
 /// The node with public id `id`, or `node_not_found` naming the tools that
