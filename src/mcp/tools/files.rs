@@ -5,7 +5,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::{FileMatch, FileQuery, KindSet};
 use crate::formats::Kind;
 use crate::glob::Glob;
@@ -23,7 +23,7 @@ By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other
 `resource` restricts to one root. Returns absolute paths to pass to the other tools.",
         input_schema: include_str!("../../../schema/tools/list_files.input.json"),
         output_schema: include_str!("../../../schema/tools/list_files.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: list_files,
     },
     ToolDef {
@@ -35,7 +35,7 @@ By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other
 Call it when results look incomplete or a file seems missing.",
         input_schema: include_str!("../../../schema/tools/index_status.input.json"),
         output_schema: include_str!("../../../schema/tools/index_status.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: index_status,
     },
 ];

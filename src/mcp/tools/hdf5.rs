@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::hdf5::HDF5_OBJECTS;
 use crate::formats::FormatError;
 use crate::formats::hdf5::slice::{self, Selection, SliceError};
@@ -28,7 +28,7 @@ compound rows become objects, enums their names, NaN/inf null. Results over the 
 retry_with that thins the slice with a step.",
         input_schema: include_str!("../../../schema/tools/read_dataset_slice.input.json"),
         output_schema: include_str!("../../../schema/tools/read_dataset_slice.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read_dataset_slice,
     },
     ToolDef {
@@ -41,7 +41,7 @@ compound, enum), `rank` the number of dimensions, `attribute` a glob on attribut
 attribute's value contains. Returns each dataset's URI, shape and dtype.",
         input_schema: include_str!("../../../schema/tools/find_datasets.input.json"),
         output_schema: include_str!("../../../schema/tools/find_datasets.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: find_datasets,
     },
     ToolDef {
@@ -53,7 +53,7 @@ attribute's value contains. Returns each dataset's URI, shape and dtype.",
 left out of the other figures.",
         input_schema: include_str!("../../../schema/tools/get_dataset_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_dataset_stats.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: get_dataset_stats,
     },
 ];

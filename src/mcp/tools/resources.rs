@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::job::Job;
 use crate::mcp::resources::{self, Contents};
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -20,7 +20,7 @@ start from h5://<file>?path=/ with a file from list_files(kind='hdf5'). raptor:/
 rag_retrieve): the node's text as contents.",
     input_schema: include_str!("../../../schema/tools/read_resource.input.json"),
     output_schema: include_str!("../../../schema/tools/read_resource.output.json"),
-    read_only: true,
+    effects: Effects::READS,
     handler: read_resource,
 }];
 

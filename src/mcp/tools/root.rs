@@ -6,7 +6,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, parse_args};
 use crate::catalog::root::{
     BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
     RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
@@ -28,7 +28,7 @@ compression, trees (path, entries, branch count, compressed size), histograms (t
 other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: inspect_file,
     },
     ToolDef {
@@ -40,7 +40,7 @@ title, compression, whether jagged. `pattern` is a glob on branch names; include
 max, mean and std by reading the data (slower).",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: list_branches,
     },
     ToolDef {
@@ -51,7 +51,7 @@ max, mean and std by reading the data (slower).",
 entries and axis titles. 2-D counts are [y][x].",
         input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read_histogram,
     },
 ];

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_plot::with_plot;
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
@@ -33,7 +33,7 @@ element by element and an entry passes when any element does; Length$ Sum$ Min$ 
 reduce a collection to one value per entry.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: apply_selection,
     },
     ToolDef {
@@ -46,7 +46,7 @@ collection is flattened (each passing element counts) unless flatten=false, whic
 elements per entry. range defaults to the branch's cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram.output.json"),
-        read_only: true,
+        effects: PLOTS,
         handler: compute_histogram,
     },
     ToolDef {
@@ -57,7 +57,7 @@ elements per entry. range defaults to the branch's cached min and max.",
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
-        read_only: true,
+        effects: PLOTS,
         handler: compute_histogram_2d,
     },
     ToolDef {
@@ -69,10 +69,19 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
 passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: get_branch_stats,
     },
 ];
+
+/// The histogram tools with `plot: true` write a PNG under the export folder,
+/// named after the request: the same request writes the same file again.
+const PLOTS: Effects = Effects {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    asks_llm: false,
+};
 
 const MAX_BINS: i64 = 10_000;
 const MAX_STATS_BRANCHES: usize = 100;

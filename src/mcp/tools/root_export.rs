@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
 use super::root_rows::columns_of;
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::export::{ExportError, ExportFormat, export};
 use crate::job::Job;
@@ -25,7 +25,14 @@ entries) to a file under quarry's export folder: output_format json (array of re
 (collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
     output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
-    read_only: false,
+    // Replaces a file already at output_path; the same request writes the same
+    // file again.
+    effects: Effects {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        asks_llm: false,
+    },
     handler: export_branches,
 }];
 

@@ -16,7 +16,7 @@ mod search;
 
 use serde_json::json;
 
-use super::{Context, ToolDef, Toolset};
+use super::{Context, Effects, ToolDef, Toolset};
 use crate::catalog::documents::DocMetaRow;
 use crate::catalog::{FileRecord, Snapshot};
 use crate::formats::{Kind, kind_from_name};
@@ -32,7 +32,7 @@ pub static TOOLS: &[ToolDef] = &[
 with their document counts, and the documents (PDF, Markdown, text) directly in it. path='' is the top.",
         input_schema: include_str!("../../../../schema/tools/list_collections.input.json"),
         output_schema: include_str!("../../../../schema/tools/list_collections.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: browse::list_collections,
     },
     ToolDef {
@@ -43,7 +43,7 @@ with their document counts, and the documents (PDF, Markdown, text) directly in 
 names starting with the query, then names containing it.",
         input_schema: include_str!("../../../../schema/tools/find_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/find_document.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: browse::find_document,
     },
     ToolDef {
@@ -57,7 +57,7 @@ the total number of matches and whether max_results cut them. scope: global, a c
 document.",
         input_schema: include_str!("../../../../schema/tools/search_documents.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_documents.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: search::search_documents,
     },
     ToolDef {
@@ -68,7 +68,7 @@ document.",
 a query that fails (bad syntax) does not stop the others.",
         input_schema: include_str!("../../../../schema/tools/search_multiple.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_multiple.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: search::search_multiple,
     },
     ToolDef {
@@ -80,7 +80,7 @@ text), from quarry's catalog (nothing is re-extracted). Multi-page documents get
 content is cut at the configured character cap, with truncated=true.",
         input_schema: include_str!("../../../../schema/tools/read_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/read_document.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read::read_document,
     },
     ToolDef {
@@ -91,7 +91,7 @@ content is cut at the configured character cap, with truncated=true.",
 keywords) and nested table of contents (the PDF outline, Markdown headers), from quarry's catalog.",
         input_schema: include_str!("../../../../schema/tools/get_document_info.input.json"),
         output_schema: include_str!("../../../../schema/tools/get_document_info.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read::get_document_info,
     },
 ];

@@ -14,13 +14,13 @@ const MAX_TOP_K: usize = 50;
 
 pub fn list_datasets(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     _args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let rag = engine(ctx)?;
     let mut out = Vec::new();
     for name in rag.dataset_names() {
-        let ds = rag.dataset(&name).map_err(ToolError::internal)?;
+        let ds = dataset(ctx, &name, job)?;
         let counters = rag.counters(&name);
         out.push(json!({
             "id": name,
@@ -129,14 +129,14 @@ fn round4(x: f32) -> f64 {
 
 pub fn rag_retrieve(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: RetrieveArgs = parse_args("rag_retrieve", args)?;
     let mut options = options(&args, 0)?;
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
-    let hits = retrieve(&ds, &args.query, &options);
+    let hits = retrieve(&ds, &args.query, &options, job).map_err(|_| ToolError::stopped(job))?;
     let content: Vec<Value> = hits
         .iter()
         .map(|h| {
@@ -176,16 +176,16 @@ pub fn rag_retrieve(
 
 pub fn retrieve_documents(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: RetrieveArgs = parse_args("retrieve_documents", args)?;
     let mut options = options(&args, 3)?;
     let top_documents = options.top_k;
     options.top_k = MAX_TOP_K;
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
-    let hits = retrieve(&ds, &args.query, &options);
+    let hits = retrieve(&ds, &args.query, &options, job).map_err(|_| ToolError::stopped(job))?;
     let mut documents: Vec<(String, f32, Vec<Value>)> = Vec::new();
     // Held to the byte cap: a document's first node is always kept, further
     // nodes only while the answer stays under it.
