@@ -13,6 +13,7 @@ use crate::config::Settings;
 use crate::index::{Indexer, Progress};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
+    settings.apply_to_process();
     let catalog = super::open_owned(&settings)?;
     catalog.reset()?;
     let catalog = Arc::new(catalog);

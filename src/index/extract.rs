@@ -2,13 +2,12 @@
 //! parsers do, on hostile input) becomes a recorded error for that file, never a
 //! crash of the daemon.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Duration;
 
 use crate::catalog::KindRow;
 use crate::formats::{FormatError, Kind};
-use crate::panics::panic_message;
+use crate::panics::catch_quietly;
 use crate::roots::{OpenError, open_beneath};
 
 /// What extracting one file gave.
@@ -55,22 +54,33 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
     })?;
     let name = rel.rsplit('/').next().unwrap_or(rel);
     match kind {
-        Kind::Root => guarded(kind, || super::root::root_rows(file)),
-        Kind::Document => guarded(kind, || super::documents::rows(name, file)),
-        Kind::Hdf5 => guarded(kind, || super::hdf5::rows(file)),
-        Kind::Code => guarded(kind, || super::code::rows(name, file)),
+        Kind::Root => guarded(kind, rel, || super::root::root_rows(file)),
+        Kind::Document => guarded(kind, rel, || super::documents::rows(name, file)),
+        Kind::Hdf5 => guarded(kind, rel, || super::hdf5::rows(file)),
+        Kind::Code => guarded(kind, rel, || super::code::rows(name, file)),
     }
 }
 
-/// Runs a reader, turning its panics into the file's error.
+/// Runs a reader, turning its panics into the file's error. The panic is
+/// logged as one line naming the file, the reason and where it happened,
+/// never as a stack trace (see `panics`).
 fn guarded(
     kind: Kind,
+    rel: &str,
     read: impl FnOnce() -> Result<Vec<KindRow>, FormatError>,
 ) -> Result<Vec<KindRow>, FormatError> {
-    catch_unwind(AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+    catch_quietly(read).unwrap_or_else(|caught| {
+        let at = caught
+            .location
+            .as_deref()
+            .map_or(String::new(), |l| format!(" (at {l})"));
+        tracing::warn!(
+            "{rel}: the {kind} reader panicked: {}{at}",
+            caught.message
+        );
         Err(FormatError::Corrupt(format!(
             "the {kind} reader failed on this file: {}",
-            panic_message(panic.as_ref())
+            caught.message
         )))
     })
 }
@@ -81,15 +91,16 @@ mod tests {
 
     #[test]
     fn a_reader_that_panics_becomes_the_files_error() {
-        let err = guarded(Kind::Root, || panic!("basket 3 points past the end")).unwrap_err();
+        let err = guarded(Kind::Root, "a.root", || panic!("basket 3 points past the end"))
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "the root reader failed on this file: basket 3 points past the end"
         );
-        let err = guarded(Kind::Hdf5, || std::panic::panic_any(42u32)).unwrap_err();
+        let err = guarded(Kind::Hdf5, "b.h5", || std::panic::panic_any(42u32)).unwrap_err();
         assert!(err.to_string().ends_with("unknown panic"), "{err}");
-        let err = guarded(Kind::Code, || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
+        let err = guarded(Kind::Code, "c.py", || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
         assert_eq!(err.to_string(), "bad");
-        assert_eq!(guarded(Kind::Document, || Ok(Vec::new())), Ok(Vec::new()));
+        assert_eq!(guarded(Kind::Document, "d.md", || Ok(Vec::new())), Ok(Vec::new()));
     }
 }

@@ -5,7 +5,44 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-use super::{Document, Format, Heading, Metadata, end_with_newline};
+use super::{
+    Document, Format, Heading, MAX_HEADING_BYTES, MAX_TOC_ENTRIES, Metadata, end_with_newline,
+    push_within,
+};
+
+/// The most of a front-matter block read: the fields quarry reports come
+/// first, and a block of megabytes would cost a value per line.
+const MAX_FRONT_MATTER_BYTES: usize = 64 << 10;
+
+/// The 1-based line of byte offsets asked in increasing order, counting the
+/// line breaks between one offset and the next.
+struct LineCounter<'t> {
+    text: &'t [u8],
+    offset: usize,
+    line: u32,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> Self {
+        LineCounter {
+            text: text.as_bytes(),
+            offset: 0,
+            line: 1,
+        }
+    }
+
+    fn line_of(&mut self, offset: usize) -> u32 {
+        let offset = offset.min(self.text.len());
+        if offset < self.offset {
+            // Not in order (never seen): count again from the start.
+            (self.offset, self.line) = (0, 1);
+        }
+        let between = &self.text[self.offset..offset];
+        self.line += memchr::memchr_iter(b'\n', between).count() as u32;
+        self.offset = offset;
+        self.line
+    }
+}
 
 pub fn read(text: String) -> Document {
     let text = end_with_newline(text);
@@ -43,10 +80,10 @@ fn outline(text: &str) -> Outline {
     let options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
         | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS
         | Options::ENABLE_HEADING_ATTRIBUTES;
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
-        .collect();
-    let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset) as u32;
+    // Lines are counted as the headers come, in order, rather than through
+    // a table of every line's start (8 bytes a line: 256 MiB for a text of
+    // 32 MiB of empty lines).
+    let mut lines = LineCounter::new(text);
 
     let mut out = Outline {
         headings: Vec::new(),
@@ -58,12 +95,12 @@ fn outline(text: &str) -> Outline {
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
-                open = Some((level as u32, line_of(range.start), String::new()));
+                open = Some((level as u32, lines.line_of(range.start), String::new()));
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, line, title)) = open.take() {
                     let title = title.trim().to_string();
-                    if !title.is_empty() {
+                    if !title.is_empty() && out.headings.len() < MAX_TOC_ENTRIES {
                         out.headings.push(Heading {
                             title,
                             level,
@@ -76,13 +113,12 @@ fn outline(text: &str) -> Outline {
             Event::Start(Tag::MetadataBlock(_)) => in_front_matter = true,
             Event::End(TagEnd::MetadataBlock(_)) => in_front_matter = false,
             Event::Text(t) if in_front_matter => {
-                out.front_matter
-                    .get_or_insert_with(String::new)
-                    .push_str(&t);
+                let block = out.front_matter.get_or_insert_with(String::new);
+                push_within(block, &t, MAX_FRONT_MATTER_BYTES);
             }
             Event::Text(t) | Event::Code(t) => {
                 if let Some((_, _, title)) = open.as_mut() {
-                    title.push_str(&t);
+                    push_within(title, &t, MAX_HEADING_BYTES);
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
