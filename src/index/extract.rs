@@ -41,9 +41,25 @@ pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
                 tracing::debug!("retrying {rel} after a transient error: {why}");
             }
             Err(FormatError::Transient(why)) => return Extracted::Deferred(why),
-            Err(e) => return Extracted::Failed(e.to_string()),
+            Err(e) => {
+                // One line per file, whatever went wrong (a reader's panic
+                // included): the catalog keeps the same reason.
+                tracing::info!("{rel}: not indexed: {e}");
+                return Extracted::Failed(e.to_string());
+            }
             Ok(rows) => return Extracted::Rows(rows),
         }
+    }
+
+    #[test]
+    fn a_dependencys_panic_is_placed_within_its_crate() {
+        assert_eq!(
+            short_location(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
+            ),
+            "pdf-extract-0.12.1/src/lib.rs:1237"
+        );
+        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
     }
 }
 
@@ -54,35 +70,63 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
     })?;
     let name = rel.rsplit('/').next().unwrap_or(rel);
     match kind {
-        Kind::Root => guarded(kind, rel, || super::root::root_rows(file)),
-        Kind::Document => guarded(kind, rel, || super::documents::rows(name, file)),
-        Kind::Hdf5 => guarded(kind, rel, || super::hdf5::rows(file)),
-        Kind::Code => guarded(kind, rel, || super::code::rows(name, file)),
+        Kind::Root => guarded(kind, || super::root::root_rows(file)),
+        Kind::Document => guarded(kind, || super::documents::rows(name, file)),
+        Kind::Hdf5 => guarded(kind, || super::hdf5::rows(file)),
+        Kind::Code => guarded(kind, || super::code::rows(name, file)),
+    }
+
+    #[test]
+    fn a_dependencys_panic_is_placed_within_its_crate() {
+        assert_eq!(
+            short_location(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
+            ),
+            "pdf-extract-0.12.1/src/lib.rs:1237"
+        );
+        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
     }
 }
 
-/// Runs a reader, turning its panics into the file's error. The panic is
-/// logged as one line naming the file, the reason and where it happened,
-/// never as a stack trace (see `panics`).
+/// Runs a reader, turning its panics into the file's error, with where the
+/// panic happened (the hook prints nothing for it: see `panics`).
 fn guarded(
     kind: Kind,
-    rel: &str,
     read: impl FnOnce() -> Result<Vec<KindRow>, FormatError>,
 ) -> Result<Vec<KindRow>, FormatError> {
     catch_quietly(read).unwrap_or_else(|caught| {
         let at = caught
             .location
             .as_deref()
-            .map_or(String::new(), |l| format!(" (at {l})"));
-        tracing::warn!(
-            "{rel}: the {kind} reader panicked: {}{at}",
-            caught.message
-        );
+            .map_or(String::new(), |l| format!(" (at {})", short_location(l)));
         Err(FormatError::Corrupt(format!(
-            "the {kind} reader failed on this file: {}",
+            "the {kind} reader failed on this file: {}{at}",
             caught.message
         )))
     })
+}
+
+/// A panic's place without the folder a dependency's source was unpacked in:
+/// `crate-1.2.3/src/lib.rs:10` rather than the whole path of this machine.
+fn short_location(location: &str) -> &str {
+    match location.find("/registry/src/") {
+        Some(at) => {
+            let rest = &location[at + "/registry/src/".len()..];
+            rest.split_once('/').map_or(rest, |(_, path)| path)
+        }
+        None => location,
+    }
+
+    #[test]
+    fn a_dependencys_panic_is_placed_within_its_crate() {
+        assert_eq!(
+            short_location(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
+            ),
+            "pdf-extract-0.12.1/src/lib.rs:1237"
+        );
+        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
+    }
 }
 
 #[cfg(test)]
@@ -91,16 +135,27 @@ mod tests {
 
     #[test]
     fn a_reader_that_panics_becomes_the_files_error() {
-        let err = guarded(Kind::Root, "a.root", || panic!("basket 3 points past the end"))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "the root reader failed on this file: basket 3 points past the end"
+        let err = guarded(Kind::Root, || panic!("basket 3 points past the end")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the root reader failed on this file: basket 3 points past the end"),
+            "{err}"
         );
-        let err = guarded(Kind::Hdf5, "b.h5", || std::panic::panic_any(42u32)).unwrap_err();
-        assert!(err.to_string().ends_with("unknown panic"), "{err}");
-        let err = guarded(Kind::Code, "c.py", || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
+        let err = guarded(Kind::Hdf5, || std::panic::panic_any(42u32)).unwrap_err();
+        assert!(err.to_string().contains(": unknown panic"), "{err}");
+        let err = guarded(Kind::Code, || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
         assert_eq!(err.to_string(), "bad");
-        assert_eq!(guarded(Kind::Document, "d.md", || Ok(Vec::new())), Ok(Vec::new()));
+        assert_eq!(guarded(Kind::Document, || Ok(Vec::new())), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_dependencys_panic_is_placed_within_its_crate() {
+        assert_eq!(
+            short_location(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
+            ),
+            "pdf-extract-0.12.1/src/lib.rs:1237"
+        );
+        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
     }
 }

@@ -60,6 +60,9 @@ const MAX_REQUESTS: u32 = 2000;
 /// The length that marks a progress frame (two u64: done, total) instead of
 /// the answer.
 const PROGRESS_FRAME: u64 = u64::MAX;
+/// What Rust writes to standard error when an allocation fails (then it
+/// aborts): under the address-space limit, the mark of a memory bomb.
+const OUT_OF_MEMORY: &str = "memory allocation of";
 /// The most of a dead worker's standard error read for its reason.
 const STDERR_TAIL: u64 = 4096;
 
@@ -304,7 +307,7 @@ impl Worker {
         let last_words = self.last_words();
         use std::os::unix::process::ExitStatusExt;
         let signal = status.ok().and_then(|s| s.signal());
-        FormatError::Corrupt(if last_words.contains("memory allocation of") {
+        FormatError::Corrupt(if last_words.contains(OUT_OF_MEMORY) {
             format!(
                 "{} ran out of its {} MiB memory limit on this file ({last_words})",
                 service.reader,
@@ -318,15 +321,21 @@ impl Worker {
             )
         } else if let Some(signal) = signal {
             format!(
-                "{} crashed reading this file (signal {signal})",
-                service.library
+                "{} crashed reading this file (signal {signal}{})",
+                service.library,
+                if last_words.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {last_words}")
+                }
             )
         } else {
             format!("{} failed on this file", service.reader)
         })
     }
 
-    /// The last line the worker wrote to its standard error, if any.
+    /// The line of the worker's standard error that explains its death: the
+    /// report of a failed allocation, else its last line.
     fn last_words(&mut self) -> String {
         let size = self.stderr.metadata().map_or(0, |m| m.len());
         let mut tail = Vec::new();
@@ -338,12 +347,11 @@ impl Worker {
             return String::new();
         }
         let text = String::from_utf8_lossy(&tail);
-        text.lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .to_string()
+        let mut lines = text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+        // Rust's report of a failed allocation may be followed by a note on
+        // the backtrace: the report is what explains the death.
+        let oom = lines.clone().find(|l| l.contains(OUT_OF_MEMORY));
+        oom.or_else(|| lines.next()).unwrap_or("").to_string()
     }
 }
 
