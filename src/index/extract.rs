@@ -50,17 +50,6 @@ pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
             Ok(rows) => return Extracted::Rows(rows),
         }
     }
-
-    #[test]
-    fn a_dependencys_panic_is_placed_within_its_crate() {
-        assert_eq!(
-            short_location(
-                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
-            ),
-            "pdf-extract-0.12.1/src/lib.rs:1237"
-        );
-        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
-    }
 }
 
 fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, FormatError> {
@@ -74,17 +63,6 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
         Kind::Document => guarded(kind, || super::documents::rows(name, file)),
         Kind::Hdf5 => guarded(kind, || super::hdf5::rows(file)),
         Kind::Code => guarded(kind, || super::code::rows(name, file)),
-    }
-
-    #[test]
-    fn a_dependencys_panic_is_placed_within_its_crate() {
-        assert_eq!(
-            short_location(
-                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
-            ),
-            "pdf-extract-0.12.1/src/lib.rs:1237"
-        );
-        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
     }
 }
 
@@ -115,17 +93,6 @@ fn short_location(location: &str) -> &str {
             rest.split_once('/').map_or(rest, |(_, path)| path)
         }
         None => location,
-    }
-
-    #[test]
-    fn a_dependencys_panic_is_placed_within_its_crate() {
-        assert_eq!(
-            short_location(
-                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
-            ),
-            "pdf-extract-0.12.1/src/lib.rs:1237"
-        );
-        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
     }
 }
 

@@ -29,7 +29,7 @@ pub const MAX_DOCUMENT_BYTES: u64 = 256 << 20;
 /// warnings. Indexing holds a document's text whole a few times over (its
 /// blocks, the text index's postings), so this bounds the indexer's memory
 /// whatever the files.
-pub const MAX_DOCUMENT_TEXT_BYTES: usize = 32 << 20;
+pub const MAX_DOCUMENT_TEXT_BYTES: usize = 8 << 20;
 
 /// The most table-of-contents entries kept of one document.
 pub const MAX_TOC_ENTRIES: usize = 10_000;
