@@ -215,6 +215,37 @@ fn a_large_text_file_contributes_its_first_8_mib() {
     assert_eq!(doc.toc[9_999].line, Some(2 * 9_999 + 1));
 }
 
+/// 2 GiB files that are all hole: a source file and a text document are
+/// refused or read only as far as their caps, at once and without memory.
+#[test]
+fn sparse_giants_cost_neither_memory_nor_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = |name: &str, head: &[u8]| {
+        let path = dir.path().join(name);
+        let mut f = File::create(&path).unwrap();
+        std::io::Write::write_all(&mut f, head).unwrap();
+        f.set_len(2 << 30).unwrap();
+        File::open(&path).unwrap()
+    };
+    let peak = status_kib("VmHWM:");
+    let started = Instant::now();
+    let err = quarry::formats::code::read_text(sparse("hole.py", b"")).unwrap_err();
+    assert!(err.to_string().contains("larger than 16 MiB"), "{err}");
+    let err = document::read("hole.txt", sparse("hole.txt", b"")).unwrap_err();
+    assert!(err.to_string().contains("NUL"), "{err}");
+    // Text past the first 8 KiB (where binary content is looked for), then
+    // the hole: the cap's worth is kept, ending with a line break.
+    let head = b"run 1 ok\n".repeat(1000);
+    let doc = document::read("headed.log", sparse("headed.log", &head)).unwrap();
+    assert_eq!(doc.pages[0].len(), MAX_DOCUMENT_TEXT_BYTES);
+    assert!(doc.pages[0].as_bytes().starts_with(&head));
+    assert!(doc.pages[0].ends_with('\n'));
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    // The text kept, and no more: nothing near the 2 GiB.
+    let grew = status_kib("VmHWM:").saturating_sub(peak);
+    assert!(grew < 3 * (MAX_DOCUMENT_TEXT_BYTES as u64 >> 10), "grew {grew} KiB");
+}
+
 /// The peak memory `quarry rebuild` reports for itself (getrusage of its own
 /// process: a child's rusage from wait4 would include the workers it reaped).
 fn rebuild_peak_mib(stdout: &str) -> u64 {

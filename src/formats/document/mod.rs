@@ -188,8 +188,10 @@ fn read_text_prefix(file: &mut File, size: u64) -> Result<(Vec<u8>, Option<usize
     // Within the last block's worth of bytes: a long last line is kept cut
     // rather than dropped with everything after an early line break.
     let tail_start = limit.saturating_sub(64 << 10);
-    if let Some(end) = memchr::memrchr(b'\n', &bytes[tail_start..]) {
-        bytes.truncate(tail_start + end + 1);
+    match memchr::memrchr(b'\n', &bytes[tail_start..]) {
+        Some(end) => bytes.truncate(tail_start + end + 1),
+        // Room for the line break a page ends with.
+        None => bytes.truncate(limit - 1),
     }
     // A character cut in two at the end becomes U+FFFD when decoded, as any
     // other byte that is not UTF-8: the text stays valid.

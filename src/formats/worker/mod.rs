@@ -44,8 +44,8 @@ pub use serve::{Progress, serve};
 
 /// The address space a worker may use unless the settings say otherwise.
 pub const DEFAULT_MEMORY_MIB: u64 = 1024;
-/// The least address space a worker is given: the binary, its libraries and
-/// thread stacks take about 200 MiB of it before any request.
+/// The least address space a worker is given: the binary and its libraries
+/// take about 100 MiB of it before any request.
 pub const MIN_MEMORY_MIB: u64 = 256;
 /// CPU seconds a worker may use per request beyond its service's wall-clock
 /// limit: the parent normally stops it first; this stops an orphan.
