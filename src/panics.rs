@@ -59,7 +59,9 @@ pub fn install_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if CATCHING.with(Cell::get) > 0 {
-            let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
             LOCATION.with_borrow_mut(|slot| *slot = location);
             return;
         }

@@ -105,7 +105,10 @@ fn bomb_child() {
         Ok(bytes) => format!("decoded {} bytes", bytes.len()),
         Err(e) => format!("error: {e}"),
     };
-    println!("BOMB grew_kib={grew} ms={} result={result}", took.as_millis());
+    println!(
+        "BOMB grew_kib={grew} ms={} result={result}",
+        took.as_millis()
+    );
 }
 
 struct Measured {

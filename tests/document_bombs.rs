@@ -66,7 +66,9 @@ fn pdf_of(objects: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
@@ -88,7 +90,8 @@ fn zlib_zeros(mib: usize) -> Vec<u8> {
     let piece = |c: &mut Compress| {
         let mut out = Vec::with_capacity(1 << 16);
         let before = c.total_in();
-        c.compress_vec(&zeros, &mut out, FlushCompress::Sync).unwrap();
+        c.compress_vec(&zeros, &mut out, FlushCompress::Sync)
+            .unwrap();
         assert_eq!(c.total_in() - before, 1 << 20, "the piece did not fit");
         out
     };
@@ -240,10 +243,17 @@ fn sparse_giants_cost_neither_memory_nor_time() {
     assert_eq!(doc.pages[0].len(), MAX_DOCUMENT_TEXT_BYTES);
     assert!(doc.pages[0].as_bytes().starts_with(&head));
     assert!(doc.pages[0].ends_with('\n'));
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     // The text kept, and no more: nothing near the 2 GiB.
     let grew = status_kib("VmHWM:").saturating_sub(peak);
-    assert!(grew < 3 * (MAX_DOCUMENT_TEXT_BYTES as u64 >> 10), "grew {grew} KiB");
+    assert!(
+        grew < 3 * (MAX_DOCUMENT_TEXT_BYTES as u64 >> 10),
+        "grew {grew} KiB"
+    );
 }
 
 /// The peak memory `quarry rebuild` reports for itself (getrusage of its own

@@ -123,6 +123,9 @@ mod tests {
             ),
             "pdf-extract-0.12.1/src/lib.rs:1237"
         );
-        assert_eq!(short_location("src/index/root.rs:10"), "src/index/root.rs:10");
+        assert_eq!(
+            short_location("src/index/root.rs:10"),
+            "src/index/root.rs:10"
+        );
     }
 }

@@ -426,7 +426,8 @@ const MAX_BATCH_BYTES: u64 = 32 << 20;
 /// most `MAX_DOCUMENT_TEXT_BYTES` of text, a source file is read only that
 /// far, and the ROOT and HDF5 rows are the files' structure, not their data.
 fn weight(o: &Observed) -> u64 {
-    o.size.min(formats::document::MAX_DOCUMENT_TEXT_BYTES as u64)
+    o.size
+        .min(formats::document::MAX_DOCUMENT_TEXT_BYTES as u64)
 }
 
 /// `files` cut into batches of at most `max_files` files and (unless a single
@@ -443,8 +444,7 @@ fn batches(
         }
         let mut bytes = 0u64;
         let mut n = 0;
-        while n < rest.len() && n < max_files && (n == 0 || bytes + weight(&rest[n]) <= max_bytes)
-        {
+        while n < rest.len() && n < max_files && (n == 0 || bytes + weight(&rest[n]) <= max_bytes) {
             bytes += weight(&rest[n]);
             n += 1;
         }
@@ -515,9 +515,15 @@ mod tests {
         // A file weighs what it may contribute, not its size: 2 GiB files
         // batch like files of the cap.
         let cap = formats::document::MAX_DOCUMENT_TEXT_BYTES as u64;
-        let large: Vec<Observed> = [2 << 30, 2 << 30, 2 << 30, 1].into_iter().map(file).collect();
+        let large: Vec<Observed> = [2 << 30, 2 << 30, 2 << 30, 1]
+            .into_iter()
+            .map(file)
+            .collect();
         assert_eq!(
-            sizes(&large, 10, 2 * cap).iter().map(Vec::len).collect::<Vec<_>>(),
+            sizes(&large, 10, 2 * cap)
+                .iter()
+                .map(Vec::len)
+                .collect::<Vec<_>>(),
             vec![2, 2]
         );
     }

@@ -82,7 +82,10 @@ fn damaged_copies(root: &Path) -> usize {
         let dir = root.join("damaged").join(format!("{i:02}"));
         for k in 0..CUTS {
             let len = bytes.len() as u64 * k / CUTS;
-            write(&dir.join(tagged(name, &format!("cut{k}"))), &bytes[..len as usize]);
+            write(
+                &dir.join(tagged(name, &format!("cut{k}"))),
+                &bytes[..len as usize],
+            );
             made += 1;
         }
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64) << 8);
@@ -93,7 +96,7 @@ fn damaged_copies(root: &Path) -> usize {
                     break;
                 }
                 // Half the flips in the first 4 KiB, where the headers are.
-                let span = if rng.next() % 2 == 0 {
+                let span = if rng.next().is_multiple_of(2) {
                     flipped.len().min(4096)
                 } else {
                     flipped.len()
@@ -120,7 +123,9 @@ fn sparse_files(root: &Path) -> usize {
     };
     let two_gib = 2 << 30;
     let mut made = 0;
-    for ext in ["root", "h5", "pdf", "txt", "md", "log", "py", "cpp", "hpp", "rst"] {
+    for ext in [
+        "root", "h5", "pdf", "txt", "md", "log", "py", "cpp", "hpp", "rst",
+    ] {
         sparse(&format!("hole.{ext}"), b"", two_gib);
         made += 1;
     }
@@ -131,10 +136,22 @@ fn sparse_files(root: &Path) -> usize {
         bytes[..n.min(bytes.len())].to_vec()
     };
     sparse("headed.root", &head("root/uproot-HZZ.root", 4096), two_gib);
-    sparse("headed.h5", &head("hdf5/detector_geometry.h5", 4096), two_gib);
-    sparse("headed.pdf", &head("docs/detector_calibration.pdf", 2048), two_gib);
+    sparse(
+        "headed.h5",
+        &head("hdf5/detector_geometry.h5", 4096),
+        two_gib,
+    );
+    sparse(
+        "headed.pdf",
+        &head("docs/detector_calibration.pdf", 2048),
+        two_gib,
+    );
     // Under the PDF size limit, so its worker reads it whole.
-    sparse("headed_200m.pdf", &head("docs/detector_calibration.pdf", 2048), 200 << 20);
+    sparse(
+        "headed_200m.pdf",
+        &head("docs/detector_calibration.pdf", 2048),
+        200 << 20,
+    );
     sparse("headed.txt", b"a text that goes on as a hole\n", two_gib);
     sparse("headed.py", b"def f():\n    return 1\n", two_gib);
     made + 6
@@ -146,8 +163,22 @@ fn large_texts(root: &Path, mib: u64) -> usize {
     let dir = root.join("large");
     std::fs::create_dir_all(&dir).unwrap();
     let words = [
-        "muon", "pedestal", "calorimeter", "trigger", "run", "drift", "gain", "channel",
-        "barrel", "endcap", "tracker", "vertex", "jet", "energy", "scale", "offset",
+        "muon",
+        "pedestal",
+        "calorimeter",
+        "trigger",
+        "run",
+        "drift",
+        "gain",
+        "channel",
+        "barrel",
+        "endcap",
+        "tracker",
+        "vertex",
+        "jet",
+        "energy",
+        "scale",
+        "offset",
     ];
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
     let mut out = std::io::BufWriter::with_capacity(
@@ -164,7 +195,7 @@ fn large_texts(root: &Path, mib: u64) -> usize {
             }
             line.push_str(words[(rng.next() % words.len() as u64) as usize]);
             // Numbers make words of their own: a vocabulary that keeps growing.
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 line.push_str(&(rng.next() % 100_000).to_string());
             }
         }

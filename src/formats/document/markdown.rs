@@ -307,7 +307,10 @@ mod tests {
             assert_eq!(cut.front_matter, whole.front_matter);
         }
         let ends = section_ends(text, 1);
-        assert!(ends.len() > 5 && ends.last() == Some(&text.len()), "{ends:?}");
+        assert!(
+            ends.len() > 5 && ends.last() == Some(&text.len()),
+            "{ends:?}"
+        );
     }
 
     #[test]

@@ -163,7 +163,9 @@ fn check_pdf_size(size: u64) -> Result<(), FormatError> {
 
 /// The warning of a document whose text was cut after `kept` bytes.
 fn text_cut_warning(kept: usize, size: Option<u64>) -> String {
-    let of = size.map_or(String::new(), |s| format!(" of {} MiB", s.div_ceil(1 << 20)));
+    let of = size.map_or(String::new(), |s| {
+        format!(" of {} MiB", s.div_ceil(1 << 20))
+    });
     format!(
         "only the first {:.1} MiB{of} of the text are indexed: a document contributes at most {} MiB",
         kept as f64 / f64::from(1 << 20),

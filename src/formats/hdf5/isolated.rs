@@ -161,12 +161,14 @@ fn ask_with_progress(
 /// The worker's side: answers requests about the files handed to it, within
 /// the limits its arguments set, until its input ends.
 pub fn worker_main() -> std::process::ExitCode {
-    worker::serve(|body, file, progress| match serde_json::from_slice::<Request>(body) {
-        Ok(request) => answer(request, file, progress),
-        Err(e) => encode::<()>(Err(FormatError::Io(format!(
-            "the HDF5 worker cannot read its request: {e}"
-        )))),
-    })
+    worker::serve(
+        |body, file, progress| match serde_json::from_slice::<Request>(body) {
+            Ok(request) => answer(request, file, progress),
+            Err(e) => encode::<()>(Err(FormatError::Io(format!(
+                "the HDF5 worker cannot read its request: {e}"
+            )))),
+        },
+    )
 }
 
 /// Answers one request; statistics write progress frames to `out` meanwhile.
