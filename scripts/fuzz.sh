@@ -16,6 +16,10 @@
 #   hdf5_reader    the HDF5 tree walk and slice reads (libhdf5), seeded with the
 #                  test files
 #   hdf5_slice     the NumPy slice parser and resolver: four shape bytes, then text
+#   document_reader  the document reader in-process (pdf-extract, lopdf, the
+#                  Markdown outline, the text cap): a first byte choosing PDF,
+#                  Markdown or text, seeded with the test documents
+#   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
@@ -77,6 +81,17 @@ PY
       printf '\x0a\x07\x05\x03%s' "$s" >"$corpus/$(echo -n "$s" | od -An -tx1 | tr -d ' \n')"
     done
     max_len=4096
+    ;;
+  document_reader)
+    # The first byte picks the format: 0 PDF, 1 Markdown, 2 text.
+    for f in testdata/docs/*.pdf; do { printf '\0'; cat "$f"; } >"$corpus/$(basename "$f")"; done
+    for f in $(find testdata/docs -name '*.md'); do { printf '\1'; cat "$f"; } >"$corpus/$(basename "$f")"; done
+    { printf '\2'; cat testdata/docs/run_log_2024.txt; } >"$corpus/run_log"
+    max_len=1048576
+    ;;
+  worker_answer)
+    printf '\0' >"$corpus/empty"
+    max_len=65536
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac

@@ -18,6 +18,7 @@
 //! max_document_read_chars = 10000    # read_document's character cap
 //! max_slice_elements = 100000        # read_dataset_slice's element cap
 //! max_result_bytes = 12000           # read_branches / sample_tree / code tools per answer
+//! worker_memory_mib = 1024           # address space of each HDF5 / PDF worker process
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused
@@ -199,6 +200,7 @@ struct LimitsConfig {
     max_document_read_chars: Option<usize>,
     max_slice_elements: Option<u64>,
     max_result_bytes: Option<usize>,
+    worker_memory_mib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -223,6 +225,17 @@ pub struct Settings {
     pub transport: TransportSettings,
     /// The RAG engine's `[rag]` and `[llm]` settings.
     pub rag: crate::rag::RagOptions,
+    /// The address space of each reader worker process (`[limits]
+    /// worker_memory_mib`).
+    pub worker_memory_mib: u64,
+}
+
+impl Settings {
+    /// Applies the settings that hold for the whole process: the reader
+    /// workers' memory limit.
+    pub fn apply_to_process(&self) {
+        crate::formats::worker::set_memory_limit_mib(self.worker_memory_mib);
+    }
 }
 
 /// Where default catalogs live: `quarry/catalogs` in the user's XDG data dir.
@@ -565,6 +578,11 @@ impl Settings {
                 llm,
             },
             catalog_dir,
+            worker_memory_mib: file
+                .limits
+                .worker_memory_mib
+                .unwrap_or(crate::formats::worker::DEFAULT_MEMORY_MIB)
+                .max(crate::formats::worker::MIN_MEMORY_MIB),
         })
     }
 

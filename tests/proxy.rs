@@ -206,9 +206,11 @@ fn after_the_daemon_restarts_only_read_only_calls_are_sent_again() {
     );
 
     let mut relay = RawRelay::start(&["--socket".as_ref(), s.socket().as_os_str()]);
-    relay.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    relay.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "relay-test", "version": "1"}}}));
+        "clientInfo": {"name": "relay-test", "version": "1"}}}),
+    );
     relay.answers_until(0);
     relay.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     relay.send(&heavy_search(1));
@@ -224,8 +226,10 @@ fn after_the_daemon_restarts_only_read_only_calls_are_sent_again() {
         json!({"kind": "root"}),
     ));
     relay.send(&heavy_search(4));
-    relay.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": 4, "reason": "test"}}));
+    relay.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": 4, "reason": "test"}}),
+    );
     // The search holds the slot for about `alone`; the rest wait behind it.
     std::thread::sleep(Duration::from_millis(300));
     daemon.child.kill().unwrap();
@@ -257,7 +261,10 @@ fn after_the_daemon_restarts_only_read_only_calls_are_sent_again() {
     relay.send(&common::raw::tool_call(5, "list_files", json!({})));
     let rest = relay.answers_until(5);
     let ids: Vec<&Value> = answered.iter().chain(&rest).map(|v| &v["id"]).collect();
-    assert!(!ids.contains(&&json!(4)), "the cancelled search was sent again: {ids:?}");
+    assert!(
+        !ids.contains(&&json!(4)),
+        "the cancelled search was sent again: {ids:?}"
+    );
     assert_eq!(ids.len(), 3, "{ids:?}");
     let exported = s.catalog.join("exports/relay.json");
     assert!(!exported.exists(), "the export ran");

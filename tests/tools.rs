@@ -53,14 +53,38 @@ fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
         // The catalog tools, the ROOT readers and analysis (statistics computed
         // on request go to quarry's own catalog, a cache), HDF5, documents,
         // code, resources and RAG retrieval and navigation only read.
-        "list_files" | "index_status" | "inspect_file" | "list_branches" | "read_histogram"
-        | "read_branches" | "sample_tree" | "apply_selection" | "get_branch_stats"
-        | "read_dataset_slice" | "find_datasets" | "get_dataset_stats" | "list_collections"
-        | "find_document" | "search_documents" | "search_multiple" | "read_document"
-        | "get_document_info" | "parse_file" | "find_classes" | "find_functions"
-        | "execute_query" | "find_symbol" | "get_outline" | "read_resource"
-        | "list_datasets" | "rag_retrieve" | "retrieve_documents" | "rag_node_get"
-        | "rag_node_children" | "rag_node_navigation" | "rag_path_to_root" => READS,
+        "list_files"
+        | "index_status"
+        | "inspect_file"
+        | "list_branches"
+        | "read_histogram"
+        | "read_branches"
+        | "sample_tree"
+        | "apply_selection"
+        | "get_branch_stats"
+        | "read_dataset_slice"
+        | "find_datasets"
+        | "get_dataset_stats"
+        | "list_collections"
+        | "find_document"
+        | "search_documents"
+        | "search_multiple"
+        | "read_document"
+        | "get_document_info"
+        | "parse_file"
+        | "find_classes"
+        | "find_functions"
+        | "execute_query"
+        | "find_symbol"
+        | "get_outline"
+        | "read_resource"
+        | "list_datasets"
+        | "rag_retrieve"
+        | "retrieve_documents"
+        | "rag_node_get"
+        | "rag_node_children"
+        | "rag_node_navigation"
+        | "rag_path_to_root" => READS,
         // plot: true writes a PNG under the export folder, named after the
         // request: the same request writes the same file again.
         "compute_histogram" | "compute_histogram_2d" => (false, false, true, false),

@@ -269,7 +269,9 @@ const SLOTS: u64 = 2;
 /// slot comes back only when its work has ended, so were the searches not
 /// stopped, the call would wait about `alone` for one.
 fn assert_slots_freed(waited: Duration, alone: Duration, what: &str) {
-    eprintln!("after {what}: a call waited {waited:?} for a slot; one search alone takes {alone:?}");
+    eprintln!(
+        "after {what}: a call waited {waited:?} for a slot; one search alone takes {alone:?}"
+    );
     assert!(
         alone >= Duration::from_millis(600),
         "one search takes {alone:?}: too quick to tell a stopped search from a finished one"

@@ -43,7 +43,11 @@ pub fn table(tools: &[&ToolDef]) -> String {
         "tool", "set", "access"
     );
     for d in tools {
-        let access = if d.effects.read_only { "read-only" } else { "writes" };
+        let access = if d.effects.read_only {
+            "read-only"
+        } else {
+            "writes"
+        };
         out += &format!(
             "{:<width$}  {:<9}  {:<9}  {}\n",
             d.name,

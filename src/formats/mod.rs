@@ -11,12 +11,25 @@ pub mod code;
 pub mod document;
 pub mod hdf5;
 pub mod root;
+pub mod worker;
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
 
 use serde::{Deserialize, Serialize};
+
+/// Runs the worker that `arg` names (the binary's first argument), if it names
+/// one: its exit code, once its parent closes its input.
+pub fn run_worker(arg: &std::ffi::OsStr) -> Option<std::process::ExitCode> {
+    if arg == hdf5::isolated::WORKER_ARG {
+        Some(hdf5::isolated::worker_main())
+    } else if arg == document::WORKER_ARG {
+        Some(document::worker_main())
+    } else {
+        None
+    }
+}
 
 /// The kinds of file quarry indexes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -400,12 +400,21 @@ impl Indexer {
     }
 }
 
-/// Most bytes of files extracted into one batch: a batch's rows stay in memory
-/// until it is committed, and a document's rows hold its whole text.
-const MAX_BATCH_BYTES: u64 = 256 << 20;
+/// Most bytes of rows one batch may hold, as `weight` estimates them: a
+/// batch's rows stay in memory until it is committed (a document's hold its
+/// text), and its documents' text goes to the text index together.
+const MAX_BATCH_BYTES: u64 = 32 << 20;
+
+/// What a file may add to a batch's rows, at most: a document contributes at
+/// most `MAX_DOCUMENT_TEXT_BYTES` of text, a source file is read only that
+/// far, and the ROOT and HDF5 rows are the files' structure, not their data.
+fn weight(o: &Observed) -> u64 {
+    o.size
+        .min(crate::formats::document::MAX_DOCUMENT_TEXT_BYTES as u64)
+}
 
 /// `files` cut into batches of at most `max_files` files and (unless a single
-/// file is larger) `max_bytes` bytes.
+/// file weighs more) `max_bytes` of `weight`.
 fn batches(
     files: &[Observed],
     max_files: usize,
@@ -418,8 +427,8 @@ fn batches(
         }
         let mut bytes = 0u64;
         let mut n = 0;
-        while n < rest.len() && n < max_files && (n == 0 || bytes + rest[n].size <= max_bytes) {
-            bytes += rest[n].size;
+        while n < rest.len() && n < max_files && (n == 0 || bytes + weight(&rest[n]) <= max_bytes) {
+            bytes += weight(&rest[n]);
             n += 1;
         }
         let (batch, tail) = rest.split_at(n);
@@ -486,5 +495,19 @@ mod tests {
             vec![vec![5, 5], vec![5], vec![20], vec![1, 1]]
         );
         assert!(sizes(&[], 3, 10).is_empty());
+        // A file weighs what it may contribute, not its size: 2 GiB files
+        // batch like files of the cap.
+        let cap = crate::formats::document::MAX_DOCUMENT_TEXT_BYTES as u64;
+        let large: Vec<Observed> = [2 << 30, 2 << 30, 2 << 30, 1]
+            .into_iter()
+            .map(file)
+            .collect();
+        assert_eq!(
+            sizes(&large, 10, 2 * cap)
+                .iter()
+                .map(Vec::len)
+                .collect::<Vec<_>>(),
+            vec![2, 2]
+        );
     }
 }

@@ -203,7 +203,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
         if self.state.connections > 1 {
             for pending in self.state.in_flight.values_mut() {
                 pending.deliveries += 1;
-                if send_line(&mut up_write, pending.line.as_bytes()).await.is_err() {
+                if send_line(&mut up_write, pending.line.as_bytes())
+                    .await
+                    .is_err()
+                {
                     return self.upstream_lost().await;
                 }
             }
@@ -376,7 +379,10 @@ mod tests {
         ];
         let client_side = async {
             for line in &lines {
-                client_write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+                client_write
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .unwrap();
             }
             let init_answer = next(&mut client_read).await;
             assert_eq!(init_answer["id"], 0);
@@ -424,8 +430,12 @@ mod tests {
                 let v: Value = serde_json::from_str(&line).unwrap();
                 let answer = match (&v["method"], &v["id"]) {
                     (_, Value::Null) => None,
-                    (m, id) if m == "initialize" => Some(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
-                    (_, id) => Some(json!({"jsonrpc": "2.0", "id": id, "result": {"from": "second"}})),
+                    (m, id) if m == "initialize" => {
+                        Some(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+                    }
+                    (_, id) => {
+                        Some(json!({"jsonrpc": "2.0", "id": id, "result": {"from": "second"}}))
+                    }
                 };
                 if let Some(a) = answer {
                     w.write_all(format!("{a}\n").as_bytes()).await.unwrap();
@@ -440,12 +450,8 @@ mod tests {
             relay.run(Box::new(second)).await.unwrap()
             // The relay is dropped here: the client's input ends.
         };
-        let (_, _, received, end) = tokio::join!(
-            client_side,
-            first_server_side,
-            second_server_side,
-            relaying
-        );
+        let (_, _, received, end) =
+            tokio::join!(client_side, first_server_side, second_server_side, relaying);
         assert_eq!(end, RelayEnd::ClientClosed);
         // The handshake replayed under the relay's own id, then only ids 5 and 7.
         assert_eq!(received[0]["method"], "initialize");

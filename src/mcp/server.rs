@@ -409,7 +409,11 @@ mod tests {
             assert!(waited.elapsed() < Duration::from_secs(5));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(PEAK.load(Ordering::SeqCst), 2, "more work ran at once than allowed");
+        assert_eq!(
+            PEAK.load(Ordering::SeqCst),
+            2,
+            "more work ran at once than allowed"
+        );
         // The later waves timed out waiting for a turn and never started.
         assert_eq!(STARTED.load(Ordering::SeqCst), 2);
     }

@@ -344,7 +344,12 @@ mod tests {
             Err(Stop::Cancelled)
         );
         let nodes: Vec<&crate::rag::tree::Node> = hits.iter().map(|h| &ds.nodes[h.node]).collect();
-        assert!(!summarise(&nodes, SUMMARY_TOKENS, &live).unwrap().text.is_empty());
+        assert!(
+            !summarise(&nodes, SUMMARY_TOKENS, &live)
+                .unwrap()
+                .text
+                .is_empty()
+        );
         assert!(matches!(
             summarise(&nodes, SUMMARY_TOKENS, &cancelled),
             Err(Stop::Cancelled)

@@ -10,9 +10,10 @@
 //! - `outside`: datasets whose data lies in other files (external storage,
 //!   virtual datasets): recorded, never read;
 //! - `signature`: the signature check that runs before libhdf5 sees a file;
-//! - `isolated`: tree walks, slices and statistics in worker processes (kept
-//!   between requests, handed each file as a descriptor by `fdpass`), so a
-//!   libhdf5 crash or hang on a damaged file is that file's error.
+//! - `isolated`: tree walks, slices and statistics in worker processes (the
+//!   shared `formats::worker` machinery: a pool, each file handed as a
+//!   descriptor, memory and time limits), so a libhdf5 crash or hang on a
+//!   damaged file is that file's error.
 //!
 //! Files are opened from an already open descriptor (opened beneath its root by
 //! the caller): libhdf5 opens by name, so it is handed `/proc/self/fd/N`, which
@@ -21,7 +22,6 @@
 mod attributes;
 mod buffer;
 mod dataset;
-mod fdpass;
 mod ffi;
 pub mod isolated;
 mod outside;

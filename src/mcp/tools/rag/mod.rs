@@ -100,14 +100,14 @@ score_threshold; reranker is reported, never applied.",
             asks_llm: true,
         },
         ..rag_tool!(
-        "answer_question",
-        "Answer a question from a dataset",
-        "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
+            "answer_question",
+            "Answer a question from a dataset",
+            "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
 verbatim with node ids and sources (document, page, line). With one: abstractive, the model's answer quoting the \
 numbered sources it was given, temperature applied (extractive with llm_error if it fails). session_id (from \
 create_chat_session) records the question.",
-        answer::answer_question
-    )
+            answer::answer_question
+        )
     },
     ToolDef {
         // Writes nothing; with an [llm] model the nodes are sent to it.
@@ -116,12 +116,12 @@ create_chat_session) records the question.",
             ..Effects::READS
         },
         ..rag_tool!(
-        "rag_summarize",
-        "Summarise nodes",
-        "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
+            "rag_summarize",
+            "Summarise nodes",
+            "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
 with its source), or abstractive through the [llm] model when one is configured.",
-        answer::rag_summarize
-    )
+            answer::rag_summarize
+        )
     },
     rag_tool!(
         "rag_node_get",
