@@ -177,7 +177,7 @@ fn a_parser_panic_is_the_files_error() {
 }
 
 /// A page tree whose node is its own kid: an error, never a hang or a crash
-/// of the caller.
+/// of the caller (lopdf already stops at the cycle; this guards it).
 #[test]
 fn a_cyclic_page_tree_is_an_error() {
     use_workers();
