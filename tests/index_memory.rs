@@ -101,7 +101,7 @@ fn indexing_a_hostile_folder_stays_under_300_mib() {
 }
 
 /// The generator alone, for a look by hand or another tool:
-/// `QUARRY_HOSTILE_DIR=/tmp/hostile cargo test --test index_memory -- --ignored`
+/// `QUARRY_HOSTILE_DIR=<folder> cargo test --test index_memory -- --ignored`
 /// writes the folder there (200 MiB of text; the sparse files cost no disk).
 #[test]
 #[ignore]
