@@ -399,7 +399,7 @@ mod tests {
             refused.sort_unstable();
             assert_eq!(refused, [1, 2, 3, 4]);
             // The next server answers the two read-only requests sent again.
-            let mut answered = vec![next(&mut client_read).await, next(&mut client_read).await];
+            let mut answered = [next(&mut client_read).await, next(&mut client_read).await];
             answered.sort_by_key(|v| v["id"].as_u64());
             assert_eq!(answered[0]["id"], 5);
             assert_eq!(answered[1]["id"], 7);
