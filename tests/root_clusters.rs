@@ -426,6 +426,21 @@ fn slow_watcher(s: &Sandbox, stats: &str) -> common::Daemon {
     common::raw::serve_with(s, &config, None)
 }
 
+/// A daemon whose watcher waits (see `slow_watcher`), with a client, once `file`'s
+/// statistics are computed and stored (lazily, by `list_branches`).
+async fn served_with_statistics(s: &Sandbox, file: &str) -> (common::Daemon, common::Client) {
+    let daemon = slow_watcher(s, "lazy");
+    let client = s.connect().await;
+    wait_indexed(&client).await;
+    ok(
+        &client,
+        "list_branches",
+        json!({"path": file, "tree": "events", "include_stats": true}),
+    )
+    .await;
+    (daemon, client)
+}
+
 fn stop(s: &Sandbox, daemon: common::Daemon) {
     daemon.stop();
     common::wait_until(std::time::Duration::from_secs(10), || !s.socket().exists());
@@ -443,15 +458,7 @@ async fn a_rewrite_in_place_is_never_skipped_on_the_old_statistics() {
     let want = rewrite_fixture();
     let s = Sandbox::new();
     let path = s.write(FILE, &test_data("rewrite_a.root"));
-    let daemon = slow_watcher(&s, "lazy");
-    let client = s.connect().await;
-    wait_indexed(&client).await;
-    ok(
-        &client,
-        "list_branches",
-        json!({"path": FILE, "tree": "events", "include_stats": true}),
-    )
-    .await;
+    let (daemon, client) = served_with_statistics(&s, FILE).await;
     check_cuts(&client, FILE, &want, "a", true).await;
 
     rewrite_in_place(&path, &test_data("rewrite_b.root"));
@@ -459,15 +466,7 @@ async fn a_rewrite_in_place_is_never_skipped_on_the_old_statistics() {
     client.cancel().await.unwrap();
     stop(&s, daemon);
 
-    let daemon = slow_watcher(&s, "lazy");
-    let client = s.connect().await;
-    wait_indexed(&client).await;
-    ok(
-        &client,
-        "list_branches",
-        json!({"path": FILE, "tree": "events", "include_stats": true}),
-    )
-    .await;
+    let (daemon, client) = served_with_statistics(&s, FILE).await;
     check_cuts(&client, FILE, &want, "b", true).await;
     client.cancel().await.unwrap();
     stop(&s, daemon);
