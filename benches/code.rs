@@ -1,5 +1,5 @@
 //! Code benchmark (issue #10 targets), on real repository trees
-//! (`../shared/corpus/`: abseil-cpp and uproot5, unpacked by `scripts/bench-code.sh`
+//! (the shared data's `corpus/`: abseil-cpp and uproot5, unpacked by `scripts/bench-code.sh`
 //! into the folder named by `QUARRY_CODE_BENCH_DIR`, one tree per subfolder):
 //! - indexing throughput in symbols/s, beside universal-ctags on the same tree
 //!   in the same run (target: at least ctags's);
@@ -11,7 +11,7 @@
 //! - the symbol index alone at a million symbols (the catalog's design goal: a
 //!   lookup in about a millisecond).
 //!
-//! Without `QUARRY_CODE_BENCH_DIR` this runs on `../shared/testdata/code` as the
+//! Without `QUARRY_CODE_BENCH_DIR` this runs on the repository's `testdata/code` as the
 //! self-check `cargo test --all-targets` runs: the symbol count must equal what
 //! py-tree-sitter read (tests/fixtures/code/symbols.json); timings are printed,
 //! never asserted.
@@ -132,7 +132,7 @@ fn trees() -> (Vec<Tree>, bool) {
                 "QUARRY_CODE_BENCH_DIR is not set: self-check on testdata/code (scripts/bench-code.sh runs the corpus)"
             );
             let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../shared/testdata/code")
+                .join("testdata/code")
                 .canonicalize()
                 .unwrap();
             (

@@ -1,5 +1,5 @@
 //! Documents benchmark (issue #4 targets), on a corpus from
-//! `../shared/benchgen/gen_docs.py --files 5000 --total-mb 100`:
+//! `benchgen/gen_docs.py --files 5000 --total-mb 100`:
 //! - indexing (extract, store, full-text index): >= 20 MB/s of text on 2 cores;
 //! - search_documents server time, p50 <= 10 ms, for AND, OR, NOT and phrase
 //!   queries, with the same (document, line) results as a line scan; ripgrep

@@ -1,4 +1,4 @@
-//! RAG benchmark (issue #11 targets), on `../shared/benchgen/gen_docs.py
+//! RAG benchmark (issue #11 targets), on `benchgen/gen_docs.py
 //! --files 500 --total-mb 10` (`scripts/bench-rag.sh` generates it and runs
 //! this with `QUARRY_RAG_BENCH_DIR`):
 //! - tree building, lexically: >= 250 kB of text per second on 2 cores, with

@@ -10,7 +10,7 @@
 //!   file (target 1.3 s) and answered from the catalog once stored (target 1 ms).
 //!
 //! `cargo bench --bench root` reads the files in QUARRY_ROOT_BENCH_FILES
-//! (colon-separated, from ../shared/benchgen/gen_root.py; scripts/bench-root.sh
+//! (colon-separated, from benchgen/gen_root.py; scripts/bench-root.sh
 //! generates them). Without `--bench` (as `cargo test --all-targets` runs it) it
 //! checks itself on the bundled HZZ file.
 

@@ -9,7 +9,7 @@
 //! - apply_selection `event_number < 1000`: the bytes it reads.
 //!
 //! `cargo bench --bench root_analysis` runs one round over the files in
-//! QUARRY_ROOT_BENCH_FILES (from ../shared/benchgen/gen_root.py; the catalog,
+//! QUARRY_ROOT_BENCH_FILES (from benchgen/gen_root.py; the catalog,
 //! with the statistics pass done once, is kept in QUARRY_BENCH_CATALOG between
 //! rounds). scripts/bench-root-analysis.sh alternates rounds with uproot's
 //! (scripts/bench/uproot_analysis.py) and prints the medians and ratios.

@@ -7,7 +7,8 @@
 #   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
 #                  through, seeded with well-formed and malformed messages
 #   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
-#                  tests/fixtures/root/selections.json
+#                  tests/fixtures/root/selections.json (integer edge cuts among them) and
+#                  the dictionary fuzz/dicts/selection.dict (operators, edge numbers)
 #   code_query     execute_query's query compiler and runs, seeded with the
 #                  queries the code tests use
 #   code_source    the code reader (tree-sitter parse and symbol extraction),
@@ -15,12 +16,17 @@
 #   hdf5_reader    the HDF5 tree walk and slice reads (libhdf5), seeded with the
 #                  test files
 #   hdf5_slice     the NumPy slice parser and resolver: four shape bytes, then text
+#   document_reader  the document reader in-process (pdf-extract, lopdf, the
+#                  Markdown outline, the text cap): a first byte choosing PDF,
+#                  Markdown or text, seeded with the test documents
+#   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 target=${2:-root_reader}
+dict=""
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 case "$target" in
@@ -45,6 +51,7 @@ for i, cut in enumerate(cuts):
     (pathlib.Path(sys.argv[1]) / f"cut{i}").write_text(cut)
 PY
     max_len=4096
+    dict="$PWD/fuzz/dicts/selection.dict"
     ;;
   code_query)
     # The first byte picks the language: even C++, odd Python.
@@ -75,7 +82,18 @@ PY
     done
     max_len=4096
     ;;
+  document_reader)
+    # The first byte picks the format: 0 PDF, 1 Markdown, 2 text.
+    for f in testdata/docs/*.pdf; do { printf '\0'; cat "$f"; } >"$corpus/$(basename "$f")"; done
+    for f in $(find testdata/docs -name '*.md'); do { printf '\1'; cat "$f"; } >"$corpus/$(basename "$f")"; done
+    { printf '\2'; cat testdata/docs/run_log_2024.txt; } >"$corpus/run_log"
+    max_len=1048576
+    ;;
+  worker_answer)
+    printf '\0' >"$corpus/empty"
+    max_len=65536
+    ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- \
-  -max_total_time="$seconds" ${RUNS:+-runs="$RUNS"} -rss_limit_mb=2048 -max_len="$max_len" -timeout=10
+  -max_total_time="$seconds" ${RUNS:+-runs="$RUNS"} -rss_limit_mb=2048 -max_len="$max_len" -timeout=10 ${dict:+-dict="$dict"}

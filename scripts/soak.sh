@@ -4,8 +4,8 @@
 #   scripts/soak.sh [CLIENTS] [SECONDS]        (defaults 64 and 60)
 #
 # Serves a root made of the fixture data (testdata/) plus files generated with the
-# benchmark generators (../shared/benchgen, next to the repository; BENCHGEN names another
-# folder): a ROOT file, HDF5, documents and synthetic Python/C++. Then, through
+# benchmark generators (the folder BENCHGEN names: benchgen/ of the project's shared
+# data): a ROOT file, HDF5, documents and synthetic Python/C++. Then, through
 # tests/clients/soak.py:
 #   1. CLIENTS concurrent socket clients for SECONDS, each calling the read-only tools in
 #      a random mix (raw JSON-RPC lines), every reply checked against its request's id;
@@ -42,11 +42,15 @@ quarry="$target_dir/$profile/quarry"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# quarry's default ingest folder and catalogs go here, not into the user's data folder.
+export XDG_DATA_HOME="$work/xdg-data"
 cp -r testdata "$work/data"
 
 if [ "$data_mode" = generated ]; then
-  benchgen=${BENCHGEN:-../shared/benchgen}
-  [ -d "$benchgen" ] || { echo "soak: no generators at $benchgen (set BENCHGEN, or SOAK_DATA=fixtures)" >&2; exit 1; }
+  # The test suite runs on the fixtures alone; generated data is asked for by name, so
+  # nothing the suite runs depends on a folder outside the repository.
+  benchgen=${BENCHGEN:-}
+  [ -d "$benchgen" ] || { echo "soak: BENCHGEN must name the benchmark generators' folder (or SOAK_DATA=fixtures)" >&2; exit 1; }
   # Named after the pinned versions below: a change of pins makes a new venv.
   genvenv="$cache/benchgen-numpy2.4.6-uproot5.7.7-h5py3.16.0"
   if [ ! -e "$genvenv/.complete" ]; then

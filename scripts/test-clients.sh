@@ -45,6 +45,8 @@ quarry="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# quarry's default ingest folder and catalogs go here, not into the user's data folder.
+export XDG_DATA_HOME="$work/xdg-data"
 cp -r testdata "$work/data"
 
 "$venv/bin/python" tests/clients/sdk_client.py --quarry "$quarry" --root "$work/data"

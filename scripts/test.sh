@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: system packages, the sentence model the semantic tests
+# The whole test suite: a check that nothing it runs reads outside the repository
+# (scripts/check-self-contained.sh), system packages, the sentence model the semantic tests
 # need (scripts/fetch-model.sh, cached outside the repository; the semantic tests
 # fail rather than skip here, QUARRY_REQUIRE_MODEL), every test target, quarry
 # under real MCP clients (the Python SDK and the MCP Inspector), and a short soak:
@@ -7,6 +8,7 @@
 # on the fixture data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/check-self-contained.sh
 ./scripts/setup-system.sh
 QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
 export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1

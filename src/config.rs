@@ -18,6 +18,7 @@
 //! max_document_read_chars = 10000    # read_document's character cap
 //! max_slice_elements = 100000        # read_dataset_slice's element cap
 //! max_result_bytes = 12000           # read_branches / sample_tree / code tools per answer
+//! worker_memory_mib = 1024           # address space of each HDF5 / PDF worker process
 //!
 //! [server]
 //! max_connections = 256        # socket connections at once; more are refused
@@ -34,7 +35,8 @@
 //!                    # (first request, then cached) or "off" (never cached)
 //!
 //! [rag]
-//! ingest_dir = "ingested"   # ingest_document writes here (indexed as the root `ingest`)
+//! ingest_dir = "ingested"   # ingest_document writes here (indexed as the root `ingest`);
+//!                           # default: $XDG_DATA_HOME/quarry/ingest; false: no ingesting
 //! model_dir = "~/.cache/quarry/models/all-MiniLM-L6-v2"  # a BERT sentence model: hybrid retrieval
 //!
 //! [llm]              # abstractive answer_question / rag_summarize
@@ -158,10 +160,19 @@ impl TransportConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RagConfig {
-    /// Folder ingest_document writes to, indexed as the root `ingest`.
-    ingest_dir: Option<PathBuf>,
+    /// Folder ingest_document writes to, indexed as the root `ingest`; `false` turns
+    /// ingesting off. Unset: `default_ingest_dir()`.
+    ingest_dir: Option<IngestDirConfig>,
     /// Folder of a BERT-family sentence model (model.safetensors, tokenizer.json).
     model_dir: Option<PathBuf>,
+}
+
+/// `[rag] ingest_dir`: a folder, or `false` for no ingesting (`true` is the default).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum IngestDirConfig {
+    Enabled(bool),
+    Dir(PathBuf),
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,6 +200,7 @@ struct LimitsConfig {
     max_document_read_chars: Option<usize>,
     max_slice_elements: Option<u64>,
     max_result_bytes: Option<usize>,
+    worker_memory_mib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -213,6 +225,17 @@ pub struct Settings {
     pub transport: TransportSettings,
     /// The RAG engine's `[rag]` and `[llm]` settings.
     pub rag: crate::rag::RagOptions,
+    /// The address space of each reader worker process (`[limits]
+    /// worker_memory_mib`).
+    pub worker_memory_mib: u64,
+}
+
+impl Settings {
+    /// Applies the settings that hold for the whole process: the reader
+    /// workers' memory limit.
+    pub fn apply_to_process(&self) {
+        crate::formats::worker::set_memory_limit_mib(self.worker_memory_mib);
+    }
 }
 
 /// Where default catalogs live: `quarry/catalogs` in the user's XDG data dir.
@@ -220,6 +243,46 @@ pub fn default_catalogs_home() -> anyhow::Result<PathBuf> {
     dirs::data_dir()
         .map(|d| d.join("quarry").join("catalogs"))
         .context("no user data folder (set XDG_DATA_HOME or HOME), pass --catalog DIR")
+}
+
+/// Where ingest_document writes when the config names no folder: `quarry/ingest` in the
+/// user's XDG data dir, beside the catalogs and not inside one, since a catalog is a cache
+/// that may be deleted and ingested documents are the user's data. Every set of roots
+/// shares it.
+pub fn default_ingest_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("quarry").join("ingest"))
+}
+
+/// The ingest folder the settings name, made if missing: the configured one (an error
+/// when it cannot be made), else the default one (ingesting off, with a warning, when it
+/// cannot be made: a read-only home must not stop quarry from serving its roots).
+fn ingest_folder(
+    base: Option<&Path>,
+    config: Option<IngestDirConfig>,
+) -> anyhow::Result<Option<PathBuf>> {
+    let dir = match config {
+        Some(IngestDirConfig::Enabled(false)) => return Ok(None),
+        Some(IngestDirConfig::Dir(d)) => {
+            let dir = relative_to(base, d);
+            crate::catalog::create_private_dir(&dir)
+                .with_context(|| format!("ingest_dir {}", dir.display()))?;
+            return Ok(Some(dir.canonicalize()?));
+        }
+        Some(IngestDirConfig::Enabled(true)) | None => default_ingest_dir(),
+    };
+    let made = dir
+        .as_deref()
+        .map(|d| crate::catalog::create_private_dir(d).and_then(|()| Ok(d.canonicalize()?)));
+    match made {
+        Some(Ok(dir)) => Ok(Some(dir)),
+        Some(Err(e)) => {
+            tracing::warn!(
+                "ingest_document is off: no default ingest folder ({e:#}); set [rag] ingest_dir"
+            );
+            Ok(None)
+        }
+        None => Ok(None),
+    }
 }
 
 /// The default catalog of a set of roots: one per set, so that assistants set up
@@ -407,24 +470,45 @@ impl Settings {
         for arg in &args.roots {
             specs.push(parse_root_arg(arg)?);
         }
-        let ingest_dir = file.rag.ingest_dir.map(|d| relative_to(base, d));
-        let model_dir = file.rag.model_dir.map(|d| relative_to(base, d));
-        let llm = file.llm.map(LlmFileConfig::settings).transpose()?;
-        if let Some(dir) = &ingest_dir {
-            crate::catalog::create_private_dir(dir)?;
-            let dir = dir.canonicalize()?;
-            specs.push((crate::rag::INGEST_ROOT.to_string(), dir));
-        }
         anyhow::ensure!(
             !specs.is_empty(),
             "no data roots: pass --root DIR (repeatable) or list [[roots]] in a --config file"
         );
-        let roots = Roots::new(specs)?;
+        let model_dir = file.rag.model_dir.map(|d| relative_to(base, d));
+        let llm = file.llm.map(LlmFileConfig::settings).transpose()?;
+        let explicit_ingest = matches!(file.rag.ingest_dir, Some(IngestDirConfig::Dir(_)));
+        let named_ingest = specs.iter().any(|(n, _)| n == crate::rag::INGEST_ROOT);
+        let ingest_dir = if !toolsets.contains(&Toolset::Rag) {
+            None // no ingest_document to write there
+        } else if named_ingest && !explicit_ingest {
+            // A root of the user's already has the name the ingest folder is served as.
+            tracing::warn!(
+                "ingest_document is off: a root is named '{}'; set [rag] ingest_dir to turn it on",
+                crate::rag::INGEST_ROOT
+            );
+            None
+        } else {
+            ingest_folder(base, file.rag.ingest_dir)?
+        };
+        // The default ingest folder is every set's, so it does not name the set's
+        // catalog (which stays where it was before ingesting had a default).
+        let mut catalog_roots = specs.clone();
+        if let Some(dir) = &ingest_dir {
+            let spec = (crate::rag::INGEST_ROOT.to_string(), dir.clone());
+            if explicit_ingest {
+                catalog_roots.push(spec.clone());
+            }
+            specs.push(spec);
+        }
+        let mut roots = Roots::new(specs)?;
+        if ingest_dir.is_some() {
+            roots.set_aside(crate::rag::INGEST_ROOT);
+        }
 
         let catalog_dir = match (&args.catalog, file.catalog) {
             (Some(c), _) => std::path::absolute(c)?,
             (None, Some(c)) => relative_to(base, c),
-            (None, None) => default_catalog_dir(&roots)?,
+            (None, None) => default_catalog_dir(&Roots::new(catalog_roots)?)?,
         };
         let socket = match (&args.socket, file.socket) {
             (Some(s), _) => std::path::absolute(s)?,
@@ -475,7 +559,7 @@ impl Settings {
                 limits,
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
-                ingest_dir: ingest_dir.as_ref().and_then(|d| d.canonicalize().ok()),
+                ingest_dir: ingest_dir.clone(),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),
@@ -494,6 +578,11 @@ impl Settings {
                 llm,
             },
             catalog_dir,
+            worker_memory_mib: file
+                .limits
+                .worker_memory_mib
+                .unwrap_or(crate::formats::worker::DEFAULT_MEMORY_MIB)
+                .max(crate::formats::worker::MIN_MEMORY_MIB),
         })
     }
 

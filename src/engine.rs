@@ -23,6 +23,7 @@ impl Engine {
     /// during the scan is missed), then the initial scan on its own thread. Tools
     /// answer from the catalog meanwhile; index_status tells how far it got.
     pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Engine> {
+        settings.apply_to_process();
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
         indexer.start_stats_pass()?;

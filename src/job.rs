@@ -19,6 +19,18 @@ pub enum Stop {
     TimedOut,
 }
 
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::Cancelled => "the call was cancelled",
+            Stop::TimedOut => "the call ran out of time",
+        })
+    }
+}
+
+/// A stop travels through `anyhow` errors too (found again by downcasting).
+impl std::error::Error for Stop {}
+
 type ProgressSink = Box<dyn Fn(u64, Option<u64>) + Send + Sync>;
 
 /// Least time between two progress reports (MCP clients need no more).
@@ -78,6 +90,15 @@ impl Job {
             Some(Stop::TimedOut)
         } else {
             None
+        }
+    }
+
+    /// `Err` with the reason once the work should stop: for `?` between
+    /// batches of engines that return `Stop`.
+    pub fn check(&self) -> Result<(), Stop> {
+        match self.stopped() {
+            Some(stop) => Err(stop),
+            None => Ok(()),
         }
     }
 

@@ -9,20 +9,22 @@ use quarry::config::Settings;
 
 fn main() -> ExitCode {
     quarry::engine::limit_malloc_arenas();
-    use quarry::formats::hdf5::isolated;
-    // The HDF5 worker: this same binary, answering libhdf5 requests in a child
-    // process (a libhdf5 crash on a damaged file then costs only the child).
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == isolated::WORKER_ARG)
+    // A worker: this same binary, answering one reader's requests in a child
+    // process (libhdf5, the PDF reader), so that a crash, a hang or a blown
+    // memory limit on a hostile file costs only the child.
+    if let Some(arg) = std::env::args_os().nth(1)
+        && let Some(code) = quarry::formats::run_worker(&arg)
     {
-        return isolated::worker_main();
+        return code;
     }
     if let Ok(exe) = std::env::current_exe() {
-        isolated::set_helper(exe);
+        quarry::formats::worker::set_helper(exe);
     }
     let cli = quarry::cli::parse();
     quarry::logging::init(cli.verbose);
+    // A reader's panic on a hostile file is that file's error, logged in one
+    // line by whoever caught it; any other panic keeps the default report.
+    quarry::panics::install_hook();
     // Everything quarry creates (catalog, text index, socket, exports) is the
     // user's alone, whatever the folder it lands in allows.
     // SAFETY: umask(2) has no memory-safety preconditions.

@@ -469,7 +469,8 @@ async fn with_two_roots_paths_start_with_the_root_name() {
         .iter()
         .map(|c| c["path"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["data", "notes"]);
+    // The ingest folder (by default in the user's data folder) is a root of its own.
+    assert_eq!(names, vec!["data", "notes", "ingest"]);
     let (v, _) = call(&client, "list_collections", json!({"path": "notes/sub"})).await;
     assert_eq!(
         v["data"]["documents"][0]["path"],
@@ -509,6 +510,9 @@ async fn with_two_roots_paths_start_with_the_root_name() {
     )
     .await;
     assert_eq!(e["error"], "DOCUMENT_NOT_FOUND");
-    assert_eq!(e["details"]["available_roots"], json!(["data", "notes"]));
+    assert_eq!(
+        e["details"]["available_roots"],
+        json!(["data", "notes", "ingest"])
+    );
     client.cancel().await.unwrap();
 }

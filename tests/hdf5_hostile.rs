@@ -106,3 +106,28 @@ fn damaged_files_are_errors_never_crashes() {
         started.elapsed()
     );
 }
+
+/// Every worker holds itself to the workers' limits before its first
+/// request: its address space (1 GiB by default), its CPU time per request,
+/// and no core file.
+#[test]
+fn workers_run_within_their_limits() {
+    set_helper(env!("CARGO_BIN_EXE_quarry").into());
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdf5/tiny.h5");
+    tree_of(std::fs::File::open(&tiny).unwrap()).unwrap();
+    let pids = quarry::formats::hdf5::isolated::idle_worker_pids();
+    assert!(!pids.is_empty(), "no idle worker after a request");
+    for pid in pids {
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let limit = |name: &str| -> (String, String) {
+            let line = limits.lines().find(|l| l.starts_with(name)).unwrap();
+            let fields: Vec<&str> = line[name.len()..].split_whitespace().collect();
+            (fields[0].to_string(), fields[1].to_string())
+        };
+        let gib = (1u64 << 30).to_string();
+        assert_eq!(limit("Max address space"), (gib.clone(), gib), "{limits}");
+        assert_eq!(limit("Max core file size"), ("0".into(), "0".into()));
+        let cpu: u64 = limit("Max cpu time").0.parse().expect("a finite CPU limit");
+        assert!((130..3600).contains(&cpu), "{limits}");
+    }
+}

@@ -617,7 +617,7 @@ async fn the_watcher_adds_and_removes_resources_within_two_seconds() {
     }
 
     let s = Sandbox::new();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    let mut cmd = common::quarry_tokio();
     cmd.args(["mcp", "--root", &s.root_arg(), "--catalog"])
         .arg(&s.catalog);
     let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)

@@ -290,3 +290,87 @@ fn the_catalog_is_private_even_in_a_folder_open_to_others() {
     assert!(rebuild().status.success());
     check();
 }
+
+/// `apply_selection` of a cut on tests/data/root/clusters.root that its
+/// statistics decide exactly: `event_number < 1000` passes 1,000 entries, all
+/// in the first of 40 clusters (tests/fixtures/root/clusters.json, from
+/// scripts/fixtures/root_clusters.py), so with statistics 39 clusters are
+/// skipped and without them none.
+async fn clusters_skipped(client: &Client, file: &str) -> u64 {
+    let args = json!({"path": file, "tree": "events", "selection": "event_number < 1000"});
+    let (v, is_error) = call(client, "apply_selection", args).await;
+    assert!(!is_error, "{file}: {v}");
+    assert_eq!(v["data"]["entries_selected"], 1000, "{file}: {v}");
+    v["metadata"]["clusters_skipped"].as_u64().unwrap()
+}
+
+/// Waits (up to 60 s) until the background statistics of `file` let a cut
+/// skip clusters.
+async fn wait_for_statistics(client: &Client, file: &str) {
+    let start = std::time::Instant::now();
+    while clusters_skipped(client, file).await != 39 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{file} never got its statistics"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A panic while computing one file's statistics in the background pass
+/// (injected by `QUARRY_TEST_STATS_PANIC`, a hook of debug builds only) costs
+/// that file alone: index_status lists it with the reason, the other files
+/// get their statistics, and so does a file indexed after the panic.
+#[cfg(debug_assertions)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_the_statistics_pass_costs_only_that_file() {
+    let clusters =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root"))
+            .unwrap();
+    let s = Sandbox::new();
+    for name in ["a.root", "b.root", "c.root"] {
+        s.write(name, &clusters);
+    }
+    let config = s.tmp.path().join("q.toml");
+    std::fs::write(&config, "[index]\nstats = \"eager\"\nsettle_ms = 100\n").unwrap();
+    let client = s
+        .mcp_with_env(
+            &["--config", config.to_str().unwrap()],
+            &[("QUARRY_TEST_STATS_PANIC", "b.root")],
+        )
+        .await;
+    wait_indexed(&client).await;
+
+    // index_status names the file and the reason.
+    let start = std::time::Instant::now();
+    let root = loop {
+        let root = status_of_root(&client).await;
+        if root["stats_failed_total"] == json!(1) {
+            break root;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{root}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (v, _) = call(&client, "index_status", json!({})).await;
+    assert_valid("index_status.output.json", &v);
+    let failed = &root["stats_failed_files"][0];
+    assert!(
+        failed["path"].as_str().unwrap().ends_with("/b.root"),
+        "{root}"
+    );
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("panicked") && reason.contains("QUARRY_TEST_STATS_PANIC"),
+        "{reason}"
+    );
+
+    // The pass went on: the other files have statistics, and a file indexed
+    // after the panic gets them too. The failed one is still counted right.
+    wait_for_statistics(&client, "a.root").await;
+    wait_for_statistics(&client, "c.root").await;
+    s.write("d.root", &clusters);
+    wait_listed(&client, &s, "d.root").await;
+    wait_for_statistics(&client, "d.root").await;
+    assert_eq!(clusters_skipped(&client, "b.root").await, 0);
+    client.cancel().await.unwrap();
+}

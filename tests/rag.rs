@@ -303,19 +303,8 @@ async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
         text.starts_with("---\nsource: \"logbook\"\ntags: [\"run3\"]\n---\n"),
         "{text}"
     );
-    let start = Instant::now();
     let query = json!({"dataset_id": "notes", "query": "snorkelwick detector"});
-    loop {
-        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
-        if !err && texts(&v["data"]).iter().any(|t| t.contains(fact)) {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "not retrievable after 2 s: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_retrievable(&client, &query, fact, Duration::from_secs(2), "ingested").await;
     client.cancel().await.unwrap();
 
     // A rebuild empties the catalog; the ingested file brings the document back.
@@ -332,17 +321,28 @@ async fn an_ingested_document_is_retrievable_at_once_and_survives_a_rebuild() {
         .arg(&s.catalog);
     common::run_ok(&mut rebuild);
     let client = s.mcp_with_args(&["--config", &config]).await;
+    wait_retrievable(&client, &query, fact, Duration::from_secs(20), "rebuilt").await;
+}
+
+/// Waits until `rag_retrieve(query)` has a hit holding `fact`; fails after `within`.
+async fn wait_retrievable(
+    client: &common::Client,
+    query: &Value,
+    fact: &str,
+    within: Duration,
+    what: &str,
+) {
     let start = Instant::now();
     loop {
-        let (v, err) = call(&client, "rag_retrieve", query.clone()).await;
+        let (v, err) = call(client, "rag_retrieve", query.clone()).await;
         if !err && texts(&v["data"]).iter().any(|t| t.contains(fact)) {
-            break;
+            return;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "lost by the rebuild: {v}"
+            start.elapsed() < within,
+            "{what}: not retrievable after {within:?}: {v}"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -410,4 +410,52 @@ async fn the_same_corpus_gives_the_same_trees() {
         client.cancel().await.unwrap();
     }
     assert_eq!(shapes[0], shapes[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingesting_works_without_a_config_into_the_user_data_folder() {
+    let s = Sandbox::new();
+    corpus(&s);
+    let xdg = s.tmp.path().join("xdg-data");
+    let client = s
+        .mcp_with_env(&[], &[("XDG_DATA_HOME", xdg.to_str().unwrap())])
+        .await;
+    wait_indexed(&client).await;
+    let fact = "The quillback calorimeter was cooled to minus thirty degrees.";
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "shift-notes", "file_content": format!("{fact}\n")}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    // Beside the catalogs, not inside the (deletable) catalog folder.
+    let written: Vec<_> = std::fs::read_dir(xdg.join("quarry/ingest/shift-notes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(!written[0].starts_with(&s.catalog));
+    let query = json!({"dataset_id": "shift-notes", "query": "quillback calorimeter"});
+    wait_retrievable(&client, &query, fact, Duration::from_secs(5), "ingested").await;
+    client.cancel().await.unwrap();
+
+    // `ingest_dir = false` turns ingesting off, with the error that says how to turn it on.
+    let config = s.tmp.path().join("off.toml");
+    std::fs::write(&config, "[rag]\ningest_dir = false\n").unwrap();
+    let client = s
+        .mcp_with_env(
+            &["--config", config.to_str().unwrap()],
+            &[("XDG_DATA_HOME", xdg.to_str().unwrap())],
+        )
+        .await;
+    let (v, err) = call(
+        &client,
+        "ingest_document",
+        json!({"dataset_id": "shift-notes", "file_content": "More notes.\n"}),
+    )
+    .await;
+    assert!(err, "{v}");
+    assert_eq!(v["error"], "ingest_disabled", "{v}");
+    client.cancel().await.unwrap();
 }

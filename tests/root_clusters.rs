@@ -7,7 +7,10 @@
 //! file; an export that skips clusters and stops at its limit mid-file writes
 //! what uproot selects, and pages inside baskets hold what uproot reads there
 //! (tests/fixtures/root/cluster_export.json, from
-//! scripts/fixtures/root_cluster_export.py).
+//! scripts/fixtures/root_cluster_export.py). A file rewritten in place (same
+//! size, same inode, modification time put back) is never skipped on the
+//! statistics of the version it replaced (tests/fixtures/root/rewrite.json,
+//! from scripts/fixtures/root_rewrite.py).
 
 mod common;
 
@@ -81,11 +84,14 @@ async fn cuts_skip_only_clusters_where_nothing_passes() {
     let doc = fixture();
     let cuts = doc["cuts"].as_array().unwrap();
 
-    // Before the statistics pass there is nothing to skip with.
+    // Before the statistics pass there is nothing to skip with: every entry
+    // is read.
     let first = &cuts[0];
     let v = select(&client, first["cut"].as_str().unwrap()).await;
     assert_eq!(v["data"]["entries_selected"], first["selected"]);
     assert_eq!(v["metadata"]["clusters_skipped"], 0);
+    assert_eq!(v["metadata"]["entries_scanned"], doc["entries"]);
+    let cluster_size = doc["entries"].as_u64().unwrap() / doc["clusters"].as_u64().unwrap();
 
     // The statistics pass (lazy by default) records every basket's range.
     ok(
@@ -107,8 +113,18 @@ async fn cuts_skip_only_clusters_where_nothing_passes() {
             skipped <= with_none,
             "{cut}: skipped {skipped} of {with_none} empty clusters"
         );
+        // Only the clusters read count as scanned.
+        let scanned = v["metadata"]["entries_scanned"].as_u64().unwrap();
+        assert_eq!(
+            scanned,
+            doc["entries"].as_u64().unwrap() - skipped * cluster_size,
+            "{cut}"
+        );
         if DECIDED_EXACTLY.contains(&cut) {
             assert_eq!(skipped, with_none, "{cut}");
+            // The clusters holding a passing entry, as uproot finds them.
+            let clusters = doc["clusters"].as_u64().unwrap();
+            assert_eq!(scanned, (clusters - with_none) * cluster_size, "{cut}");
         }
         skipped_total += skipped;
     }
@@ -174,6 +190,7 @@ async fn cuts_skip_only_clusters_where_nothing_passes() {
     )
     .await;
     assert_eq!(v["metadata"]["clusters_skipped"], 39);
+    assert_eq!(v["metadata"]["entries_scanned"], 1500);
     assert_eq!(v["metadata"]["entries_selected"], 1500);
     let rows = v["data"]["records"].as_array().unwrap();
     let got: Vec<i64> = rows
@@ -334,4 +351,158 @@ async fn exports_across_clusters_stop_at_their_limit() {
         close(muons.iter().sum(), "muon_pt_sum");
         assert!(rows.iter().all(|r| r.2.iter().any(|&pt| pt > 20.0)));
     }
+}
+
+fn rewrite_fixture() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/rewrite.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn test_data(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/root")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// Overwrites `path` in place with `bytes` (the same length: same inode, same
+/// size) and puts its modification time back, as an in-place save can: only
+/// the change time, which no process can set, tells the versions apart.
+fn rewrite_in_place(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let before = std::fs::metadata(path).unwrap();
+    assert_eq!(
+        before.len(),
+        bytes.len() as u64,
+        "a rewrite of the same size"
+    );
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all(bytes).unwrap();
+    f.sync_all().unwrap();
+    f.set_modified(before.modified().unwrap()).unwrap();
+    drop(f);
+    let after = std::fs::metadata(path).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        (after.len(), after.ino(), after.modified().unwrap()),
+        (before.len(), before.ino(), before.modified().unwrap())
+    );
+}
+
+/// Each cut of the fixture on `file`: selected as uproot says for `version`,
+/// with the clusters skipped and the entries read that `skipping` implies
+/// (every cluster without a passing entry skipped, or none).
+async fn check_cuts(client: &Client, file: &str, want: &Value, version: &str, skipping: bool) {
+    let entries = want["entries"].as_u64().unwrap();
+    for (cut, c) in want["files"][version]["cuts"].as_object().unwrap() {
+        let v = ok(
+            client,
+            "apply_selection",
+            json!({"path": file, "tree": "events", "selection": cut}),
+        )
+        .await;
+        let what = format!("{cut} on version {version} (skipping: {skipping}): {v}");
+        assert_eq!(v["data"]["entries_selected"], c["selected"], "{what}");
+        assert_eq!(v["data"]["entries_total"], want["entries"], "{what}");
+        let (skipped, scanned) = if skipping {
+            (
+                c["clusters_with_none"].as_u64().unwrap(),
+                c["entries_in_clusters_read"].as_u64().unwrap(),
+            )
+        } else {
+            (0, entries)
+        };
+        assert_eq!(v["metadata"]["clusters_skipped"], skipped, "{what}");
+        assert_eq!(v["metadata"]["entries_scanned"], scanned, "{what}");
+    }
+}
+
+/// A daemon that re-indexes changed files only after ten minutes of quiet:
+/// every call in these tests comes before the watcher acts on a rewrite.
+fn slow_watcher(s: &Sandbox, stats: &str) -> common::Daemon {
+    let config = format!("[index]\nsettle_ms = 600000\nstats = \"{stats}\"\n");
+    common::raw::serve_with(s, &config, None)
+}
+
+/// A daemon whose watcher waits (see `slow_watcher`), with a client, once `file`'s
+/// statistics are computed and stored (lazily, by `list_branches`).
+async fn served_with_statistics(s: &Sandbox, file: &str) -> (common::Daemon, common::Client) {
+    let daemon = slow_watcher(s, "lazy");
+    let client = s.connect().await;
+    wait_indexed(&client).await;
+    ok(
+        &client,
+        "list_branches",
+        json!({"path": file, "tree": "events", "include_stats": true}),
+    )
+    .await;
+    (daemon, client)
+}
+
+fn stop(s: &Sandbox, daemon: common::Daemon) {
+    daemon.stop();
+    common::wait_until(std::time::Duration::from_secs(10), || !s.socket().exists());
+}
+
+/// Statistics recorded for one version of a file rule out none of the
+/// clusters of the version that replaced it in place, though the size, inode
+/// and modification time are the same, right after the rewrite (before any
+/// re-index): counts are uproot's and every entry is read. A restart
+/// re-indexes the new version (its change time moved), and its own
+/// statistics skip again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_in_place_is_never_skipped_on_the_old_statistics() {
+    const FILE: &str = "root/rewritten.root";
+    let want = rewrite_fixture();
+    let s = Sandbox::new();
+    let path = s.write(FILE, &test_data("rewrite_a.root"));
+    let (daemon, client) = served_with_statistics(&s, FILE).await;
+    check_cuts(&client, FILE, &want, "a", true).await;
+
+    rewrite_in_place(&path, &test_data("rewrite_b.root"));
+    check_cuts(&client, FILE, &want, "b", false).await;
+    client.cancel().await.unwrap();
+    stop(&s, daemon);
+
+    let (daemon, client) = served_with_statistics(&s, FILE).await;
+    check_cuts(&client, FILE, &want, "b", true).await;
+    client.cancel().await.unwrap();
+    stop(&s, daemon);
+}
+
+/// Statistics computed on request from a file rewritten in place since it was
+/// indexed describe the version read, so they are not stored against the
+/// version the catalog knows: after a second rewrite back to that version's
+/// bytes (same size, inode and modification time all along), a cut reads
+/// every cluster and counts what uproot counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_of_a_rewritten_file_are_not_kept_for_the_old_version() {
+    const FILE: &str = "root/rewritten.root";
+    let want = rewrite_fixture();
+    let s = Sandbox::new();
+    let path = s.write(FILE, &test_data("rewrite_a.root"));
+    let daemon = slow_watcher(&s, "lazy");
+    let client = s.connect().await;
+    wait_indexed(&client).await;
+
+    rewrite_in_place(&path, &test_data("rewrite_b.root"));
+    let v = ok(
+        &client,
+        "list_branches",
+        json!({"path": FILE, "tree": "events", "pattern": "x", "include_stats": true}),
+    )
+    .await;
+    // The statistics of what is on disk now (x runs over 0..1999 either way).
+    let stats = &v["data"]["branches"][0]["stats"];
+    assert_eq!(
+        (stats["min"].as_f64(), stats["max"].as_f64()),
+        (Some(0.0), Some(1999.0))
+    );
+
+    rewrite_in_place(&path, &test_data("rewrite_a.root"));
+    check_cuts(&client, FILE, &want, "a", false).await;
+    client.cancel().await.unwrap();
+    stop(&s, daemon);
 }

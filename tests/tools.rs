@@ -39,37 +39,129 @@ fn files_on_disk(dir: &Path, base: &Path, out: &mut BTreeSet<(String, String)>) 
     }
 }
 
+/// MCP's four tool hints: (readOnly, destructive, idempotent, openWorld).
+type Hints = (bool, bool, bool, bool);
+
+/// Reads the roots and the catalog, writes nothing: nothing to destroy, a
+/// repeat changes nothing, and nothing outside the roots is reached.
+const READS: Hints = (true, false, true, false);
+
+/// What each tool does, reasoned from its spec and description, and the hints
+/// that follow; `llm` is whether an `[llm]` model is configured.
+fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
+    Some(match tool {
+        // The catalog tools, the ROOT readers and analysis (statistics computed
+        // on request go to quarry's own catalog, a cache), HDF5, documents,
+        // code, resources and RAG retrieval and navigation only read.
+        "list_files"
+        | "index_status"
+        | "inspect_file"
+        | "list_branches"
+        | "read_histogram"
+        | "read_branches"
+        | "sample_tree"
+        | "apply_selection"
+        | "get_branch_stats"
+        | "read_dataset_slice"
+        | "find_datasets"
+        | "get_dataset_stats"
+        | "list_collections"
+        | "find_document"
+        | "search_documents"
+        | "search_multiple"
+        | "read_document"
+        | "get_document_info"
+        | "parse_file"
+        | "find_classes"
+        | "find_functions"
+        | "execute_query"
+        | "find_symbol"
+        | "get_outline"
+        | "read_resource"
+        | "list_datasets"
+        | "rag_retrieve"
+        | "retrieve_documents"
+        | "rag_node_get"
+        | "rag_node_children"
+        | "rag_node_navigation"
+        | "rag_path_to_root" => READS,
+        // plot: true writes a PNG under the export folder, named after the
+        // request: the same request writes the same file again.
+        "compute_histogram" | "compute_histogram_2d" => (false, false, true, false),
+        // Writes output_path under the export folder, replacing a file already
+        // there; the same request writes the same file again.
+        "export_branches" => (false, true, true, false),
+        // Each call adds a new file (a session; a document named by time and
+        // content), replacing nothing.
+        "create_chat_session" | "ingest_document" => (false, false, false, false),
+        // With session_id it appends the question to the session's file; with an
+        // [llm] model the question and its sources go to that service.
+        "answer_question" => (false, false, false, llm),
+        // Writes nothing; with an [llm] model the nodes go to that service.
+        "rag_summarize" => (true, false, true, llm),
+        _ => return None,
+    })
+}
+
+/// tools/list as a client sees it: each tool's schemas from schema/tools/ and
+/// all four hints with the values above, without and with an [llm] model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tools_list_serves_the_schema_files_with_read_only_hints() {
+async fn tools_list_serves_the_schema_files_and_all_four_hints() {
     let s = Sandbox::with_testdata();
-    let client = s.mcp().await;
-    let tools = client.list_all_tools().await.unwrap();
-    let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert!(
-        names.contains("list_files") && names.contains("index_status"),
-        "{names:?}"
-    );
-    for tool in &tools {
-        let input = Value::Object((*tool.input_schema).clone());
-        assert_eq!(
-            input,
-            schema(&format!("{}.input.json", tool.name)),
-            "{}",
-            tool.name
+    let config = s.tmp.path().join("llm.toml");
+    // Never asked here: listing the tools does not reach the model.
+    std::fs::write(
+        &config,
+        "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+    )
+    .unwrap();
+    for llm in [false, true] {
+        let client = if llm {
+            s.mcp_with_args(&["--config", config.to_str().unwrap()])
+                .await
+        } else {
+            s.mcp().await
+        };
+        let tools = client.list_all_tools().await.unwrap();
+        let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert!(
+            names.contains("list_files") && names.contains("answer_question"),
+            "{names:?}"
         );
-        let output = Value::Object((*tool.output_schema.clone().expect("output schema")).clone());
-        assert_eq!(output, schema(&format!("{}.output.json", tool.name)));
-        let ann = tool.annotations.as_ref().expect("annotations");
-        // Read-only unless the tool writes (ingest_document adds a file,
-        // create_chat_session a session, export_branches a file under the
-        // export folder).
-        let writes = matches!(
-            tool.name.as_ref(),
-            "ingest_document" | "create_chat_session" | "export_branches"
-        );
-        assert_eq!(ann.read_only_hint, Some(!writes), "{}", tool.name);
+        for tool in &tools {
+            let input = Value::Object((*tool.input_schema).clone());
+            assert_eq!(
+                input,
+                schema(&format!("{}.input.json", tool.name)),
+                "{}",
+                tool.name
+            );
+            let output =
+                Value::Object((*tool.output_schema.clone().expect("output schema")).clone());
+            assert_eq!(output, schema(&format!("{}.output.json", tool.name)));
+            let ann = tool.annotations.as_ref().expect("annotations");
+            let served = (
+                ann.read_only_hint,
+                ann.destructive_hint,
+                ann.idempotent_hint,
+                ann.open_world_hint,
+            );
+            let (read_only, destructive, idempotent, open_world) = expected_hints(&tool.name, llm)
+                .unwrap_or_else(|| panic!("{}: add the tool to expected_hints", tool.name));
+            assert_eq!(
+                served,
+                (
+                    Some(read_only),
+                    Some(destructive),
+                    Some(idempotent),
+                    Some(open_world)
+                ),
+                "{} with llm={llm}",
+                tool.name
+            );
+        }
+        client.cancel().await.unwrap();
     }
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,7 +301,11 @@ async fn errors_have_spec_codes_and_suggestions() {
         assert!(!v["suggestion"].as_str().unwrap().is_empty());
     }
     let (v, _) = call(&client, "list_files", json!({"resource": "elsewhere"})).await;
-    assert_eq!(v["details"]["available_resources"], json!(["data"]));
+    // The ingest folder is served as a root of its own (`ingest`).
+    assert_eq!(
+        v["details"]["available_resources"],
+        json!(["data", "ingest"])
+    );
     let (v, _) = call(&client, "list_files", json!({"limit": 5000})).await;
     assert_eq!(v["retry_with"]["limit"], 1000);
 

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::raw::{Raw, serve_with, tool_call, wait_complete};
+use common::raw::{
+    Raw, heavy_corpus, heavy_search, heavy_search_alone, serve_with, tool_call, wait_complete,
+};
 use common::{Daemon, Sandbox, quarry};
 use serde_json::{Value, json};
 
@@ -236,46 +238,6 @@ fn a_client_that_reads_nothing_cannot_grow_memory_or_threads() {
     daemon.stop();
 }
 
-/// A root of documents a one-letter query takes a while to search.
-fn heavy_corpus(s: &Sandbox) {
-    let mut seed = 7u64;
-    let mut next = move || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) as usize
-    };
-    let words: Vec<String> = (0..4000)
-        .map(|_| {
-            let len = 3 + next() % 7;
-            (0..len)
-                .map(|_| (b'a' + (next() % 26) as u8) as char)
-                .collect()
-        })
-        .collect();
-    for f in 0..60 {
-        let mut text = String::new();
-        for _ in 0..2000 {
-            for w in 0..8 {
-                if w > 0 {
-                    text.push(' ');
-                }
-                text.push_str(&words[next() % words.len()]);
-            }
-            text.push('\n');
-        }
-        s.write(&format!("docs/doc{f}.txt"), text.as_bytes());
-    }
-}
-
-fn heavy_search(id: u64) -> Value {
-    tool_call(
-        id,
-        "search_documents",
-        json!({"query": "a", "scope": {"type": "global"}, "max_results": 5}),
-    )
-}
-
 /// CPU seconds the daemon uses in `window`, starting `after` from now.
 fn cpu_used(pid: u32, after: Duration, window: Duration) -> f64 {
     std::thread::sleep(after);
@@ -284,15 +246,40 @@ fn cpu_used(pid: u32, after: Duration, window: Duration) -> f64 {
     cpu_seconds(pid) - before
 }
 
-/// A daemon serving `heavy_corpus`, indexed.
+/// A daemon serving `heavy_corpus`, indexed, running two tool calls at once.
 fn heavy_daemon() -> (Sandbox, Daemon) {
     let s = Sandbox::new();
     heavy_corpus(&s);
     // No RAG tree pass: its CPU would blur what these tests measure (the
     // search calls' own CPU once they are abandoned).
-    let daemon = serve_with(&s, "[toolsets]\nrag = false\n", None);
+    let daemon = serve_with(
+        &s,
+        &format!("[toolsets]\nrag = false\n[server]\nmax_concurrent_calls = {SLOTS}\n"),
+        None,
+    );
     wait_complete(&s.socket());
     (s, daemon)
+}
+
+/// Tool calls the heavy daemon runs at once: the stopped-work tests fill them all.
+const SLOTS: u64 = 2;
+
+/// Whether abandoned work stopped: a call that needs one of the slots the
+/// abandoned searches held is answered in a fraction of one search's time. A
+/// slot comes back only when its work has ended, so were the searches not
+/// stopped, the call would wait about `alone` for one.
+fn assert_slots_freed(waited: Duration, alone: Duration, what: &str) {
+    eprintln!(
+        "after {what}: a call waited {waited:?} for a slot; one search alone takes {alone:?}"
+    );
+    assert!(
+        alone >= Duration::from_millis(600),
+        "one search takes {alone:?}: too quick to tell a stopped search from a finished one"
+    );
+    assert!(
+        waited < alone / 3,
+        "a call waited {waited:?} for a slot held by {what} searches (one takes {alone:?})"
+    );
 }
 
 #[test]
@@ -300,13 +287,9 @@ fn long_calls_report_progress() {
     let (s, daemon) = heavy_daemon();
     let mut c = Raw::connect(&s.socket());
     c.initialize();
-    // Every line holds a vowel: the heaviest search of this corpus, so the call
-    // outlasts the progress interval even on a quiet machine.
-    let mut call = tool_call(
-        1,
-        "search_documents",
-        json!({"query": "a|e|i|o|u", "scope": {"type": "global"}, "max_results": 5}),
-    );
+    // The heaviest search of this corpus outlasts the progress interval even on
+    // a quiet machine.
+    let mut call = heavy_search(1);
     call["params"]["_meta"] = json!({"progressToken": "p-1"});
     let started = Instant::now();
     c.send_json(&call);
@@ -349,11 +332,19 @@ fn calls_whose_client_hangs_up_stop_using_the_cpu() {
     let pid = daemon.child.id();
     let mut c = Raw::connect(&s.socket());
     c.initialize();
-    for id in 0..16 {
+    let alone = heavy_search_alone(&mut c, 100);
+    // Searches in every slot, then the client hangs up while they run.
+    for id in 0..SLOTS {
         c.send_json(&heavy_search(id));
     }
-    std::thread::sleep(Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(100));
     drop(c);
+    let started = Instant::now();
+    let mut other = Raw::connect(&s.socket());
+    other.initialize();
+    let v = other.call(1, "list_files", json!({"kind": "document", "limit": 1}));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_slots_freed(started.elapsed(), alone, "hung-up");
     let used = cpu_used(pid, Duration::from_millis(400), Duration::from_secs(1));
     eprintln!("after a hang-up: {used:.2} s of CPU in 1 s");
     assert!(
@@ -369,16 +360,21 @@ fn cancelled_calls_stop_using_the_cpu() {
     let pid = daemon.child.id();
     let mut c = Raw::connect(&s.socket());
     c.initialize();
-    for id in 0..16 {
+    let alone = heavy_search_alone(&mut c, 100);
+    for id in 0..SLOTS {
         c.send_json(&heavy_search(id));
     }
-    std::thread::sleep(Duration::from_millis(50));
-    for id in 0..16 {
+    std::thread::sleep(Duration::from_millis(100));
+    for id in 0..SLOTS {
         c.send_json(
             &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                             "params": {"requestId": id, "reason": "test"}}),
         );
     }
+    let started = Instant::now();
+    let v = c.call(40, "list_files", json!({"kind": "document", "limit": 1}));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_slots_freed(started.elapsed(), alone, "cancelled");
     let used = cpu_used(pid, Duration::from_millis(400), Duration::from_secs(1));
     eprintln!("after cancelling: {used:.2} s of CPU in 1 s");
     assert!(

@@ -142,11 +142,7 @@ pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
         BinOp::Sub => a - b,
         BinOp::Mul => a * b,
         BinOp::Div => a / b,
-        // C's `%` on the integers TTreeFormula converts to.
-        BinOp::Mod => {
-            let (a, b) = (a as i64, b as i64);
-            if b == 0 { f64::NAN } else { (a % b) as f64 }
-        }
+        BinOp::Mod => remainder(a, b),
         BinOp::Lt => bool_of(a < b),
         BinOp::Le => bool_of(a <= b),
         BinOp::Gt => bool_of(a > b),
@@ -157,6 +153,24 @@ pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
         // element would be mispredicted on real data.
         BinOp::And => bool_of(truth(a) & truth(b)),
         BinOp::Or => bool_of(truth(a) | truth(b)),
+    }
+}
+
+/// `%` as TTreeFormula computes it: C's remainder of the two operands truncated to
+/// 64-bit integers (so `7.9 % 2` is 1, and the sign follows the dividend). Where C is
+/// undefined (and ROOT's process dies of SIGFPE) the answer is defined instead: a zero
+/// divisor, or an operand that is NaN or infinite, gives NaN, which no comparison passes;
+/// `i64::MIN % -1` is 0, the exact remainder. Operands beyond the 64-bit range saturate.
+#[inline(always)]
+pub(super) fn remainder(a: f64, b: f64) -> f64 {
+    if !(a.is_finite() && b.is_finite()) {
+        return f64::NAN;
+    }
+    let (a, b) = (a as i64, b as i64);
+    match a.checked_rem(b) {
+        Some(r) => r as f64,
+        None if b == 0 => f64::NAN,
+        None => 0.0, // i64::MIN % -1: the only other overflow
     }
 }
 

@@ -79,8 +79,12 @@ impl From<arrow_schema::ArrowError> for ExportError {
 /// What an export did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Exported {
+    /// Entries read (the clusters the cut ruled out are not read).
     pub entries_scanned: u64,
     pub entries_written: u64,
+    /// The entry the export stopped before: the tree's entry count when it
+    /// went through, less when the limit stopped it.
+    pub stopped_at: u64,
 }
 
 /// Writes the entries passing `cut` (all without one), at most `limit`, of the
@@ -146,8 +150,7 @@ pub fn export<W: Write + Send + 'static>(
             }
             None => None,
         };
-        // Clusters the cut ruled out before this window count as scanned.
-        done.entries_scanned = w.entries.end;
+        done.stopped_at = w.entries.end;
         let room = (limit - done.entries_written) as usize;
         let rows: Vec<usize> = match &mask {
             Some(m) => m
@@ -173,12 +176,15 @@ pub fn export<W: Write + Send + 'static>(
         // When the encoder stopped first, its own error says more.
         return Err(writer.finish().err().unwrap_or(e));
     }
-    if let Err(e) = scanned {
-        let _ = writer.finish();
-        return Err(e.into());
+    match scanned {
+        Ok(read) => done.entries_scanned = read,
+        Err(e) => {
+            let _ = writer.finish();
+            return Err(e.into());
+        }
     }
     if done.entries_written < limit {
-        done.entries_scanned = tree.entries;
+        done.stopped_at = tree.entries;
     }
     Ok((done, writer.finish()?))
 }

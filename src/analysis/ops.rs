@@ -66,7 +66,8 @@ impl<'p> Together<'p> {
     }
 }
 
-/// How many entries a scan looked at and how many passed the cut.
+/// How many entries a scan read (the clusters the cut ruled out are not
+/// read, and not counted) and how many passed the cut.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counted {
     pub scanned: u64,
@@ -85,7 +86,7 @@ pub fn count_selected(
     let together = Together::new(vec![cut]);
     let predicate = Predicate::of(&cut.root);
     let mut selected = 0;
-    scan_parallel(
+    let scanned = scan_parallel(
         file,
         tree,
         (&together.columns, Some(cut)),
@@ -99,10 +100,7 @@ pub fn count_selected(
         },
         |n| selected += n,
     )?;
-    Ok(Counted {
-        scanned: tree.entries,
-        selected,
-    })
+    Ok(Counted { scanned, selected })
 }
 
 /// A window's inputs for combining values the plans already evaluated
@@ -425,7 +423,7 @@ pub fn histogram(
 ) -> Result<Hist1, AnalysisError> {
     let filling = Filling::new(req);
     let mut h = Hist1::empty(&axis);
-    scan_parallel(
+    let scanned = scan_parallel(
         file,
         tree,
         (&filling.together.columns, req.cut),
@@ -439,7 +437,7 @@ pub fn histogram(
         },
         |(part, _)| h.merge(part),
     )?;
-    h.scanned = tree.entries;
+    h.scanned = scanned;
     Ok(h)
 }
 
@@ -457,11 +455,8 @@ pub fn fold_values<A: Send>(
     mut merge: impl FnMut(A),
 ) -> Result<Counted, AnalysisError> {
     let filling = Filling::new(req);
-    let mut counted = Counted {
-        scanned: tree.entries,
-        selected: 0,
-    };
-    scan_parallel(
+    let mut selected = 0;
+    let scanned = scan_parallel(
         file,
         tree,
         (&filling.together.columns, req.cut),
@@ -473,12 +468,12 @@ pub fn fold_values<A: Send>(
             each(part, &f.values);
             Ok(())
         },
-        |(part, selected, _)| {
-            counted.selected += selected;
+        |(part, part_selected, _)| {
+            selected += part_selected;
             merge(part);
         },
     )?;
-    Ok(counted)
+    Ok(Counted { scanned, selected })
 }
 
 /// The smallest and largest finite value a request would fill (for a range
@@ -562,7 +557,7 @@ pub fn histogram_2d(
     let together = Together::new(plans_of(req, Some(y)));
     let (ax, ay) = axes;
     let mut h = Hist2::empty(&axes);
-    scan_parallel(
+    let scanned = scan_parallel(
         file,
         tree,
         (&together.columns, req.cut),
@@ -594,7 +589,7 @@ pub fn histogram_2d(
         },
         |part| h.merge(part),
     )?;
-    h.scanned = tree.entries;
+    h.scanned = scanned;
     Ok(h)
 }
 

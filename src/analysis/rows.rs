@@ -37,10 +37,11 @@ pub fn page_entries(
     job: &Job,
 ) -> Result<(Vec<u64>, Counted), AnalysisError> {
     let Some(cut) = cut else {
+        // Without a cut only the page's entries are read.
         let start = offset.min(tree.entries);
         let end = offset.saturating_add(limit).min(tree.entries);
         let counted = Counted {
-            scanned: tree.entries,
+            scanned: end - start,
             selected: tree.entries,
         };
         return Ok(((start..end).collect(), counted));
@@ -48,11 +49,8 @@ pub fn page_entries(
     let map: Vec<usize> = (0..cut.columns.len()).collect();
     let predicate = Predicate::of(&cut.root);
     let mut page = Vec::new();
-    let mut counted = Counted {
-        scanned: tree.entries,
-        selected: 0,
-    };
-    scan(
+    let mut selected = 0;
+    let scanned = scan(
         file,
         tree,
         &cut.columns,
@@ -70,16 +68,16 @@ pub fn page_entries(
             let mask = mask_cut(predicate.as_ref(), &cut.root, &inputs)?;
             for (i, pass) in mask.into_iter().enumerate() {
                 if pass {
-                    if counted.selected >= offset && counted.selected - offset < limit {
+                    if selected >= offset && selected - offset < limit {
                         page.push(w.entries.start + i as u64);
                     }
-                    counted.selected += 1;
+                    selected += 1;
                 }
             }
             Ok(true)
         },
     )?;
-    Ok((page, counted))
+    Ok((page, Counted { scanned, selected }))
 }
 
 /// The values of `columns` (indices into `tree.columns`) at `entries`

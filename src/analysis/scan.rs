@@ -389,6 +389,9 @@ fn scan_cluster(
 /// decoded beside it into a second set of streams, so the decoding of a
 /// sequential scan (an export, a page of a selection) overlaps its
 /// consumer's work instead of alternating with it.
+///
+/// Returns the entries read: those of the windows handed to `each` (not the
+/// clusters left out, nor what lay past the point where `each` stopped).
 pub fn scan(
     file: &RootFile,
     tree: &TreeColumns<'_>,
@@ -397,7 +400,7 @@ pub fn scan(
     cut: Option<&Plan>,
     job: &Job,
     mut each: impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
-) -> Result<(), AnalysisError> {
+) -> Result<u64, AnalysisError> {
     let mut streams = open_streams(file, tree, columns, false)?;
     let mut ahead = open_streams(file, tree, columns, false)?;
     let entries = entries.start..entries.end.min(tree.entries);
@@ -408,7 +411,11 @@ pub fn scan(
     };
     let all = clusters(&streams, entries);
     let kept: Vec<bool> = all.iter().map(|c| tree.bounds.must_read(cut, c)).collect();
-    let (mut read, mut skipped) = (0, 0);
+    let (mut read, mut skipped, mut entries_read) = (0, 0, 0);
+    let mut each = |w: &Window<'_, '_>| {
+        entries_read += w.entries.end - w.entries.start;
+        each(w)
+    };
     for (k, cluster) in all.iter().enumerate() {
         if !kept[k] {
             skipped += 1;
@@ -442,7 +449,7 @@ pub fn scan(
         std::mem::swap(&mut streams, &mut ahead);
     }
     tree.bounds.record_scan(read, skipped);
-    Ok(())
+    Ok(entries_read)
 }
 
 /// Loads the baskets holding `entry` into `streams`, in parallel, giving up
@@ -492,7 +499,8 @@ impl Parts {
 /// parallel, each run folding its windows into a fresh `init()` with `each`;
 /// the parts are handed to `merge` in entry order, so the result is the same
 /// whatever the threads did. Memory holds one basket per column per thread,
-/// and one partial result per run.
+/// and one partial result per run. Returns the entries read: those of the
+/// clusters not ruled out.
 ///
 /// A basket of numbers (one per entry, or a fixed array of them) stays as
 /// stored and each window's entries are converted to native values as the
@@ -508,7 +516,7 @@ pub fn scan_parallel<A: Send>(
     init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, &Window<'_, '_>) -> Result<(), AnalysisError> + Sync,
     mut merge: impl FnMut(A),
-) -> Result<(), AnalysisError> {
+) -> Result<u64, AnalysisError> {
     use rayon::prelude::*;
     let progress = Progress {
         job,
@@ -526,6 +534,7 @@ pub fn scan_parallel<A: Send>(
         }
     }
     tree.bounds.record_scan(kept.len() as u64, skipped);
+    let entries_read = kept.iter().map(|c| c.end - c.start).sum();
     let runs = runs_of(
         kept,
         rayon::current_num_threads().max(1) * part_cost.runs_per_thread(),
@@ -558,7 +567,7 @@ pub fn scan_parallel<A: Send>(
     for part in parts {
         merge(part?);
     }
-    Ok(())
+    Ok(entries_read)
 }
 
 /// Consecutive clusters in at most `n` runs of about equal entries.

@@ -1,6 +1,6 @@
 //! What the index pipeline is doing right now: files waiting to be extracted, roots
-//! being scanned, whether the watcher runs. Runtime state only; the catalog tables
-//! hold what is done.
+//! being scanned, whether the watcher runs, which files the background statistics
+//! pass failed on. Runtime state only; the catalog tables hold what is done.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -16,7 +16,23 @@ pub struct Activity {
     /// whoever lists HDF5 files (the MCP front end's resources) subscribes and
     /// learns that its list changed, without the index knowing who listens.
     hdf5_changes: tokio::sync::watch::Sender<u64>,
+    stats_failures: Mutex<StatsFailures>,
 }
+
+/// The files the background statistics pass failed on (its reader panicked, or
+/// the file could not be read), by (root, path): the version that failed (its
+/// fingerprint) and why. At most `MAX_STATS_FAILURES` are kept; the rest are
+/// only counted.
+#[derive(Default)]
+struct StatsFailures {
+    files: BTreeMap<(usize, String), (u64, String)>,
+    beyond: BTreeMap<usize, u64>,
+}
+
+/// Failures kept with their reasons (a few hundred bytes each).
+const MAX_STATS_FAILURES: usize = 10_000;
+/// The longest reason kept, in characters (a panic message can be long).
+const MAX_REASON_CHARS: usize = 500;
 
 impl Default for Activity {
     fn default() -> Self {
@@ -25,6 +41,7 @@ impl Default for Activity {
             scanning: Mutex::default(),
             watching: AtomicBool::default(),
             hdf5_changes: tokio::sync::watch::Sender::new(0),
+            stats_failures: Mutex::default(),
         }
     }
 }
@@ -91,5 +108,36 @@ impl Activity {
 
     pub fn is_watching(&self) -> bool {
         self.watching.load(Ordering::Relaxed)
+    }
+
+    /// Records that the statistics of the version `fingerprint` of a file failed.
+    pub fn note_stats_failure(&self, root: usize, rel: &str, fingerprint: u64, reason: &str) {
+        let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
+        let mut f = self.stats_failures.lock().expect("activity lock");
+        let key = (root, rel.to_string());
+        if f.files.len() < MAX_STATS_FAILURES || f.files.contains_key(&key) {
+            f.files.insert(key, (fingerprint, reason));
+        } else {
+            *f.beyond.entry(root).or_default() += 1;
+        }
+    }
+
+    /// Forgets a file's statistics failure (its statistics are now stored).
+    pub fn clear_stats_failure(&self, root: usize, rel: &str) {
+        let mut f = self.stats_failures.lock().expect("activity lock");
+        f.files.remove(&(root, rel.to_string()));
+    }
+
+    /// The statistics failures of a root in path order, as (path, fingerprint,
+    /// reason), and how many more failed than were kept.
+    pub fn stats_failures(&self, root: usize) -> (Vec<(String, u64, String)>, u64) {
+        let f = self.stats_failures.lock().expect("activity lock");
+        let kept = f
+            .files
+            .range((root, String::new())..)
+            .take_while(|((r, _), _)| *r == root)
+            .map(|((_, rel), (fp, why))| (rel.clone(), *fp, why.clone()))
+            .collect();
+        (kept, f.beyond.get(&root).copied().unwrap_or(0))
     }
 }

@@ -295,6 +295,12 @@ impl FileList {
         }
     }
 
+    /// The entry of the file `rel`, if listed.
+    pub fn get(&self, root: usize, rel: &str) -> Option<FileEntry> {
+        let r = self.roots[root].read().expect("file list lock");
+        r.files.get(rel).copied()
+    }
+
     /// Entries at `rel` or below it (all entries when `rel` is empty).
     pub fn under(&self, root: usize, rel: &str) -> Vec<(String, FileEntry)> {
         let r = self.roots[root].read().expect("file list lock");

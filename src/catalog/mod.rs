@@ -35,7 +35,8 @@ pub use file_list::{
     FileEntry, FileList, FileMatch, FileQuery, FileQueryResult, KindCounts, KindSet, Snapshot,
 };
 pub use records::{
-    FileInfo, FileRecord, FileStatus, KIND_TABLES, KindRow, KindTable, decode, encode, kind_tables,
+    FileInfo, FileRecord, FileStatus, KIND_TABLES, KindRow, KindTable, decode, encode, fingerprint,
+    kind_tables,
 };
 
 use crate::formats::Kind;
@@ -43,7 +44,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 13;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -511,22 +512,29 @@ impl Catalog {
         file_id: u64,
         prefix: &[u8],
     ) -> anyhow::Result<Vec<T>> {
+        rows_in(&self.db.begin_read()?, table, file_id, prefix)
+    }
+
+    /// A file's rows in a kind table whose sub-keys start with `prefix`, when the
+    /// catalog's record of the file has `fingerprint` (the identity of the
+    /// version the caller has open); `None` when it has another, or none. The
+    /// record and the rows are read in one transaction, so the rows belong to
+    /// that version even while the file is being re-indexed.
+    pub fn rows_of_version<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        (root, rel): (usize, &str),
+        fingerprint: u64,
+        prefix: &[u8],
+    ) -> anyhow::Result<Option<Vec<T>>> {
         let txn = self.db.begin_read()?;
-        let table = match txn.open_table(kind_table(table)) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
+        let files = txn.open_table(FILES)?;
+        let key = (self.roots.list()[root].name.as_str(), rel);
+        let record: Option<FileRecord> = files.get(key)?.map(|v| decode(v.value())).transpose()?;
+        let Some(record) = record.filter(|r| r.info.fingerprint == fingerprint) else {
+            return Ok(None);
         };
-        let mut out = Vec::new();
-        for item in table.range((file_id, prefix)..)? {
-            let (k, v) = item?;
-            let (id, sub) = k.value();
-            if id != file_id || !sub.starts_with(prefix) {
-                break;
-            }
-            out.push(decode(v.value())?);
-        }
-        Ok(out)
+        rows_in(&txn, table, record.id, prefix).map(Some)
     }
 
     /// A file's row in a kind table under exactly `key`, decoded.
@@ -572,6 +580,24 @@ impl Catalog {
             }
         }
         Ok(out)
+    }
+
+    /// The files of a root whose background statistics failed, for the version
+    /// the catalog holds now (a file changed since has its turn again), at most
+    /// `limit` of them in path order as (path, reason), with their total.
+    pub fn stats_failures(&self, root: usize, limit: usize) -> (u64, Vec<(String, String)>) {
+        let (kept, beyond) = self.activity.stats_failures(root);
+        let current: Vec<(String, String)> = kept
+            .into_iter()
+            .filter(|(rel, fp, _)| {
+                self.files
+                    .get(root, rel)
+                    .is_some_and(|e| e.fingerprint == *fp)
+            })
+            .map(|(rel, _, why)| (rel, why))
+            .collect();
+        let total = current.len() as u64 + beyond;
+        (total, current.into_iter().take(limit).collect())
     }
 
     /// Adds rows to an indexed file's kind tables (results computed after
@@ -623,6 +649,31 @@ impl Catalog {
             .get(key.as_str())?
             .and_then(|v| v.value().try_into().ok().map(i64::from_le_bytes)))
     }
+}
+
+/// A file's rows in a kind table whose sub-keys start with `prefix`, in key
+/// order, decoded, as `txn` sees them.
+fn rows_in<T: serde::de::DeserializeOwned>(
+    txn: &redb::ReadTransaction,
+    table: &'static str,
+    file_id: u64,
+    prefix: &[u8],
+) -> anyhow::Result<Vec<T>> {
+    let table = match txn.open_table(kind_table(table)) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for item in table.range((file_id, prefix)..)? {
+        let (k, v) = item?;
+        let (id, sub) = k.value();
+        if id != file_id || !sub.starts_with(prefix) {
+            break;
+        }
+        out.push(decode(v.value())?);
+    }
+    Ok(out)
 }
 
 fn open_db(path: &Path) -> Result<Database, OpenError> {

@@ -18,8 +18,8 @@ pub struct FileInfo {
     pub kind: Kind,
     pub size: u64,
     pub mtime_ns: i64,
-    /// Mix of size, modification time (ns), inode and device: a changed
-    /// fingerprint means re-extract.
+    /// The file's identity (`fingerprint`): a changed fingerprint means
+    /// re-extract, and the rows stored describe the file only while it holds.
     pub fingerprint: u64,
     pub status: FileStatus,
     pub indexed_at_ms: i64,
@@ -35,6 +35,33 @@ impl FileStatus {
     pub fn is_failed(&self) -> bool {
         matches!(self, FileStatus::Failed(_))
     }
+}
+
+/// The identity of a file as the catalog records it: size, modification time,
+/// inode, device and status-change time. A write-then-rename save gives a new
+/// inode; an in-place rewrite that keeps the size and puts the modification time
+/// back (`touch -r`, `utimensat`, or a rewrite within the clock's granularity)
+/// still moves the change time, which no process can set. Computed from an open
+/// file's metadata (`File::metadata`, an `fstat`), it names the version that
+/// descriptor reads; from a path's, the version found there.
+///
+/// A fixed mixing function rather than `DefaultHasher`, whose output may change
+/// between Rust releases: the value is persisted.
+pub fn fingerprint(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let fields = [
+        meta.len(),
+        meta.mtime() as u64,
+        meta.mtime_nsec() as u64,
+        meta.ino(),
+        meta.dev(),
+        meta.ctime() as u64,
+        meta.ctime_nsec() as u64,
+    ];
+    fields.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &v| {
+        let h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+        h ^ (h >> 29)
+    })
 }
 
 /// A row a kind's extractor wants stored in one of that kind's tables, keyed by the

@@ -101,6 +101,7 @@ fn in_process(
     tool: &str,
     arguments: Map<String, Value>,
 ) -> anyhow::Result<CallReply> {
+    settings.apply_to_process();
     let catalog = Arc::new(super::open_owned(settings)?);
     let indexer = Indexer::new(catalog.clone(), settings.index.clone())?;
     indexer.scan_all(&Quiet)?;

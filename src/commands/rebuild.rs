@@ -13,6 +13,7 @@ use crate::config::Settings;
 use crate::index::{Indexer, Progress};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
+    settings.apply_to_process();
     let catalog = super::open_owned(&settings)?;
     catalog.reset()?;
     let catalog = Arc::new(catalog);
@@ -22,12 +23,25 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let summary = indexer.scan_all(&progress)?;
     progress.finish();
     super::print_out(&format!(
-        "rebuilt {} in {:.1} s: {} files indexed, {} failed (see `quarry status`)\n",
+        "rebuilt {} in {:.1} s: {} files indexed, {} failed (see `quarry status`); peak memory {} MiB\n",
         settings.catalog_dir.display(),
         started.elapsed().as_secs_f64(),
         summary.indexed,
-        summary.failed
+        summary.failed,
+        peak_resident_kib() >> 10
     ))
+}
+
+/// This process's peak resident memory in KiB (not its reader workers': they
+/// are processes of their own, each held to its own limit).
+fn peak_resident_kib() -> u64 {
+    // SAFETY: getrusage writes one rusage struct that we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    u64::try_from(usage.ru_maxrss).unwrap_or(0)
 }
 
 /// Progress as a bar (terminal) or a line every few seconds (logs, CI).

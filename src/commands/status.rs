@@ -214,6 +214,22 @@ pub fn render(dir: &Path, served: bool, status: &Value) -> String {
                 );
             }
         }
+        let stats_failed = root["stats_failed_files"]
+            .as_array()
+            .map_or(&[][..], |v| v.as_slice());
+        if !stats_failed.is_empty() {
+            out += &format!(
+                "  statistics failed ({} in all):\n",
+                root["stats_failed_total"].as_u64().unwrap_or(0)
+            );
+            for f in stats_failed {
+                out += &format!(
+                    "    {}: {}\n",
+                    f["path"].as_str().unwrap_or("?"),
+                    f["reason"].as_str().unwrap_or("?")
+                );
+            }
+        }
     }
     out
 }

@@ -18,7 +18,7 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<()> {
                     "name": d.name,
                     "title": d.title,
                     "toolset": d.toolset.as_str(),
-                    "read_only": d.read_only,
+                    "read_only": d.effects.read_only,
                     "description": d.description,
                 })
             })
@@ -43,7 +43,11 @@ pub fn table(tools: &[&ToolDef]) -> String {
         "tool", "set", "access"
     );
     for d in tools {
-        let access = if d.read_only { "read-only" } else { "writes" };
+        let access = if d.effects.read_only {
+            "read-only"
+        } else {
+            "writes"
+        };
         out += &format!(
             "{:<width$}  {:<9}  {:<9}  {}\n",
             d.name,

@@ -11,12 +11,25 @@ pub mod code;
 pub mod document;
 pub mod hdf5;
 pub mod root;
+pub mod worker;
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
 
 use serde::{Deserialize, Serialize};
+
+/// Runs the worker that `arg` names (the binary's first argument), if it names
+/// one: its exit code, once its parent closes its input.
+pub fn run_worker(arg: &std::ffi::OsStr) -> Option<std::process::ExitCode> {
+    if arg == hdf5::isolated::WORKER_ARG {
+        Some(hdf5::isolated::worker_main())
+    } else if arg == document::WORKER_ARG {
+        Some(document::worker_main())
+    } else {
+        None
+    }
+}
 
 /// The kinds of file quarry indexes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -105,13 +118,21 @@ pub fn detect(name: &str, open: impl FnOnce() -> io::Result<File>) -> io::Result
     Ok(sniff(&head[..n]))
 }
 
-/// Why a file could not be read as its kind.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a file could not be read as its kind (serde: it crosses from the HDF5
+/// worker process).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum FormatError {
     #[error("{0}")]
     Corrupt(String),
     #[error("{0}")]
     Unsupported(String),
+    /// The file asks for something quarry will not do (read data kept in
+    /// another file, outside the root); the message names the route and target.
+    #[error("{0}")]
+    Refused(String),
+    /// Data stored through a filter (compression) this build cannot decode.
+    #[error("{0}")]
+    UnsupportedFilter(String),
     #[error("I/O error: {0}")]
     Io(String),
     /// The system was short of something (descriptors, memory) or the call was

@@ -2,13 +2,12 @@
 //! parsers do, on hostile input) becomes a recorded error for that file, never a
 //! crash of the daemon.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Duration;
 
 use crate::catalog::KindRow;
 use crate::formats::{FormatError, Kind};
-use crate::panics::panic_message;
+use crate::panics::catch_quietly;
 use crate::roots::{OpenError, open_beneath};
 
 /// What extracting one file gave.
@@ -42,7 +41,12 @@ pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
                 tracing::debug!("retrying {rel} after a transient error: {why}");
             }
             Err(FormatError::Transient(why)) => return Extracted::Deferred(why),
-            Err(e) => return Extracted::Failed(e.to_string()),
+            Err(e) => {
+                // One line per file, whatever went wrong (a reader's panic
+                // included): the catalog keeps the same reason.
+                tracing::info!("{rel}: not indexed: {e}");
+                return Extracted::Failed(e.to_string());
+            }
             Ok(rows) => return Extracted::Rows(rows),
         }
     }
@@ -62,17 +66,34 @@ fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, Form
     }
 }
 
-/// Runs a reader, turning its panics into the file's error.
+/// Runs a reader, turning its panics into the file's error, with where the
+/// panic happened (the hook prints nothing for it: see `panics`).
 fn guarded(
     kind: Kind,
     read: impl FnOnce() -> Result<Vec<KindRow>, FormatError>,
 ) -> Result<Vec<KindRow>, FormatError> {
-    catch_unwind(AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+    catch_quietly(read).unwrap_or_else(|caught| {
+        let at = caught
+            .location
+            .as_deref()
+            .map_or(String::new(), |l| format!(" (at {})", short_location(l)));
         Err(FormatError::Corrupt(format!(
-            "the {kind} reader failed on this file: {}",
-            panic_message(panic.as_ref())
+            "the {kind} reader failed on this file: {}{at}",
+            caught.message
         )))
     })
+}
+
+/// A panic's place without the folder a dependency's source was unpacked in:
+/// `crate-1.2.3/src/lib.rs:10` rather than the whole path of this machine.
+fn short_location(location: &str) -> &str {
+    match location.find("/registry/src/") {
+        Some(at) => {
+            let rest = &location[at + "/registry/src/".len()..];
+            rest.split_once('/').map_or(rest, |(_, path)| path)
+        }
+        None => location,
+    }
 }
 
 #[cfg(test)]
@@ -82,14 +103,29 @@ mod tests {
     #[test]
     fn a_reader_that_panics_becomes_the_files_error() {
         let err = guarded(Kind::Root, || panic!("basket 3 points past the end")).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "the root reader failed on this file: basket 3 points past the end"
+        assert!(
+            err.to_string()
+                .starts_with("the root reader failed on this file: basket 3 points past the end"),
+            "{err}"
         );
         let err = guarded(Kind::Hdf5, || std::panic::panic_any(42u32)).unwrap_err();
-        assert!(err.to_string().ends_with("unknown panic"), "{err}");
+        assert!(err.to_string().contains(": unknown panic"), "{err}");
         let err = guarded(Kind::Code, || Err(FormatError::Corrupt("bad".into()))).unwrap_err();
         assert_eq!(err.to_string(), "bad");
         assert_eq!(guarded(Kind::Document, || Ok(Vec::new())), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_dependencys_panic_is_placed_within_its_crate() {
+        assert_eq!(
+            short_location(
+                "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pdf-extract-0.12.1/src/lib.rs:1237"
+            ),
+            "pdf-extract-0.12.1/src/lib.rs:1237"
+        );
+        assert_eq!(
+            short_location("src/index/root.rs:10"),
+            "src/index/root.rs:10"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod documents;
 mod extract;
 pub mod hdf5;
 pub mod root;
+mod stats_pass;
 mod walk;
 pub mod watcher;
 
@@ -22,7 +23,7 @@ pub use extract::{Extracted, extract};
 pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
-use crate::formats::{self, Kind};
+use crate::formats::Kind;
 
 /// When branch statistics are computed and cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -101,7 +102,7 @@ pub struct Indexer {
     /// diffs, so the catalog always converges to the last state observed.
     sync_lock: Mutex<()>,
     /// ROOT files waiting for the statistics pass (eager mode, once started).
-    stats_queue: Mutex<Option<std::sync::mpsc::Sender<(usize, String, u64)>>>,
+    stats_queue: Mutex<Option<std::sync::mpsc::Sender<stats_pass::Queued>>>,
     /// Files whose extraction met only transient errors, to try again
     /// (`retry_deferred`).
     deferred: Mutex<BTreeSet<(usize, String)>>,
@@ -139,7 +140,7 @@ impl Indexer {
         if self.options.stats != StatsMode::Eager {
             return Ok(());
         }
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, String, u64)>();
+        let (tx, rx) = std::sync::mpsc::channel::<stats_pass::Queued>();
         *self.stats_queue.lock().expect("stats queue") = Some(tx);
         // Files indexed before this start (unchanged since) get their turn too.
         {
@@ -156,25 +157,7 @@ impl Indexer {
         let catalog = self.catalog.clone();
         std::thread::Builder::new()
             .name("quarry-stats".into())
-            .spawn(move || {
-                for (root, rel, fingerprint) in rx {
-                    if catalog.has_stats(root, &rel) {
-                        continue;
-                    }
-                    let base = &catalog.roots().list()[root].canonical;
-                    let stats = crate::roots::open_beneath(base, &rel)
-                        .map_err(|e| formats::FormatError::Io(e.to_string()))
-                        .and_then(root::file_stats_rows);
-                    match stats {
-                        Ok(rows) => {
-                            if let Err(e) = catalog.add_rows(root, &rel, fingerprint, &rows) {
-                                tracing::warn!("storing statistics of {rel}: {e:#}");
-                            }
-                        }
-                        Err(e) => tracing::debug!("no statistics for {rel}: {e}"),
-                    }
-                }
-            })?;
+            .spawn(move || stats_pass::run(catalog, rx))?;
         Ok(())
     }
 
@@ -417,12 +400,21 @@ impl Indexer {
     }
 }
 
-/// Most bytes of files extracted into one batch: a batch's rows stay in memory
-/// until it is committed, and a document's rows hold its whole text.
-const MAX_BATCH_BYTES: u64 = 256 << 20;
+/// Most bytes of rows one batch may hold, as `weight` estimates them: a
+/// batch's rows stay in memory until it is committed (a document's hold its
+/// text), and its documents' text goes to the text index together.
+const MAX_BATCH_BYTES: u64 = 32 << 20;
+
+/// What a file may add to a batch's rows, at most: a document contributes at
+/// most `MAX_DOCUMENT_TEXT_BYTES` of text, a source file is read only that
+/// far, and the ROOT and HDF5 rows are the files' structure, not their data.
+fn weight(o: &Observed) -> u64 {
+    o.size
+        .min(crate::formats::document::MAX_DOCUMENT_TEXT_BYTES as u64)
+}
 
 /// `files` cut into batches of at most `max_files` files and (unless a single
-/// file is larger) `max_bytes` bytes.
+/// file weighs more) `max_bytes` of `weight`.
 fn batches(
     files: &[Observed],
     max_files: usize,
@@ -435,8 +427,8 @@ fn batches(
         }
         let mut bytes = 0u64;
         let mut n = 0;
-        while n < rest.len() && n < max_files && (n == 0 || bytes + rest[n].size <= max_bytes) {
-            bytes += rest[n].size;
+        while n < rest.len() && n < max_files && (n == 0 || bytes + weight(&rest[n]) <= max_bytes) {
+            bytes += weight(&rest[n]);
             n += 1;
         }
         let (batch, tail) = rest.split_at(n);
@@ -503,5 +495,19 @@ mod tests {
             vec![vec![5, 5], vec![5], vec![20], vec![1, 1]]
         );
         assert!(sizes(&[], 3, 10).is_empty());
+        // A file weighs what it may contribute, not its size: 2 GiB files
+        // batch like files of the cap.
+        let cap = crate::formats::document::MAX_DOCUMENT_TEXT_BYTES as u64;
+        let large: Vec<Observed> = [2 << 30, 2 << 30, 2 << 30, 1]
+            .into_iter()
+            .map(file)
+            .collect();
+        assert_eq!(
+            sizes(&large, 10, 2 * cap)
+                .iter()
+                .map(Vec::len)
+                .collect::<Vec<_>>(),
+            vec![2, 2]
+        );
     }
 }

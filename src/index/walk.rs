@@ -6,6 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use crate::catalog::fingerprint;
 use crate::formats::{self, Kind};
 use crate::roots::{
     MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenError, Root, open_beneath, rel_string,
@@ -61,24 +62,6 @@ impl Exclusions {
     pub fn excludes_abs(&self, abs: &Path) -> bool {
         self.dirs.iter().any(|d| abs.starts_with(d))
     }
-}
-
-/// The fingerprint that decides whether a file must be re-extracted: size,
-/// modification time and identity (a write-then-rename save gives a new inode).
-/// A fixed mixing function rather than `DefaultHasher`, whose output may change
-/// between Rust releases: the value is persisted.
-pub fn fingerprint(meta: &Metadata) -> u64 {
-    let fields = [
-        meta.len(),
-        meta.mtime() as u64,
-        meta.mtime_nsec() as u64,
-        meta.ino(),
-        meta.dev(),
-    ];
-    fields.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &v| {
-        let h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
-        h ^ (h >> 29)
-    })
 }
 
 fn mtime_ns(meta: &Metadata) -> i64 {

@@ -42,8 +42,9 @@ const DEFAULT_CONCURRENT_CALLS: usize = 8;
 impl QuarryServer {
     pub fn new(ctx: Context) -> anyhow::Result<QuarryServer> {
         let mut listed = Vec::new();
+        let llm_configured = ctx.rag.as_ref().is_some_and(|r| r.llm().is_some());
         for def in enabled(tools::all(), &ctx.settings.toolsets) {
-            listed.push((def, describe(def)?));
+            listed.push((def, describe(def, llm_configured)?));
         }
         Ok(QuarryServer {
             ctx: Arc::new(ctx),
@@ -85,8 +86,13 @@ impl QuarryServer {
         let calls = self.calls.clone();
         let work = async move {
             // Waiting for a turn counts against the call's time limit.
-            let _turn = calls.acquire_owned().await.expect("never closed");
+            let turn = calls.acquire_owned().await.expect("never closed");
             tokio::task::spawn_blocking(move || {
+                // The turn is the blocking work's, not the caller's: a call that
+                // times out answers at once, but its slot is freed only when the
+                // work has actually stopped, so timeouts never let more than the
+                // cap run at once.
+                let _turn = turn;
                 let started = Instant::now();
                 // A call cancelled while it waited for its turn does no work.
                 if job.is_stopped() {
@@ -194,12 +200,17 @@ fn parse_schema(name: &str, which: &str, text: &str) -> anyhow::Result<Arc<JsonO
     }
 }
 
-fn describe(def: &ToolDef) -> anyhow::Result<Tool> {
+/// The tool as `tools/list` shows it, with all four of MCP's hints stated (their
+/// defaults assume the worst: writing, destructive, open world).
+fn describe(def: &ToolDef, llm_configured: bool) -> anyhow::Result<Tool> {
     let input = parse_schema(def.name, "input", def.input_schema)?;
     let output = parse_schema(def.name, "output", def.output_schema)?;
+    let effects = def.effects;
     let annotations = ToolAnnotations::with_title(def.title)
-        .read_only(def.read_only)
-        .destructive(false);
+        .read_only(effects.read_only)
+        .destructive(effects.destructive)
+        .idempotent(effects.idempotent)
+        .open_world(effects.open_world(llm_configured));
     Ok(Tool::new(def.name, def.description, input)
         .with_title(def.title)
         .with_raw_output_schema(output)
@@ -344,9 +355,89 @@ mod tests {
             description: "",
             input_schema: "{}",
             output_schema: "{}",
-            read_only: true,
+            effects: tools::Effects::READS,
             handler: noop,
         }
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+    /// Blocking work that does not look at its job for 600 ms, as a handler
+    /// between two checks does: it outlives the calls' 100 ms time limit.
+    fn stubborn(_: &Context, _: &Job, _: JsonObject) -> Result<ToolOutput, ToolError> {
+        STARTED.fetch_add(1, Ordering::SeqCst);
+        let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(600));
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+        Ok(ToolOutput::default())
+    }
+
+    static STUBBORN: ToolDef = ToolDef {
+        name: "stubborn",
+        title: "stubborn",
+        toolset: Toolset::Core,
+        description: "",
+        input_schema: "{}",
+        output_schema: "{}",
+        effects: tools::Effects::READS,
+        handler: stubborn,
+    };
+
+    /// With two calls allowed at once, waves of two calls that each time out
+    /// after 100 ms while their work runs 600 ms: every call answers `timeout`
+    /// promptly, and no more than two pieces of work ever run at once (freeing a
+    /// slot at the timeout let each wave start beside the last: four, then six).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn timed_out_calls_keep_their_slot_until_their_work_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let roots = crate::roots::Roots::new(vec![("r".into(), root)]).unwrap();
+        let catalog = crate::catalog::Catalog::open(&dir.path().join("catalog"), &roots).unwrap();
+        let mut settings = tools::ServerSettings::default();
+        settings.limits.call_timeout = Duration::from_millis(100);
+        let server = QuarryServer::new(Context::new(Arc::new(catalog), settings))
+            .unwrap()
+            .with_concurrent_calls(2);
+        for _wave in 0..3 {
+            let calls: Vec<_> = (0..2)
+                .map(|_| {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        let started = Instant::now();
+                        let result = server
+                            .run_tool(&STUBBORN, JsonObject::new(), Job::new(None))
+                            .await;
+                        (result, started.elapsed())
+                    })
+                })
+                .collect();
+            for call in calls {
+                let (result, took) = call.await.unwrap();
+                assert_eq!(result.is_error, Some(true));
+                let text = serde_json::to_string(&result.content).unwrap();
+                assert!(text.contains("timeout"), "{text}");
+                assert!(took < Duration::from_millis(400), "answered after {took:?}");
+            }
+        }
+        let waited = Instant::now();
+        while RUNNING.load(Ordering::SeqCst) > 0 {
+            assert!(waited.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            PEAK.load(Ordering::SeqCst),
+            2,
+            "more work ran at once than allowed"
+        );
+        // The later waves timed out waiting for a turn and never started.
+        assert_eq!(STARTED.load(Ordering::SeqCst), 2);
     }
 
     #[test]
@@ -372,7 +463,7 @@ mod tests {
     #[test]
     fn every_registered_tool_has_valid_schemas() {
         for d in tools::all() {
-            let tool = describe(d).unwrap();
+            let tool = describe(d, false).unwrap();
             assert_eq!(
                 tool.input_schema.get("type"),
                 Some(&json!("object")),

@@ -5,6 +5,7 @@
 use super::bm25::{Stats, query_terms};
 use super::dataset::Dataset;
 use super::retrieve::Hit;
+use crate::job::{Job, Stop};
 
 /// Sentences an answer quotes at most.
 pub const EVIDENCE_SENTENCES: usize = 3;
@@ -19,7 +20,8 @@ pub struct Evidence {
     pub score: f32,
 }
 
-pub fn evidence(ds: &Dataset, query: &str, hits: &[Hit]) -> Vec<Evidence> {
+/// The best sentences of the hits; `Err` when `job` stops (looked at per node).
+pub fn evidence(ds: &Dataset, query: &str, hits: &[Hit], job: &Job) -> Result<Vec<Evidence>, Stop> {
     let terms = query_terms(query);
     let segments: Vec<&super::bm25::Segment> = ds.segments().into_iter().map(|(s, _)| s).collect();
     let stats = Stats::of(&segments, &terms);
@@ -28,6 +30,7 @@ pub fn evidence(ds: &Dataset, query: &str, hits: &[Hit]) -> Vec<Evidence> {
         .iter()
         .flat_map(|h| std::iter::once(h.node).chain(h.leaves.iter().map(|l| l.0)));
     for n in nodes {
+        job.check()?;
         let node = &ds.nodes[n];
         for p in &node.pieces {
             let text = node.piece_text(p);
@@ -55,5 +58,5 @@ pub fn evidence(ds: &Dataset, query: &str, hits: &[Hit]) -> Vec<Evidence> {
     }
     found.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.node.cmp(&b.node)));
     found.truncate(EVIDENCE_SENTENCES);
-    found
+    Ok(found)
 }

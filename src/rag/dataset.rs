@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::catalog::Catalog;
 use crate::formats::Kind;
+use crate::job::Job;
 
 use super::bm25::Segment;
 use super::embed::Embedder;
@@ -333,10 +334,16 @@ impl Rag {
 
     /// The dataset's current view (built now if the pass has not yet).
     pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        self.dataset_within(name, None)
+    }
+
+    /// As `dataset`, for a call: building the view stops between documents
+    /// when `job` does, with an error holding the `Stop`.
+    pub fn dataset_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<Dataset>> {
         if let Some((_, v)) = self.views.read().expect("rag views").get(name) {
             return Ok(v.clone());
         }
-        self.refresh(name)
+        self.refresh_within(name, job)
     }
 
     /// A dataset's documents: the root of its name's, and those ingested into
@@ -370,11 +377,18 @@ impl Rag {
     /// kept is the one whose refresh started last (it read the newer catalog),
     /// so a slow refresh of an older state never replaces a newer view.
     pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+        self.refresh_within(name, None)
+    }
+
+    fn refresh_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<Dataset>> {
         let number = self
             .refreshes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut docs = Vec::new();
         for (rel, entry) in self.documents_of(name) {
+            if let Some(job) = job {
+                job.check()?;
+            }
             let cached = self
                 .trees
                 .lock()

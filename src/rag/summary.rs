@@ -5,6 +5,7 @@
 
 use super::tree::{Node, Piece};
 use super::vectors::{Sparse, TfIdf, centre, sparse_dot};
+use crate::job::{Job, Stop};
 
 /// About how many tokens a summary holds.
 pub const SUMMARY_TOKENS: usize = 100;
@@ -22,28 +23,42 @@ struct Candidate<'a> {
 /// A summary node (level, children and parents left for the caller) of the
 /// nodes `members`.
 pub fn extractive_summary(nodes: &[Node], members: &[usize]) -> Node {
-    summary_of(nodes, members, SUMMARY_TOKENS)
+    // The tree pass has no call to stop it: its work is bounded per document.
+    summary_of(nodes, members, SUMMARY_TOKENS, None).expect("no job, never stopped")
 }
 
+/// Candidate sentences turned into vectors between two looks at the job.
+const CHECK_EVERY: usize = 512;
+
 /// The most central sentences of the members, with diversity, within `budget`
-/// tokens, each keeping its source.
-fn summary_of(nodes: &[Node], members: &[usize], budget: usize) -> Node {
+/// tokens, each keeping its source; `Err` when `job` (if any) stops.
+fn summary_of(
+    nodes: &[Node],
+    members: &[usize],
+    budget: usize,
+    job: Option<&Job>,
+) -> Result<Node, Stop> {
+    let check = || job.map_or(Ok(()), Job::check);
     let candidates = candidates(nodes, members);
     let texts: Vec<&str> = members.iter().map(|&m| nodes[m].text.as_str()).collect();
     let tfidf = TfIdf::fit(texts.iter().copied());
+    check()?;
     let member_vectors: Vec<Sparse> = texts.iter().map(|t| tfidf.vector(t)).collect();
     let mid = centre(member_vectors.iter());
-    let candidates: Vec<Candidate> = candidates
-        .into_iter()
-        .map(|(text, piece)| Candidate {
+    let mut vectors = Vec::with_capacity(candidates.len());
+    for (k, (text, piece)) in candidates.into_iter().enumerate() {
+        if k % CHECK_EVERY == 0 {
+            check()?;
+        }
+        vectors.push(Candidate {
             text,
             piece,
             tokens: super::text::token_count(text),
             vector: tfidf.vector(text),
-        })
-        .collect();
-    let picked = pick(&candidates, &mid, budget);
-    assemble(picked.into_iter().map(|i| &candidates[i]))
+        });
+    }
+    let picked = pick(&vectors, &mid, budget, &check)?;
+    Ok(assemble(picked.into_iter().map(|i| &vectors[i])))
 }
 
 /// Every distinct sentence of the members, in source order: by line within a
@@ -74,7 +89,12 @@ fn candidates<'a>(nodes: &'a [Node], members: &[usize]) -> Vec<(&'a str, &'a Pie
 
 /// Indices of the candidates chosen by maximal marginal relevance until the
 /// token budget is spent (at least one), in source order.
-fn pick(candidates: &[Candidate], mid: &Sparse, budget: usize) -> Vec<usize> {
+fn pick(
+    candidates: &[Candidate],
+    mid: &Sparse,
+    budget: usize,
+    check: &dyn Fn() -> Result<(), Stop>,
+) -> Result<Vec<usize>, Stop> {
     let relevance: Vec<f32> = candidates
         .iter()
         .map(|c| sparse_dot(&c.vector, mid))
@@ -82,6 +102,7 @@ fn pick(candidates: &[Candidate], mid: &Sparse, budget: usize) -> Vec<usize> {
     let mut chosen: Vec<usize> = Vec::new();
     let mut tokens = 0;
     while tokens < budget && chosen.len() < candidates.len() {
+        check()?;
         let best = (0..candidates.len())
             .filter(|i| !chosen.contains(i))
             .filter(|&i| chosen.is_empty() || tokens + candidates[i].tokens <= budget + budget / 5)
@@ -101,7 +122,7 @@ fn pick(candidates: &[Candidate], mid: &Sparse, budget: usize) -> Vec<usize> {
         chosen.push(i);
     }
     chosen.sort_unstable();
-    chosen
+    Ok(chosen)
 }
 
 /// A node whose text is the sentences joined by spaces, each kept as a piece.
@@ -134,9 +155,9 @@ fn assemble<'a>(sentences: impl Iterator<Item = &'a Candidate<'a>>) -> Node {
 }
 
 /// An extractive summary of any nodes (rag_summarize): the same pick over their
-/// sentences with a budget of `budget` tokens.
-pub fn summarise(nodes: &[&Node], budget: usize) -> Node {
+/// sentences with a budget of `budget` tokens; `Err` when `job` stops.
+pub fn summarise(nodes: &[&Node], budget: usize, job: &Job) -> Result<Node, Stop> {
     let owned: Vec<Node> = nodes.iter().map(|n| (*n).clone()).collect();
     let members: Vec<usize> = (0..owned.len()).collect();
-    summary_of(&owned, &members, budget)
+    summary_of(&owned, &members, budget, Some(job))
 }

@@ -73,6 +73,10 @@ pub enum PathError {
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
     roots: Vec<Root>,
+    /// A root quarry adds for itself (the ingest folder): it does not count when
+    /// deciding whether relative paths need a root name, so adding it never changes
+    /// how the user's own root's paths read.
+    aside: Option<usize>,
 }
 
 /// A root name: non-empty, no path separators, not `.` or `..`.
@@ -105,7 +109,22 @@ impl Roots {
                 canonical,
             });
         }
-        Ok(Roots { roots })
+        Ok(Roots { roots, aside: None })
+    }
+
+    /// Sets the root named `name` aside (see `aside`).
+    pub fn set_aside(&mut self, name: &str) {
+        self.aside = self.index_of(name);
+    }
+
+    /// The root relative paths belong to without a root name: the one root that is not
+    /// set aside, when there is exactly one.
+    pub fn sole(&self) -> Option<usize> {
+        let mut counted = (0..self.roots.len()).filter(|&i| Some(i) != self.aside);
+        match (counted.next(), counted.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        }
     }
 
     /// Roots as a catalog recorded them, unchecked: for reporting on a catalog,
@@ -119,7 +138,7 @@ impl Roots {
                 canonical: PathBuf::from(dir),
             })
             .collect();
-        Roots { roots }
+        Roots { roots, aside: None }
     }
 
     pub fn list(&self) -> &[Root] {
@@ -198,8 +217,8 @@ impl Roots {
         if let Some(root) = forced_root {
             return Ok((root, rel));
         }
-        if self.roots.len() == 1 {
-            return Ok((0, rel));
+        if let Some(root) = self.sole() {
+            return Ok((root, rel));
         }
         let (first, rest) = rel.split_once('/').unwrap_or((rel.as_str(), ""));
         match self.index_of(first) {
@@ -337,6 +356,25 @@ mod tests {
         let f = fixture();
         let one = Roots::new(vec![("data".into(), f.base.join("data"))]).unwrap();
         assert_eq!(one.resolve("sub/b.root", None).unwrap().rel, "sub/b.root");
+    }
+
+    #[test]
+    fn a_root_set_aside_leaves_the_other_the_sole_one() {
+        let mut f = fixture();
+        assert_eq!(f.roots.sole(), None);
+        assert!(f.roots.resolve("sub/b.root", None).is_err());
+        // `data` set aside (as the ingest folder is): bare paths are `docs`'s.
+        f.roots.set_aside("data");
+        assert_eq!(f.roots.sole(), Some(1));
+        let r = f.roots.resolve("n.md", None).unwrap();
+        assert_eq!((r.root, r.rel.as_str()), (1, "n.md"));
+        // The root set aside is still reached by absolute path or by name.
+        let abs = f.base.join("data/a.root");
+        assert_eq!(
+            f.roots.resolve(abs.to_str().unwrap(), None).unwrap().root,
+            0
+        );
+        assert_eq!(f.roots.resolve("a.root", Some("data")).unwrap().root, 0);
     }
 
     #[test]

@@ -18,8 +18,26 @@ use serde_json::{Map, Value};
 
 pub type Client = RunningService<RoleClient, ()>;
 
+/// The `quarry` binary, with the user's data folder (where the default ingest folder
+/// and default catalogs live) inside this test process's own temporary folder.
 pub fn quarry() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    cmd.env("XDG_DATA_HOME", data_home());
+    cmd
+}
+
+/// `quarry()` for tokio's process API (rmcp's child-process transport).
+pub fn quarry_tokio() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    cmd.env("XDG_DATA_HOME", data_home());
+    cmd
+}
+
+/// A data folder for every quarry this test process starts: tests never write to the
+/// user's own (`$XDG_DATA_HOME/quarry/ingest` is made by default).
+pub fn data_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
 /// Runs a quarry command that must succeed; returns its standard output.
@@ -107,7 +125,7 @@ impl Sandbox {
 
     /// Starts `quarry mcp` with extra arguments and environment variables.
     pub async fn mcp_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Client {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+        let mut cmd = quarry_tokio();
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
             .arg(&self.catalog)
             .args(extra)
@@ -121,7 +139,7 @@ impl Sandbox {
 
     /// Like `mcp`, also giving the child's process id.
     pub async fn mcp_with_pid(&self) -> (Client, u32) {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+        let mut cmd = quarry_tokio();
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
             .arg(&self.catalog);
         let (transport, _) = TokioChildProcess::builder(cmd)

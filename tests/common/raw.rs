@@ -131,3 +131,56 @@ pub fn wait_complete(socket: &Path) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A root of documents that a search matching every line takes a while over:
+/// 60 files of 2,000 lines of eight random words.
+pub fn heavy_corpus(s: &Sandbox) {
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    let words: Vec<String> = (0..4000)
+        .map(|_| {
+            let len = 3 + next() % 7;
+            (0..len)
+                .map(|_| (b'a' + (next() % 26) as u8) as char)
+                .collect()
+        })
+        .collect();
+    for f in 0..60 {
+        let mut text = String::new();
+        for _ in 0..2000 {
+            for w in 0..8 {
+                if w > 0 {
+                    text.push(' ');
+                }
+                text.push_str(&words[next() % words.len()]);
+            }
+            text.push('\n');
+        }
+        s.write(&format!("docs/doc{f}.txt"), text.as_bytes());
+    }
+}
+
+/// The heaviest search of `heavy_corpus`: every line holds a vowel, so every
+/// line of every document is a match.
+pub fn heavy_search(id: u64) -> Value {
+    tool_call(
+        id,
+        "search_documents",
+        json!({"query": "a|e|i|o|u", "scope": {"type": "global"}, "max_results": 5}),
+    )
+}
+
+/// How long `heavy_search` takes when nothing stops it: the work a
+/// cancellation must cut short.
+pub fn heavy_search_alone(c: &mut Raw, id: u64) -> Duration {
+    let started = Instant::now();
+    c.send_json(&heavy_search(id));
+    let (v, _) = c.answer(&json!(id));
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    started.elapsed()
+}

@@ -39,6 +39,11 @@ const WRITER_BYTES_PER_THREAD: usize = 32 << 20;
 /// tantivy commit writes and syncs segment files: once per catalog batch would
 /// dominate a scan of small batches). The sync's end commits what is left.
 const COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Text added since the last commit past which the index commits before it
+/// takes the next document: a segment's postings sit in memory until its
+/// commit, and writing them out takes about as much again (a document of
+/// 16 MiB of short words cost 75 MB), so they are bounded by text, not time.
+const COMMIT_BYTES: usize = 8 << 20;
 
 pub(super) struct Fields {
     pub file_id: Field,
@@ -79,6 +84,8 @@ pub struct TextIndex {
 struct Writer {
     tantivy: Option<IndexWriter>,
     uncommitted: bool,
+    /// Bytes of text added since the last commit.
+    uncommitted_bytes: usize,
     last_commit: std::time::Instant,
 }
 
@@ -179,6 +186,7 @@ impl TextIndex {
             writer: Mutex::new(Writer {
                 tantivy: None,
                 uncommitted: false,
+                uncommitted_bytes: 0,
                 last_commit: std::time::Instant::now(),
             }),
             reader,
@@ -220,14 +228,34 @@ impl TextIndex {
         for &id in &changes.removed {
             w.delete_term(Term::from_field_u64(self.fields.file_id, id));
         }
+        writer.uncommitted = true;
         for doc in &changes.added {
             let text = text_of_rows(doc.rows)?;
-            w.add_document(self.document(doc.file_id, doc.fingerprint, &doc.path, &text))?;
+            self.add(&mut writer, doc.file_id, doc.fingerprint, &doc.path, &text)?;
         }
-        writer.uncommitted = true;
         if writer.last_commit.elapsed() >= COMMIT_INTERVAL {
             self.commit(&mut writer)?;
         }
+        Ok(())
+    }
+
+    /// Adds one document, committing first when the text added since the
+    /// last commit would pass `COMMIT_BYTES` with it.
+    fn add(
+        &self,
+        writer: &mut Writer,
+        file_id: u64,
+        fingerprint: u64,
+        path: &str,
+        text: &str,
+    ) -> anyhow::Result<()> {
+        if writer.uncommitted_bytes > 0 && writer.uncommitted_bytes + text.len() > COMMIT_BYTES {
+            self.commit(writer)?;
+        }
+        let doc = self.document(file_id, fingerprint, path, text);
+        self.open_writer(writer)?.add_document(doc)?;
+        writer.uncommitted = true;
+        writer.uncommitted_bytes += text.len();
         Ok(())
     }
 
@@ -269,8 +297,9 @@ impl TextIndex {
             }
             for item in added {
                 let (id, fingerprint, path, text) = item?;
-                w.delete_term(Term::from_field_u64(self.fields.file_id, id));
-                w.add_document(self.document(id, fingerprint, &path, &text))?;
+                self.open_writer(&mut writer)?
+                    .delete_term(Term::from_field_u64(self.fields.file_id, id));
+                self.add(&mut writer, id, fingerprint, &path, &text)?;
                 count += 1;
             }
             writer.uncommitted = true;
@@ -296,6 +325,7 @@ impl TextIndex {
             w.commit()?;
         }
         writer.uncommitted = false;
+        writer.uncommitted_bytes = 0;
         writer.last_commit = std::time::Instant::now();
         self.reader.reload()?;
         Ok(())

@@ -75,15 +75,23 @@ pub struct ParsedSource {
 /// Reads a source file as UTF-8 text; binary content (a NUL byte) and bytes that
 /// are not UTF-8 are the file's error.
 pub fn read_text(mut file: File) -> Result<String, FormatError> {
+    let too_large = || {
+        FormatError::Unsupported(format!(
+            "source file larger than {} MiB (generated code?) is not parsed",
+            MAX_SOURCE_BYTES >> 20
+        ))
+    };
+    // A file that says it is larger is not read at all; one that grows
+    // while it is read is read no further than the limit.
+    if file.metadata()?.len() > MAX_SOURCE_BYTES {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
     (&mut file)
         .take(MAX_SOURCE_BYTES + 1)
         .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(FormatError::Unsupported(format!(
-            "source file larger than {} MiB (generated code?) is not parsed",
-            MAX_SOURCE_BYTES >> 20
-        )));
+        return Err(too_large());
     }
     if memchr::memchr(0, &bytes).is_some() {
         return Err(FormatError::Corrupt(

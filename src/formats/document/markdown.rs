@@ -5,7 +5,44 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-use super::{Document, Format, Heading, Metadata, end_with_newline};
+use super::{
+    Document, Format, Heading, MAX_HEADING_BYTES, MAX_TOC_ENTRIES, Metadata, end_with_newline,
+    push_within,
+};
+
+/// The most of a front-matter block read: the fields quarry reports come
+/// first, and a block of megabytes would cost a value per line.
+const MAX_FRONT_MATTER_BYTES: usize = 64 << 10;
+
+/// The 1-based line of byte offsets asked in increasing order, counting the
+/// line breaks between one offset and the next.
+struct LineCounter<'t> {
+    text: &'t [u8],
+    offset: usize,
+    line: u32,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> Self {
+        LineCounter {
+            text: text.as_bytes(),
+            offset: 0,
+            line: 1,
+        }
+    }
+
+    fn line_of(&mut self, offset: usize) -> u32 {
+        let offset = offset.min(self.text.len());
+        if offset < self.offset {
+            // Not in order (never seen): count again from the start.
+            (self.offset, self.line) = (0, 1);
+        }
+        let between = &self.text[self.offset..offset];
+        self.line += memchr::memchr_iter(b'\n', between).count() as u32;
+        self.offset = offset;
+        self.line
+    }
+}
 
 pub fn read(text: String) -> Document {
     let text = end_with_newline(text);
@@ -37,33 +74,94 @@ struct Outline {
     front_matter: Option<String>,
 }
 
+/// Markdown texts longer than this are parsed for their outline a section at
+/// a time: pulldown-cmark builds the block tree of all it is given first,
+/// about 60 bytes a block (a 16 MiB text of one-letter headers made 260 MB).
+const SECTION_BYTES: usize = 1 << 20;
+
 /// The headers of a Markdown text with their 1-based lines, and the raw
 /// front-matter block if the text starts with one.
 fn outline(text: &str) -> Outline {
-    let options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
-        | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS
-        | Options::ENABLE_HEADING_ATTRIBUTES;
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
-        .collect();
-    let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset) as u32;
+    outline_in_sections(text, SECTION_BYTES)
+}
 
+/// `outline`, parsing sections of at least `min` bytes.
+fn outline_in_sections(text: &str, min: usize) -> Outline {
+    // Lines are counted as the headers come, in order, rather than through
+    // a table of every line's start (8 bytes a line: 64 MiB for a text of
+    // 8 MiB of empty lines).
+    let mut lines = LineCounter::new(text);
     let mut out = Outline {
         headings: Vec::new(),
         front_matter: None,
     };
+    let mut start = 0;
+    for end in section_ends(text, min) {
+        if out.headings.len() >= MAX_TOC_ENTRIES {
+            break;
+        }
+        outline_section(&text[start..end], start, &mut lines, &mut out);
+        start = end;
+    }
+    out
+}
+
+/// Where a text is cut into sections of at least `min` bytes: after a blank
+/// line outside a fenced code block, where no block but a list or a quote
+/// goes on (a header in those starts a line of its own either way). The last
+/// end is the text's.
+fn section_ends(text: &str, min: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut fence: Option<char> = None;
+    let mut offset = 0;
+    let mut since = 0;
+    for line in text.split_inclusive('\n') {
+        offset += line.len();
+        since += line.len();
+        let code = line.trim_start_matches(' ');
+        let indent = line.len() - code.len();
+        let marker = match code.as_bytes() {
+            [b'`', b'`', b'`', ..] if indent < 4 => Some('`'),
+            [b'~', b'~', b'~', ..] if indent < 4 => Some('~'),
+            _ => None,
+        };
+        match (fence, marker) {
+            (None, Some(c)) => fence = Some(c),
+            (Some(open), Some(c)) if open == c => fence = None,
+            _ => {}
+        }
+        if fence.is_none() && since >= min && line.trim().is_empty() {
+            ends.push(offset);
+            since = 0;
+        }
+    }
+    if ends.last() != Some(&text.len()) {
+        ends.push(text.len());
+    }
+    ends
+}
+
+/// Adds the headers of one section (starting `base` bytes into the text) to
+/// `out`; only the first section may open with front matter.
+fn outline_section(text: &str, base: usize, lines: &mut LineCounter, out: &mut Outline) {
+    let mut options = Options::ENABLE_HEADING_ATTRIBUTES;
+    if base == 0 {
+        options |= Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+            | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS;
+    }
     // (level, line, title so far) of the header being read.
     let mut open: Option<(u32, u32, String)> = None;
     let mut in_front_matter = false;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
-                open = Some((level as u32, line_of(range.start), String::new()));
+                let line = lines.line_of(base + range.start);
+                open = Some((level as u32, line, String::new()));
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, line, title)) = open.take() {
                     let title = title.trim().to_string();
-                    if !title.is_empty() {
+                    if !title.is_empty() && out.headings.len() < MAX_TOC_ENTRIES {
                         out.headings.push(Heading {
                             title,
                             level,
@@ -76,13 +174,12 @@ fn outline(text: &str) -> Outline {
             Event::Start(Tag::MetadataBlock(_)) => in_front_matter = true,
             Event::End(TagEnd::MetadataBlock(_)) => in_front_matter = false,
             Event::Text(t) if in_front_matter => {
-                out.front_matter
-                    .get_or_insert_with(String::new)
-                    .push_str(&t);
+                let block = out.front_matter.get_or_insert_with(String::new);
+                push_within(block, &t, MAX_FRONT_MATTER_BYTES);
             }
             Event::Text(t) | Event::Code(t) => {
                 if let Some((_, _, title)) = open.as_mut() {
-                    title.push_str(&t);
+                    push_within(title, &t, MAX_HEADING_BYTES);
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
@@ -93,7 +190,6 @@ fn outline(text: &str) -> Outline {
             _ => {}
         }
     }
-    out
 }
 
 /// The metadata a front-matter block gives: `key: value` (YAML) or `key = value`
@@ -189,6 +285,32 @@ mod tests {
             .iter()
             .map(|h| (h.level, h.title.as_str(), h.line.unwrap()))
             .collect()
+    }
+
+    /// Parsed a few lines at a time, a text has the outline it has parsed
+    /// whole: fences, front matter, setext headers and lists included.
+    #[test]
+    fn an_outline_parsed_in_sections_is_the_whole_texts() {
+        let text = "---\ntitle: T\n---\n\n# One\n\npara\n\n```\n# not a header\n\n## nor this\n```\n\n\
+                    Two\n===\n\n- item\n\n  # in a list\n\n~~~py\n# code\n\n~~~\n\n### Three *b* `c`\n\ntext\n";
+        let whole = outline_in_sections(text, usize::MAX);
+        let heads = |o: &Outline| -> Vec<(String, u32, Option<u32>)> {
+            o.headings
+                .iter()
+                .map(|h| (h.title.clone(), h.level, h.line))
+                .collect()
+        };
+        assert_eq!(whole.headings.len(), 4, "{:?}", heads(&whole));
+        for min in [1, 8, 30, 64] {
+            let cut = outline_in_sections(text, min);
+            assert_eq!(heads(&cut), heads(&whole), "sections of {min}");
+            assert_eq!(cut.front_matter, whole.front_matter);
+        }
+        let ends = section_ends(text, 1);
+        assert!(
+            ends.len() > 5 && ends.last() == Some(&text.len()),
+            "{ends:?}"
+        );
     }
 
     #[test]

@@ -8,12 +8,13 @@
 //! is built on (0.42), whose `get_toc` keeps one entry per distinct title and so
 //! loses repeated titles such as a "Summary" in every chapter.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use pdf_extract::PlainTextOutput;
 
-use super::{Document, Format, FormatError, Heading, Metadata, end_with_newline};
-use crate::panics::panic_message;
+use super::{
+    Document, Format, FormatError, Heading, MAX_DOCUMENT_TEXT_BYTES, MAX_HEADING_BYTES,
+    MAX_TOC_ENTRIES, Metadata, end_with_newline, push_within, text_cut_warning,
+};
+use crate::panics::catch_quietly;
 
 pub fn read(bytes: &[u8]) -> Result<Document, FormatError> {
     let Pages {
@@ -54,9 +55,10 @@ fn outline_and_info(bytes: &[u8], warnings: &mut Vec<String>) -> (Vec<Heading>, 
     (toc, caught(|| info(&doc)).unwrap_or_default())
 }
 
-/// Runs a third-party reader, turning a panic into its message.
+/// Runs a third-party reader, turning a panic into its message (quietly:
+/// the page's warning or the file's error says it).
 fn caught<T>(read: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(read)).map_err(|p| panic_message(p.as_ref()))
+    catch_quietly(read).map_err(|caught| caught.message)
 }
 
 struct Pages {
@@ -83,9 +85,29 @@ fn page_texts(bytes: &[u8]) -> Result<Pages, FormatError> {
         warnings: Vec::new(),
     };
     let mut first_failure = None;
+    // Text kept so far; past `MAX_DOCUMENT_TEXT_BYTES` the pages left are
+    // not read (they stay empty, so the page count stays true).
+    let mut kept = 0usize;
+    let mut cut = false;
     for n in numbers {
+        if cut {
+            pages.texts.push(String::new());
+            continue;
+        }
         match caught(|| page_text(&doc, n)) {
-            Ok(Ok(text)) => pages.texts.push(end_with_newline(text)),
+            Ok(Ok(text)) => {
+                let mut text = end_with_newline(text);
+                if kept + text.len() > MAX_DOCUMENT_TEXT_BYTES {
+                    cut_at_line(&mut text, MAX_DOCUMENT_TEXT_BYTES - kept);
+                    cut = true;
+                    pages.warnings.push(format!(
+                        "page {n}: {}",
+                        text_cut_warning(kept + text.len(), None)
+                    ));
+                }
+                kept += text.len();
+                pages.texts.push(text);
+            }
             Ok(Err(why)) | Err(why) => {
                 pages.warnings.push(format!("page {n}: {why}"));
                 first_failure.get_or_insert(why);
@@ -112,6 +134,22 @@ fn page_text(doc: &pdf_extract::Document, page: u32) -> Result<String, String> {
     Ok(tidy(&text))
 }
 
+/// Cuts `text` to at most `max` bytes, at its last line break within them
+/// (else at a character boundary), ending with a line break.
+fn cut_at_line(text: &mut String, max: usize) {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if let Some(line_end) = text[..end].rfind('\n') {
+        end = line_end + 1;
+    }
+    text.truncate(end);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+}
+
 /// pdf-extract starts a page with blank lines and ends lines with the spaces
 /// it placed between text runs; neither is text a reader sees.
 fn tidy(text: &str) -> String {
@@ -130,11 +168,16 @@ fn outline(doc: &lopdf::Document) -> Result<Vec<Heading>, String> {
         Ok(toc) => Ok(toc
             .toc
             .into_iter()
-            .map(|t| Heading {
-                title: t.title.trim().to_string(),
-                level: t.level as u32,
-                page: t.page as u32,
-                line: None,
+            .take(MAX_TOC_ENTRIES)
+            .map(|t| {
+                let mut title = String::new();
+                push_within(&mut title, t.title.trim(), MAX_HEADING_BYTES);
+                Heading {
+                    title,
+                    level: t.level as u32,
+                    page: t.page as u32,
+                    line: None,
+                }
             })
             .collect()),
         Err(lopdf::Error::NoOutline) => Ok(Vec::new()),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::buffer::Buffer;
 use super::ffi::{self, locked};
+use super::outside::{self, ExternalData};
 use super::types::DType;
 use super::{H5File, attributes};
 use crate::formats::FormatError;
@@ -18,7 +19,8 @@ pub struct DatasetInfo {
     /// Per axis, `None` when unlimited.
     pub maxshape: Vec<Option<u64>>,
     pub dtype: DType,
-    /// `compact`, `contiguous`, `chunked` or `virtual`.
+    /// `compact`, `contiguous`, `chunked`, `virtual`, or `external_storage`
+    /// (contiguous data in raw files the dataset names).
     pub layout: String,
     pub chunks: Option<Vec<u64>>,
     pub filters: Vec<Filter>,
@@ -29,6 +31,12 @@ pub struct DatasetInfo {
     /// Bytes of the data uncompressed: elements times the element size.
     pub logical_size: u64,
     pub attributes: Vec<attributes::Attribute>,
+    /// The files other than its own that hold the dataset's data (external
+    /// storage, virtual dataset sources): at most `outside::MAX_TARGETS`.
+    pub external_data: Vec<ExternalData>,
+    /// How many such files the dataset names in all; quarry reads no data of
+    /// a dataset that names any.
+    pub external_data_total: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +50,13 @@ pub struct Filter {
 }
 
 impl DatasetInfo {
+    /// Why reading the dataset (at `path`) is refused: its data lies in other
+    /// files.
+    pub fn refusal(&self, path: &str) -> Option<String> {
+        (self.external_data_total > 0)
+            .then(|| outside::refusal(path, &self.external_data, self.external_data_total))
+    }
+
     /// h5py's `compression`: the compressing filter, if any.
     pub fn compression(&self) -> Option<&Filter> {
         self.filters
@@ -88,7 +103,17 @@ fn filter_name(id: i32, given: &str) -> String {
 
 pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, FormatError> {
     locked(|| {
-        let space = ds.space().map_err(ffi::corrupt)?;
+        // The creation list first: the dataspace of a virtual dataset is not
+        // asked of the dataset (with an unlimited mapping, libhdf5 would open
+        // its sources to learn the extent).
+        let dcpl = ds.dcpl().map_err(ffi::corrupt)?;
+        let (external_data, external_data_total) = outside::targets_of(dcpl.id())?;
+        let layout = ds.layout();
+        let space = if layout == hdf5::dataset::Layout::Virtual {
+            virtual_space(ds, dcpl.id())?
+        } else {
+            ds.space().map_err(ffi::corrupt)?
+        };
         let is_null = {
             use hdf5_sys::h5s::{H5S_class_t, H5Sget_simple_extent_type};
             // SAFETY: a valid dataspace id.
@@ -103,9 +128,15 @@ pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, Form
         let file_type = ds.dtype().map_err(ffi::corrupt)?;
         let dtype = dtype_of(&file_type);
         let elements: u64 = if is_null { 0 } else { shape.iter().product() };
-        let dcpl = ds.dcpl().map_err(ffi::corrupt)?;
+        let external_storage = external_data
+            .iter()
+            .any(|t| matches!(t, ExternalData::Storage { .. }));
         Ok(DatasetInfo {
-            layout: format!("{:?}", ds.layout()).to_lowercase(),
+            layout: if external_storage {
+                "external_storage".into()
+            } else {
+                format!("{layout:?}").to_lowercase()
+            },
             chunks: ds
                 .chunk()
                 .map(|c| c.into_iter().map(|n| n as u64).collect()),
@@ -117,11 +148,33 @@ pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, Form
             shape: (!is_null).then_some(shape),
             maxshape,
             dtype,
+            external_data,
+            external_data_total,
         })
     })
 }
 
-fn filters(dcpl: hdf5_sys::h5i::hid_t) -> Result<Vec<Filter>, FormatError> {
+/// A virtual dataset's dataspace as its file states it (the extent of its
+/// first mapping's virtual selection), learnt without opening any source; a
+/// virtual dataset with no mapping has no source, and is asked directly.
+fn virtual_space(ds: &Dataset, dcpl: hdf5_sys::h5i::hid_t) -> Result<hdf5::Dataspace, FormatError> {
+    use hdf5_sys::h5p::{H5Pget_virtual_count, H5Pget_virtual_vspace};
+    let mut count: usize = 0;
+    // SAFETY: a valid dataset creation property list, out-pointer to a local.
+    ffi::check(unsafe { H5Pget_virtual_count(dcpl, &mut count) })?;
+    if count == 0 {
+        return ds.space().map_err(ffi::corrupt);
+    }
+    // SAFETY: mapping 0 exists; libhdf5 returns a new dataspace id.
+    let id = unsafe { H5Pget_virtual_vspace(dcpl, 0) };
+    if id < 0 {
+        return Err(ffi::last_error());
+    }
+    // SAFETY: a fresh dataspace id, owned by the handle from here on.
+    unsafe { hdf5::from_id(id) }.map_err(ffi::corrupt)
+}
+
+pub(super) fn filters(dcpl: hdf5_sys::h5i::hid_t) -> Result<Vec<Filter>, FormatError> {
     use hdf5_sys::h5p::{H5Pget_filter2, H5Pget_nfilters};
     // SAFETY: a valid dataset creation property list.
     let n = unsafe { H5Pget_nfilters(dcpl) };

@@ -7,10 +7,13 @@
 //! - `types`: NumPy-style type strings and the decoding of values;
 //! - `slice`: NumPy basic indexing parsed by hand and resolved to hyperslabs;
 //! - `read`: reading a selection (or streaming it block by block);
+//! - `outside`: datasets whose data lies in other files (external storage,
+//!   virtual datasets): recorded, never read;
 //! - `signature`: the signature check that runs before libhdf5 sees a file;
-//! - `isolated`: tree walks, slices and statistics in worker processes (kept
-//!   between requests, handed each file as a descriptor by `fdpass`), so a
-//!   libhdf5 crash or hang on a damaged file is that file's error.
+//! - `isolated`: tree walks, slices and statistics in worker processes (the
+//!   shared `formats::worker` machinery: a pool, each file handed as a
+//!   descriptor, memory and time limits), so a libhdf5 crash or hang on a
+//!   damaged file is that file's error.
 //!
 //! Files are opened from an already open descriptor (opened beneath its root by
 //! the caller): libhdf5 opens by name, so it is handed `/proc/self/fd/N`, which
@@ -19,9 +22,9 @@
 mod attributes;
 mod buffer;
 mod dataset;
-mod fdpass;
 mod ffi;
 pub mod isolated;
+mod outside;
 mod read;
 mod signature;
 pub mod slice;
@@ -33,6 +36,7 @@ use std::os::fd::AsRawFd;
 
 pub use attributes::{Attribute, MAX_VALUE_CHARS};
 pub use dataset::{DatasetInfo, Filter};
+pub use outside::{ExternalData, NOWHERE};
 pub use read::{Moments, OpenDataset, SliceData};
 pub use signature::{SIGNATURE, check_signature};
 pub use tree::{Entry, MAX_OBJECTS, Member, MemberKind, Object, Tree, absolute_target};

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::H5File;
 use super::buffer::Buffer;
-use super::dataset::dtype_of;
+use super::dataset::{Filter, dtype_of, filters};
 use super::ffi::{self, Owned, locked};
+use super::outside;
 use super::slice::{Axis, Selection};
 use super::types::DType;
 use crate::formats::FormatError;
@@ -111,42 +112,27 @@ impl Moments {
     }
 }
 
-/// Refuses to follow external links: a dataset path never leads out of the
-/// file that was opened beneath its root.
-extern "C" fn refuse_external_link(
-    _parent_file: *const std::ffi::c_char,
-    _parent_group: *const std::ffi::c_char,
-    _child_file: *const std::ffi::c_char,
-    _child_object: *const std::ffi::c_char,
-    _flags: *mut std::ffi::c_uint,
-    _fapl: hdf5_sys::h5i::hid_t,
-    _data: *mut std::ffi::c_void,
-) -> hdf5_sys::h5::herr_t {
-    -1
-}
-
 impl H5File {
-    /// Opens the dataset at `path` (soft links followed, external links refused).
+    /// Opens the dataset at `path` for reading (soft links followed, external
+    /// links refused). A dataset whose data lies in other files (external
+    /// storage, a virtual dataset) is refused here, before anything of it but
+    /// its header is read: no `OpenDataset` ever reads through those routes.
     pub fn dataset(&self, path: &str) -> Result<OpenDataset, FormatError> {
         let cpath = CString::new(path)
             .map_err(|_| FormatError::Corrupt("a dataset path cannot contain NUL".into()))?;
         locked(|| {
-            use hdf5_sys::h5p::{H5P_CLS_DATASET_ACCESS, H5Pclose, H5Pcreate, H5Pset_elink_cb};
-            // SAFETY: creating a property list of a registered class.
-            let dapl = Owned::new(unsafe { H5Pcreate(*H5P_CLS_DATASET_ACCESS) }, H5Pclose)?;
-            // SAFETY: valid plist; the callback needs no data.
-            ffi::check(unsafe {
-                H5Pset_elink_cb(dapl.id, Some(refuse_external_link), std::ptr::null_mut())
+            let ds = outside::open_dataset(self.inner.id(), &cpath).map_err(|_| {
+                FormatError::Corrupt(format!("no dataset at '{path}' in this file"))
             })?;
-            // SAFETY: valid file id and NUL-terminated path.
-            let id = unsafe { hdf5_sys::h5d::H5Dopen2(self.inner.id(), cpath.as_ptr(), dapl.id) };
-            if id < 0 {
-                return Err(FormatError::Corrupt(format!(
-                    "no dataset at '{path}' in this file"
+            // Before the dataspace is asked for: libhdf5 opens the sources of a
+            // virtual dataset with an unlimited mapping to learn its extent.
+            let dcpl = ds.dcpl().map_err(ffi::corrupt)?;
+            let (targets, total) = outside::targets_of(dcpl.id())?;
+            if total > 0 {
+                return Err(FormatError::Refused(outside::refusal(
+                    path, &targets, total,
                 )));
             }
-            // SAFETY: a fresh dataset id, owned by the handle from here on.
-            let ds: Dataset = unsafe { hdf5::from_id(id) }.map_err(ffi::corrupt)?;
             let space = ds.space().map_err(ffi::corrupt)?;
             // SAFETY: a valid dataspace id.
             let is_null = unsafe {
@@ -295,7 +281,7 @@ impl OpenDataset {
             };
             // SAFETY: the buffer holds `len` elements of the memory type, the
             // memory space has `len` elements, and so has the file selection.
-            ffi::check(unsafe {
+            let status = unsafe {
                 hdf5_sys::h5d::H5Dread(
                     self.ds.id(),
                     buf.memtype_id(),
@@ -304,9 +290,29 @@ impl OpenDataset {
                     hdf5_sys::h5p::H5P_DEFAULT,
                     buf.as_mut_ptr(),
                 )
-            })?;
+            };
+            if status < 0 {
+                let error = ffi::last_error();
+                return Err(match self.missing_filter() {
+                    Some(f) => FormatError::UnsupportedFilter(format!(
+                        "filter {} ({}) is not available in this build of libhdf5",
+                        f.name, f.id
+                    )),
+                    None => error,
+                });
+            }
             buf.filled_by_library();
             Ok(buf)
+        })
+    }
+
+    /// A filter of the dataset's pipeline that libhdf5 cannot apply here
+    /// (neither built in nor found as a plugin): why a read failed, if any.
+    fn missing_filter(&self) -> Option<Filter> {
+        let dcpl = self.ds.dcpl().ok()?;
+        filters(dcpl.id()).ok()?.into_iter().find(|f| {
+            // SAFETY: asking about a filter id; callers hold the lock.
+            unsafe { hdf5_sys::h5z::H5Zfilter_avail(f.id) <= 0 }
         })
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ffi::{self, locked};
 use super::types::DType;
-use super::{H5File, attributes, dataset};
+use super::{H5File, attributes, dataset, outside};
 use crate::formats::FormatError;
 
 /// Deepest group nesting walked: a hostile file cannot recurse without end.
@@ -280,7 +280,9 @@ impl Walk<'_> {
                 attributes: Vec::new(),
             },
             LocationType::Dataset => {
-                let ds = locked(|| group.dataset(name)).map_err(ffi::corrupt)?;
+                let cname = CString::new(name)
+                    .map_err(|_| FormatError::Corrupt("NUL in a dataset name".into()))?;
+                let ds = locked(|| outside::open_dataset(group.id(), &cname))?;
                 Entry::Dataset(Box::new(dataset::describe(self.file, &ds)?))
             }
             #[allow(unreachable_patterns)]

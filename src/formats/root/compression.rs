@@ -5,7 +5,8 @@
 //!   size, which ROOT records);
 //! - `L4`: an 8-byte big-endian XXH64 checksum of the LZ4 block that follows
 //!   (decoded with the system's liblz4: see `lz4_block`);
-//! - `XZ`: an xz stream (LZMA);
+//! - `XZ`: an xz stream (LZMA), read as a stream into the stated size and no
+//!   further (see `xz_block`);
 //! - `ZS`: a Zstandard frame;
 //! - `CS`: ROOT's pre-2000 algorithm, not supported.
 
@@ -172,6 +173,48 @@ fn lz4_block(block: &[u8], out: &mut [u8]) -> Result<usize, FormatError> {
     usize::try_from(written).map_err(|_| corrupt(format!("bad LZ4 block (liblz4 error {written})")))
 }
 
+/// Most memory an XZ block's decoder may take, in KiB: ROOT writes LZMA with
+/// liblzma's presets 1 to 9, whose dictionaries are at most 64 MiB; a header
+/// asking for more is refused before anything is allocated.
+const XZ_MEMORY_LIMIT_KIB: u32 = 65 << 10;
+
+/// Decodes an XZ block into `out`, which is exactly the size the block's
+/// header states; the bytes written. The stream is read as it decodes and
+/// stops at the first byte past `out`: a block of a few kilobytes can hold a
+/// stream of gigabytes (zeros compress about 7,000 to 1), and inflating it
+/// whole before checking its size is what a hostile file counts on.
+fn xz_block(payload: &[u8], out: &mut [u8]) -> Result<usize, FormatError> {
+    use std::io::Read;
+    let bad = |e: std::io::Error| corrupt(format!("bad LZMA block: {e}"));
+    let mut stream = lzma_rust2::XzReader::new_mem_limit(payload, false, XZ_MEMORY_LIMIT_KIB);
+    let mut filled = 0;
+    while filled < out.len() {
+        match stream.read(&mut out[filled..]) {
+            // Fewer bytes than stated: the caller names both sizes.
+            Ok(0) => return Ok(filled),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(bad(e)),
+        }
+    }
+    // The end of the stream must come now (reading on also checks its index
+    // and footer); one byte more is one byte past what the header states.
+    let mut past = [0u8; 1];
+    loop {
+        match stream.read(&mut past) {
+            Ok(0) => return Ok(filled),
+            Ok(_) => {
+                return Err(corrupt(format!(
+                    "LZMA block decodes to more than the {} bytes its header says",
+                    out.len()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(bad(e)),
+        }
+    }
+}
+
 thread_local! {
     /// One zlib decoder per thread, kept: making one allocates its tables.
     static INFLATER: std::cell::RefCell<libdeflater::Decompressor> =
@@ -213,14 +256,7 @@ fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), Format
             }
             lz4_block(block, out)?
         }
-        b"XZ" => {
-            let mut decoded = Vec::with_capacity(expected);
-            lzma_rs::xz_decompress(&mut std::io::Cursor::new(payload), &mut decoded)
-                .map_err(|e| corrupt(format!("bad LZMA block: {e}")))?;
-            let n = decoded.len().min(expected);
-            out[..n].copy_from_slice(&decoded[..n]);
-            decoded.len()
-        }
+        b"XZ" => xz_block(payload, out)?,
         b"ZS" => zstd::bulk::decompress_to_buffer(payload, out)
             .map_err(|e| corrupt(format!("bad ZSTD block: {e}")))?,
         b"CS" => {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::code_files::{PathArg, Targets, code_file, for_each_file, path_error, targets};
-use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::code::SymbolQuery;
 use crate::formats::code::{
     self, CompiledQuery, Language, ParsedSource, QueryError, QueryLimits, Symbol, SymbolKind,
@@ -35,7 +35,7 @@ pub static TOOLS: &[ToolDef] = &[
 language. `filepath` is a file, a list of files or a directory (recursive by default, filtered by `file_patterns`).",
         input_schema: schema!("parse_file.input.json"),
         output_schema: schema!("parse_file.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: parse_file,
     },
     ToolDef {
@@ -46,7 +46,7 @@ language. `filepath` is a file, a list of files or a directory (recursive by def
 column (0-based). `filepath` is a file, a list of files or a directory.",
         input_schema: schema!("find_classes.input.json"),
         output_schema: schema!("find_classes.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: find_classes,
     },
     ToolDef {
@@ -57,7 +57,7 @@ column (0-based). `filepath` is a file, a list of files or a directory.",
 constructors, async def) with line (1-based) and column (0-based). `filepath` is a file, a list of files or a directory.",
         input_schema: schema!("find_functions.input.json"),
         output_schema: schema!("find_functions.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: find_functions,
     },
     ToolDef {
@@ -68,7 +68,7 @@ constructors, async def) with line (1-based) and column (0-based). `filepath` is
 line (1-based) and column (0-based) per capture, at most `max_matches` (default 1000).",
         input_schema: schema!("execute_query.input.json"),
         output_schema: schema!("execute_query.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: execute_query,
     },
     ToolDef {
@@ -80,7 +80,7 @@ substring matches, case-insensitive; qualified names work too (`Calibration::app
 and qualified name.",
         input_schema: schema!("find_symbol.input.json"),
         output_schema: schema!("find_symbol.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: find_symbol,
     },
     ToolDef {
@@ -91,7 +91,7 @@ and qualified name.",
 functions, each with kind, line and end line.",
         input_schema: schema!("get_outline.input.json"),
         output_schema: schema!("get_outline.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: get_outline,
     },
 ];

@@ -117,7 +117,7 @@ fn folder_files(
     recursive: bool,
     globs: &[Glob],
 ) -> (Vec<Target>, bool) {
-    let multi_root = ctx.catalog.roots().list().len() > 1;
+    let multi_root = ctx.catalog.roots().sole().is_none();
     let root_name = &ctx.catalog.roots().list()[root].name;
     let mut out = Vec::new();
     for (path, entry) in ctx.catalog.files().under(root, rel) {

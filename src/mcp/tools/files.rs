@@ -5,7 +5,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::{FileMatch, FileQuery, KindSet};
 use crate::formats::Kind;
 use crate::glob::Glob;
@@ -23,7 +23,7 @@ By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other
 `resource` restricts to one root. Returns absolute paths to pass to the other tools.",
         input_schema: include_str!("../../../schema/tools/list_files.input.json"),
         output_schema: include_str!("../../../schema/tools/list_files.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: list_files,
     },
     ToolDef {
@@ -35,7 +35,7 @@ By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other
 Call it when results look incomplete or a file seems missing.",
         input_schema: include_str!("../../../schema/tools/index_status.input.json"),
         output_schema: include_str!("../../../schema/tools/index_status.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: index_status,
     },
 ];
@@ -261,6 +261,7 @@ fn index_status(
     let activity = catalog.activity();
     let mut complete = true;
     let mut total_failed = 0;
+    let mut total_stats_failed = 0;
     let mut root_values = Vec::new();
     for &r in &selected {
         let root = &roots.list()[r];
@@ -283,7 +284,12 @@ fn index_status(
         total_failed += failed_here;
         let failures = catalog.failures(r, listed).map_err(ToolError::internal)?;
         let (skipped_total, skipped) = catalog.skipped(r, listed).map_err(ToolError::internal)?;
-        left = left.max(failed_here as usize).max(skipped_total);
+        let (stats_failed_total, stats_failed) = catalog.stats_failures(r, listed);
+        total_stats_failed += stats_failed_total;
+        left = left
+            .max(failed_here as usize)
+            .max(skipped_total)
+            .max(stats_failed_total as usize);
         root_values.push(json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
@@ -298,6 +304,11 @@ fn index_status(
             })).collect::<Vec<_>>(),
             "skipped_total": skipped_total,
             "skipped_paths": skipped.iter().skip(offset).map(|(rel, reason)| json!({
+                "path": root.canonical.join(rel).to_string_lossy(),
+                "reason": reason,
+            })).collect::<Vec<_>>(),
+            "stats_failed_total": stats_failed_total,
+            "stats_failed_files": stats_failed.iter().skip(offset).map(|(rel, reason)| json!({
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "reason": reason,
             })).collect::<Vec<_>>(),
@@ -316,13 +327,19 @@ fn index_status(
             "{total_failed} files failed to index: their errors are listed under failed_files; fix or remove them and quarry re-indexes them automatically"
         ));
     }
+    if total_stats_failed > 0 {
+        out = out.suggest(format!(
+            "The background statistics failed on {total_stats_failed} ROOT files (stats_failed_files): cuts on them read every cluster; list_branches(include_stats=true) retries one"
+        ));
+    }
     let mut out = out.suggest("List files with list_files(kind='all')");
-    // Each root's two lists are cut at the same index.
+    // Each root's three lists are cut at the same index.
     let pointers: Vec<String> = (0..selected.len())
         .flat_map(|i| {
             [
                 format!("/roots/{i}/failed_files"),
                 format!("/roots/{i}/skipped_paths"),
+                format!("/roots/{i}/stats_failed_files"),
             ]
         })
         .collect();
@@ -339,7 +356,7 @@ fn index_status(
                 cut,
                 offset,
                 "index_status",
-                "failures and skipped paths per root",
+                "failures, skipped paths and statistics failures per root",
             );
         });
     Ok(out)

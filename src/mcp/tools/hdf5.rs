@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::hdf5::HDF5_OBJECTS;
 use crate::formats::FormatError;
 use crate::formats::hdf5::slice::{self, Selection, SliceError};
@@ -29,7 +29,7 @@ compound rows become objects, enums their names, NaN/inf null. Results over the 
 retry_with that thins the slice with a step.",
         input_schema: include_str!("../../../schema/tools/read_dataset_slice.input.json"),
         output_schema: include_str!("../../../schema/tools/read_dataset_slice.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read_dataset_slice,
     },
     ToolDef {
@@ -42,7 +42,7 @@ compound, enum), `rank` the number of dimensions, `attribute` a glob on attribut
 attribute's value contains. Returns each dataset's URI, shape and dtype.",
         input_schema: include_str!("../../../schema/tools/find_datasets.input.json"),
         output_schema: include_str!("../../../schema/tools/find_datasets.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: find_datasets,
     },
     ToolDef {
@@ -54,7 +54,7 @@ attribute's value contains. Returns each dataset's URI, shape and dtype.",
 left out of the other figures.",
         input_schema: include_str!("../../../schema/tools/get_dataset_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_dataset_stats.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: get_dataset_stats,
     },
 ];
@@ -74,7 +74,10 @@ fn dataset_of(ctx: &Context, uri: &str) -> Result<(KnownFile, String, DatasetInf
         .map_err(resources::tool_error)?
         .ok_or_else(missing)?;
     match object.entry {
-        Entry::Dataset(info) => Ok((file, object.path, *info)),
+        Entry::Dataset(info) => match info.refusal(&object.path) {
+            Some(why) => Err(refused(uri, why)),
+            None => Ok((file, object.path, *info)),
+        },
         Entry::ExternalLink { file: f, path } => Err(ToolError::new(
             "not_a_dataset",
             format!(
@@ -107,8 +110,26 @@ fn slice_error(e: SliceError) -> ToolError {
     )
 }
 
-fn format_error(file: &KnownFile, e: FormatError) -> ToolError {
+/// A dataset whose data lies in other files (external storage, a virtual
+/// dataset): never read.
+fn refused(uri: &str, why: String) -> ToolError {
+    ToolError::new(
+        "permission_denied",
+        why,
+        format!("read_resource(uri='{uri}') shows the dataset's layout and the files it names"),
+    )
+}
+
+fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
     match e {
+        FormatError::Refused(why) => refused(uri, why),
+        FormatError::UnsupportedFilter(why) => ToolError::new(
+            "unsupported_filter",
+            why,
+            format!(
+                "read_resource(uri='{uri}') lists the dataset's filters; datasets stored without it read normally"
+            ),
+        ),
         FormatError::Unsupported(why) => ToolError::new(
             "unsupported_type",
             why,
@@ -179,7 +200,7 @@ fn read_dataset_slice(
     let rows_left = rows_total.saturating_sub(offset);
     let fd = open_file(ctx, &file)?;
     let data = isolated::read_slice(fd, &path, &page, &|| job.is_stopped())
-        .map_err(|e| format_error(&file, e))?
+        .map_err(|e| format_error(&file, &args.uri, e))?
         .ok_or_else(|| ToolError::stopped(job))?;
     let mut notes = Vec::new();
     if info.shape.is_none() {
@@ -273,6 +294,7 @@ fn get_dataset_stats(
     if !info.dtype.is_numeric() && !matches!(info.dtype, DType::Enum { .. }) {
         return Err(format_error(
             &file,
+            &args.uri,
             FormatError::Unsupported(format!(
                 "statistics need numbers; this dataset holds {}",
                 info.dtype.numpy()
@@ -294,7 +316,7 @@ fn get_dataset_stats(
         &|| job.is_stopped(),
         &|done, _| job.progress(done, Some(total)),
     )
-    .map_err(|e| format_error(&file, e))?
+    .map_err(|e| format_error(&file, &args.uri, e))?
     .ok_or_else(|| ToolError::stopped(job))?;
     job.progress(total, Some(total));
     let some = |x: f64| (m.count > 0).then_some(x);

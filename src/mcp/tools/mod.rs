@@ -233,8 +233,42 @@ pub struct ToolDef {
     pub description: &'static str,
     pub input_schema: &'static str,
     pub output_schema: &'static str,
-    pub read_only: bool,
+    pub effects: Effects,
     pub handler: Handler,
+}
+
+/// What a call does besides answering: the facts behind MCP's four tool
+/// annotations. Clients use them to ask before a tool that writes, and the
+/// stdio relay to decide which calls may be sent again after a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effects {
+    /// Changes nothing a user sees: at most quarry's own catalog, a cache
+    /// (statistics computed on request are kept there).
+    pub read_only: bool,
+    /// May replace something already there (a file of the same name); false:
+    /// only adds.
+    pub destructive: bool,
+    /// A second call with the same arguments changes nothing more.
+    pub idempotent: bool,
+    /// Sends the request's text to the `[llm]` model when one is configured:
+    /// the tool then reaches an outside service (MCP's open world).
+    pub asks_llm: bool,
+}
+
+impl Effects {
+    /// Reads the roots and the catalog, writes nothing.
+    pub const READS: Effects = Effects {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        asks_llm: false,
+    };
+
+    /// Whether the tool reaches beyond the roots and quarry's folders, given
+    /// whether an `[llm]` model is configured.
+    pub fn open_world(self, llm_configured: bool) -> bool {
+        self.asks_llm && llm_configured
+    }
 }
 
 /// Every tool quarry has, whatever the config enables.

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Context, ToolDef, Toolset, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::job::Job;
 use crate::mcp::budget::{json_len, shorten};
 use crate::mcp::resources::{self, Contents};
@@ -21,7 +21,7 @@ start from h5://<file>?path=/ with a file from list_files(kind='hdf5'). raptor:/
 rag_retrieve): the node's text as contents.",
     input_schema: include_str!("../../../schema/tools/read_resource.input.json"),
     output_schema: include_str!("../../../schema/tools/read_resource.output.json"),
-    read_only: true,
+    effects: Effects::READS,
     handler: read_resource,
 }];
 

@@ -6,7 +6,7 @@ use crate::job::Job;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Context, ToolDef, Toolset, bins, checked_limit, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, bins, checked_limit, checked_offset, parse_args};
 use crate::catalog::root::{
     BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
     RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
@@ -29,7 +29,7 @@ compression, trees (path, entries, branch count, compressed size), histograms (t
 other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: inspect_file,
     },
     ToolDef {
@@ -41,7 +41,7 @@ title, compression, whether jagged. `pattern` is a glob on branch names; include
 max, mean and std by reading the data (slower).",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: list_branches,
     },
     ToolDef {
@@ -52,7 +52,7 @@ max, mean and std by reading the data (slower).",
 entries and axis titles. 2-D counts are [y][x].",
         input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read_histogram,
     },
 ];
@@ -111,16 +111,44 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
     })
 }
 
+/// A ROOT file opened for a call, with the identity of the version it reads
+/// (`catalog::fingerprint` of the open descriptor).
+pub(super) struct Opened {
+    pub(super) file: RootFile,
+    pub(super) fingerprint: u64,
+}
+
 impl Known {
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
-    pub(super) fn open(&self, ctx: &Context) -> Result<RootFile, ToolError> {
+    pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
         let file = ctx
             .catalog
             .roots()
             .open(self.root, &self.rel)
             .map_err(|e| ToolError::from_path(&e))?;
-        RootFile::open(file).map_err(|e| corrupted(&self.abs, &e))
+        // The descriptor's own identity: the file may have been rewritten
+        // since the catalog saw it, and only this names what is read.
+        let meta = file.metadata().map_err(ToolError::internal)?;
+        let fingerprint = crate::catalog::fingerprint(&meta);
+        let file = RootFile::open(file).map_err(|e| corrupted(&self.abs, &e))?;
+        Ok(Opened { file, fingerprint })
+    }
+
+    /// The rows of `table` under `prefix` that the catalog holds for the version
+    /// of the file with `fingerprint`; `None` when the catalog describes another
+    /// version (the file changed and is not re-indexed yet, or never will be in
+    /// a folder the watcher cannot follow).
+    pub(super) fn rows_of_version<T: serde::de::DeserializeOwned>(
+        &self,
+        ctx: &Context,
+        table: &'static str,
+        fingerprint: u64,
+        prefix: &[u8],
+    ) -> Result<Option<Vec<T>>, ToolError> {
+        ctx.catalog
+            .rows_of_version(table, (self.root, &self.rel), fingerprint, prefix)
+            .map_err(ToolError::internal)
     }
 }
 
@@ -341,9 +369,10 @@ fn tree_stats(
     if cached.len() == branches {
         return Ok(cached);
     }
-    let root = file.open(ctx)?;
+    let opened = file.open(ctx)?;
+    let root = &opened.file;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
-    let computed = tree_stats_rows(&root, &keys, &tree.path, job).map_err(|e| {
+    let computed = tree_stats_rows(root, &keys, &tree.path, job).map_err(|e| {
         // Stopped work is not the file's fault (and leaves nothing to store).
         if job.is_stopped() {
             ToolError::stopped(job)
@@ -352,13 +381,11 @@ fn tree_stats(
         }
     })?;
     if ctx.settings.cache_stats {
+        // Stored under the identity of the version read: when the file changed
+        // since the catalog saw it, the catalog describes another version and
+        // keeps none of these (add_rows refuses them).
         ctx.catalog
-            .add_rows(
-                file.root,
-                &file.rel,
-                file.record.info.fingerprint,
-                &computed,
-            )
+            .add_rows(file.root, &file.rel, opened.fingerprint, &computed)
             .map_err(ToolError::internal)?;
     }
     computed
@@ -444,7 +471,7 @@ fn read_histogram(
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root = file.open(ctx)?;
+    let root = file.open(ctx)?.file;
     let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),

@@ -5,9 +5,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root::{Known, corrupted, find_tree, known_root_file, rows};
+use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_plot::with_plot;
-use super::{Context, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
@@ -33,7 +33,7 @@ element by element and an entry passes when any element does; Length$ Sum$ Min$ 
 reduce a collection to one value per entry.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: apply_selection,
     },
     ToolDef {
@@ -46,7 +46,7 @@ collection is flattened (each passing element counts) unless flatten=false, whic
 elements per entry. range defaults to the branch's cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram.output.json"),
-        read_only: true,
+        effects: PLOTS,
         handler: compute_histogram,
     },
     ToolDef {
@@ -57,7 +57,7 @@ elements per entry. range defaults to the branch's cached min and max.",
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
-        read_only: true,
+        effects: PLOTS,
         handler: compute_histogram_2d,
     },
     ToolDef {
@@ -69,10 +69,19 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
 passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: get_branch_stats,
     },
 ];
+
+/// The histogram tools with `plot: true` write a PNG under the export folder,
+/// named after the request: the same request writes the same file again.
+const PLOTS: Effects = Effects {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    asks_llm: false,
+};
 
 const MAX_BINS: i64 = 10_000;
 const MAX_STATS_BRANCHES: usize = 100;
@@ -84,13 +93,15 @@ pub(super) struct OpenTree {
     pub(super) known: Known,
     pub(super) row: TreeRow,
     pub(super) file: RootFile,
+    /// The identity of the version `file` reads (its descriptor's fingerprint).
+    pub(super) fingerprint: u64,
     pub(super) tree: Tree,
 }
 
 pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
     let known = known_root_file(ctx, path)?;
     let row = find_tree(ctx, &known, tree)?;
-    let file = known.open(ctx)?;
+    let Opened { file, fingerprint } = known.open(ctx)?;
     let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
     let key = latest(&keys, &row.path, Some("TTree"))
         .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
@@ -99,13 +110,36 @@ pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTre
         known,
         row,
         file,
+        fingerprint,
         tree,
     })
 }
 
+/// A tree's branch rows and their statistics rows, in the same order.
+type BranchStats = (Vec<BranchRow>, Vec<StatsRow>);
+
+/// The tree's branch rows and their statistics, when the catalog holds both
+/// for the very version of the file that is open; `None` otherwise (not
+/// computed yet, or the file changed since: another version's ranges would
+/// rule out clusters that hold passing entries now).
+fn stats_of_open_version(ctx: &Context, t: &OpenTree) -> Result<Option<BranchStats>, ToolError> {
+    let prefix = branch_prefix(&t.row.path);
+    let stats: Option<Vec<StatsRow>> =
+        t.known
+            .rows_of_version(ctx, ROOT_STATS, t.fingerprint, &prefix)?;
+    let branches: Option<Vec<BranchRow>> =
+        t.known
+            .rows_of_version(ctx, ROOT_BRANCHES, t.fingerprint, &prefix)?;
+    Ok(match (branches, stats) {
+        (Some(b), Some(s)) if b.len() == s.len() => Some((b, s)),
+        _ => None,
+    })
+}
+
 /// Gives the columns `cut` reads the value ranges the statistics pass recorded
-/// for their baskets (when it has run), so the scan can skip the clusters the
-/// cut rules out. Without a cut there is nothing to skip.
+/// for their baskets (when it has run on the version of the file that is open),
+/// so the scan can skip the clusters the cut rules out. Without a cut there is
+/// nothing to skip.
 pub(super) fn add_bounds(
     ctx: &Context,
     t: &OpenTree,
@@ -115,12 +149,9 @@ pub(super) fn add_bounds(
     let Some(cut) = cut else {
         return Ok(());
     };
-    let prefix = branch_prefix(&t.row.path);
-    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
-    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
-    if stats.len() != branches.len() {
+    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
         return Ok(());
-    }
+    };
     for &c in &cut.columns {
         let info = &columns.columns[c];
         if info.leaf.is_some() {
@@ -230,24 +261,26 @@ fn apply_selection(
     add_bounds(ctx, &t, &mut columns, Some(&plan))?;
     let counted = count_selected(&t.file, &columns, &plan, job)
         .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
-    let efficiency = if counted.scanned == 0 {
+    // The fraction of the whole tree: the clusters the cut ruled out unread
+    // hold no passing entry, but their entries count.
+    let total = columns.entries;
+    let efficiency = if total == 0 {
         0.0
     } else {
-        counted.selected as f64 / counted.scanned as f64
+        counted.selected as f64 / total as f64
     };
     let path = t.known.abs.display().to_string();
     let out = ToolOutput::new(json!({
-        "entries_total": counted.scanned,
+        "entries_total": total,
         "entries_selected": counted.selected,
         "efficiency": efficiency,
         "selection": args.selection,
     }))
     .meta("entries_scanned", counted.scanned)
     .suggest(format!(
-        "{:.3}% of entries pass ({}/{})",
+        "{:.3}% of entries pass ({}/{total})",
         efficiency * 100.0,
         counted.selected,
-        counted.scanned
     ))
     .suggest(format!(
         "Histogram with compute_histogram(path='{path}', tree='{}', branch=..., bins=50, selection='{}')",
@@ -306,19 +339,17 @@ fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
 }
 
 /// A branch's cached statistics (values, or multiplicity for `flatten=false`),
-/// when the catalog holds them: a range without a pass over the file.
+/// when the catalog holds them for the version of the file that is open: a
+/// range without a pass over the file.
 fn cached_range(
     ctx: &Context,
     t: &OpenTree,
     branch: &str,
     multiplicity: bool,
 ) -> Result<Option<(f64, f64)>, ToolError> {
-    let prefix = branch_prefix(&t.row.path);
-    let branches: Vec<BranchRow> = rows(ctx, ROOT_BRANCHES, t.known.record.id, &prefix)?;
-    let stats: Vec<StatsRow> = rows(ctx, ROOT_STATS, t.known.record.id, &prefix)?;
-    if stats.len() != branches.len() {
+    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
         return Ok(None);
-    }
+    };
     let Some(i) = branches
         .iter()
         .position(|b| b.path == branch || b.name == branch)

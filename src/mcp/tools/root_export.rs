@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
 use super::root_rows::columns_of;
-use super::{Context, ToolDef, Toolset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::export::{ExportError, ExportFormat, export};
 use crate::job::Job;
@@ -25,7 +25,14 @@ entries) to a file under quarry's export folder: output_format json (array of re
 (collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
     output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
-    read_only: false,
+    // Replaces a file already at output_path; the same request writes the same
+    // file again.
+    effects: Effects {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        asks_llm: false,
+    },
     handler: export_branches,
 }];
 
@@ -167,7 +174,7 @@ fn export_branches(
         .map_err(|e| refused(&args.output_path, &e.to_string()))?;
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
-    let truncated = done.entries_written == limit as u64 && done.entries_scanned < columns.entries;
+    let truncated = done.entries_written == limit as u64 && done.stopped_at < columns.entries;
     let out = ToolOutput::new(json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
@@ -186,7 +193,7 @@ fn export_branches(
     if truncated {
         out = out.suggest(format!(
             "The limit of {limit} entries stopped the export at entry {}; raise limit or narrow the selection",
-            done.entries_scanned
+            done.stopped_at
         ));
     }
     Ok(out.suggest(match format {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::root_analysis::{
     OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
 };
-use super::{Context, ToolDef, Toolset, checked_offset, parse_args};
+use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::rows::{Cell, page_entries, read_rows};
 use crate::job::Job;
@@ -27,7 +27,7 @@ values repeated. output_format: records (default), json (column arrays) or csv. 
 NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
         input_schema: include_str!("../../../schema/tools/read_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/read_branches.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read_branches,
     },
     ToolDef {
@@ -39,7 +39,7 @@ the same seed always gives the same entries), of all branches by default (the fi
 Output as read_branches' records.",
         input_schema: include_str!("../../../schema/tools/sample_tree.input.json"),
         output_schema: include_str!("../../../schema/tools/sample_tree.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: sample_tree,
     },
 ];

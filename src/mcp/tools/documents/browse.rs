@@ -30,7 +30,7 @@ pub fn list_collections(
     let offset = checked_offset("list_collections", "offset", args.offset)?;
     let path = args.path.unwrap_or_default();
     let path = path.trim();
-    if path.is_empty() && ctx.catalog.roots().list().len() > 1 {
+    if path.is_empty() && ctx.catalog.roots().sole().is_none() {
         let mut out = list_roots_from(ctx, offset);
         cut_listing(ctx, &mut out, offset);
         return Ok(out);

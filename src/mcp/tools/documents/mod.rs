@@ -5,7 +5,9 @@
 //! stored pages, TOC and metadata. No tool opens a document file.
 //!
 //! Paths are as the spec shows them, relative to the knowledge root: a root's
-//! relative path when quarry has one root, `NAME/relative path` with several.
+//! relative path when quarry has one root, `NAME/relative path` with several. The
+//! ingest folder, a root quarry adds itself, does not count (`Roots::sole`): beside
+//! one root of the user's, its documents are shown by absolute path.
 //! Absolute paths inside a root are accepted too.
 
 mod browse;
@@ -14,7 +16,7 @@ mod search;
 
 use serde_json::json;
 
-use super::{Context, ToolDef, Toolset};
+use super::{Context, Effects, ToolDef, Toolset};
 use crate::catalog::documents::DocMetaRow;
 use crate::catalog::{FileRecord, Snapshot};
 use crate::formats::{Kind, kind_from_name};
@@ -30,7 +32,7 @@ pub static TOOLS: &[ToolDef] = &[
 with their document counts, and the documents (PDF, Markdown, text) directly in it. path='' is the top.",
         input_schema: include_str!("../../../../schema/tools/list_collections.input.json"),
         output_schema: include_str!("../../../../schema/tools/list_collections.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: browse::list_collections,
     },
     ToolDef {
@@ -41,7 +43,7 @@ with their document counts, and the documents (PDF, Markdown, text) directly in 
 names starting with the query, then names containing it.",
         input_schema: include_str!("../../../../schema/tools/find_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/find_document.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: browse::find_document,
     },
     ToolDef {
@@ -55,7 +57,7 @@ the total number of matches and whether max_results cut them. scope: global, a c
 document.",
         input_schema: include_str!("../../../../schema/tools/search_documents.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_documents.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: search::search_documents,
     },
     ToolDef {
@@ -66,7 +68,7 @@ document.",
 a query that fails (bad syntax) does not stop the others.",
         input_schema: include_str!("../../../../schema/tools/search_multiple.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_multiple.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: search::search_multiple,
     },
     ToolDef {
@@ -78,7 +80,7 @@ text), from quarry's catalog (nothing is re-extracted). Multi-page documents get
 content is cut at the configured character cap, with truncated=true.",
         input_schema: include_str!("../../../../schema/tools/read_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/read_document.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read::read_document,
     },
     ToolDef {
@@ -89,34 +91,40 @@ content is cut at the configured character cap, with truncated=true.",
 keywords) and nested table of contents (the PDF outline, Markdown headers), from quarry's catalog.",
         input_schema: include_str!("../../../../schema/tools/get_document_info.input.json"),
         output_schema: include_str!("../../../../schema/tools/get_document_info.output.json"),
-        read_only: true,
+        effects: Effects::READS,
         handler: read::get_document_info,
     },
 ];
 
 /// The path a tool shows for a root-relative path (see the module comment).
 fn tool_path(ctx: &Context, root: usize, rel: &str) -> String {
-    let roots = ctx.catalog.roots().list();
-    if roots.len() == 1 {
-        return rel.to_string();
-    }
-    let name = &roots[root].name;
-    if rel.is_empty() {
-        name.clone()
-    } else {
-        format!("{name}/{rel}")
+    let roots = ctx.catalog.roots();
+    match roots.sole() {
+        Some(sole) if sole == root => rel.to_string(),
+        // Beside a sole root, a root set aside (the ingest folder) cannot be told
+        // apart by a name prefix: its files are shown by their absolute paths.
+        Some(_) => roots.list()[root]
+            .dir
+            .join(rel)
+            .to_string_lossy()
+            .into_owned(),
+        None => {
+            let name = &roots.list()[root].name;
+            if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{name}/{rel}")
+            }
+        }
     }
 }
 
 /// The tool path of a catalog path ("root name/relative path").
 fn tool_path_of_catalog_path(ctx: &Context, catalog_path: &str) -> String {
-    if ctx.catalog.roots().list().len() == 1 {
-        catalog_path
-            .split_once('/')
-            .map_or(catalog_path, |(_, rel)| rel)
-            .to_string()
-    } else {
-        catalog_path.to_string()
+    let (name, rel) = catalog_path.split_once('/').unwrap_or((catalog_path, ""));
+    match ctx.catalog.roots().index_of(name) {
+        Some(root) => tool_path(ctx, root, rel),
+        None => catalog_path.to_string(),
     }
 }
 

@@ -139,7 +139,7 @@ fn resolve_scope(ctx: &Context, scope: &ScopeArg) -> Result<Scope, ToolError> {
     let path = scope.path.as_deref().unwrap_or("").trim();
     match scope.kind.as_str() {
         "global" => Ok(Scope::All),
-        "collection" if path.is_empty() && ctx.catalog.roots().list().len() > 1 => Ok(Scope::All),
+        "collection" if path.is_empty() && ctx.catalog.roots().sole().is_none() => Ok(Scope::All),
         "collection" => {
             let (root, rel) = resolve(ctx, path, scope_not_found)?;
             let name = &ctx.catalog.roots().list()[root].name;

@@ -101,7 +101,7 @@ pub fn answer_question(
     let args: RetrieveArgs = parse_args("answer_question", args)?;
     let mut options = options(&args, 3)?;
     let temperature = temperature(args.temperature)?;
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     let rag = engine(ctx)?;
     options.query_vector = rag.query_vector(&ds, &args.query);
     if let Some(id) = &session_id {
@@ -120,8 +120,9 @@ pub fn answer_question(
             ));
         }
     }
-    let hits = retrieve(&ds, &args.query, &options);
-    let mut found = evidence(&ds, &args.query, &hits);
+    let stopped = |_| ToolError::stopped(job);
+    let hits = retrieve(&ds, &args.query, &options, job).map_err(stopped)?;
+    let mut found = evidence(&ds, &args.query, &hits, job).map_err(stopped)?;
     // `offset` skips evidence sentences (a cut answer's next_offset).
     let offset = checked_offset("answer_question", "offset", args.offset)?;
     let found_total = found.len();
@@ -164,6 +165,8 @@ pub fn answer_question(
             job,
         )
     };
+    // A call stopped meanwhile (the model's wait included) records nothing.
+    job.check().map_err(stopped)?;
     let mut data = json!({
         "dataset_id": ds.name,
         "query": args.query,
@@ -291,7 +294,7 @@ pub fn rag_summarize(
     }
     let indices: Vec<usize> = found.iter().map(|(_, i)| *i).collect();
     let nodes: Vec<&crate::rag::tree::Node> = indices.iter().map(|&i| &ds.nodes[i]).collect();
-    let summary = summarise(&nodes, SUMMARY_TOKENS);
+    let summary = summarise(&nodes, SUMMARY_TOKENS, job).map_err(|_| ToolError::stopped(job))?;
     let sentences: Vec<Value> = summary
         .pieces
         .iter()

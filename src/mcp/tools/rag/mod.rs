@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Context, ToolDef, Toolset};
+use super::{Context, Effects, ToolDef, Toolset};
+use crate::job::{Job, Stop};
 use crate::mcp::response::ToolError;
 use crate::rag::{Dataset, Rag};
 
@@ -31,11 +32,20 @@ macro_rules! rag_tool {
                 $name,
                 ".output.json"
             )),
-            read_only: true,
+            effects: Effects::READS,
             handler: $handler,
         }
     };
 }
+
+/// A new file each call (a session, an ingested document named by time and
+/// content), nothing replaced.
+const ADDS_A_FILE: Effects = Effects {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    asks_llm: false,
+};
 
 pub static TOOLS: &[ToolDef] = &[
     rag_tool!(
@@ -46,7 +56,7 @@ trees built lexically by quarry. Gives each dataset's document and node counts."
         retrieve::list_datasets
     ),
     ToolDef {
-        read_only: false,
+        effects: ADDS_A_FILE,
         ..rag_tool!(
             "create_chat_session",
             "Create a chat session",
@@ -56,7 +66,7 @@ with the session_id records each question asked in it.",
         )
     },
     ToolDef {
-        read_only: false,
+        effects: ADDS_A_FILE,
         ..rag_tool!(
             "ingest_document",
             "Ingest a document",
@@ -80,22 +90,39 @@ score_threshold; reranker is reported, never applied.",
         "The documents of a dataset that best answer a query, ranked by their best RAPTOR node, with those nodes.",
         retrieve::retrieve_documents
     ),
-    rag_tool!(
-        "answer_question",
-        "Answer a question from a dataset",
-        "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
+    ToolDef {
+        // With session_id the question is appended to the session's file; with
+        // an [llm] model the question and its sources are sent to it.
+        effects: Effects {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            asks_llm: true,
+        },
+        ..rag_tool!(
+            "answer_question",
+            "Answer a question from a dataset",
+            "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
 verbatim with node ids and sources (document, page, line). With one: abstractive, the model's answer quoting the \
 numbered sources it was given, temperature applied (extractive with llm_error if it fails). session_id (from \
 create_chat_session) records the question.",
-        answer::answer_question
-    ),
-    rag_tool!(
-        "rag_summarize",
-        "Summarise nodes",
-        "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
+            answer::answer_question
+        )
+    },
+    ToolDef {
+        // Writes nothing; with an [llm] model the nodes are sent to it.
+        effects: Effects {
+            asks_llm: true,
+            ..Effects::READS
+        },
+        ..rag_tool!(
+            "rag_summarize",
+            "Summarise nodes",
+            "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
 with its source), or abstractive through the [llm] model when one is configured.",
-        answer::rag_summarize
-    ),
+            answer::rag_summarize
+        )
+    },
     rag_tool!(
         "rag_node_get",
         "Get a tree node",
@@ -133,8 +160,9 @@ fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
     })
 }
 
-/// The dataset named `id`, or `dataset_not_found` naming list_datasets.
-fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
+/// The dataset named `id`, or `dataset_not_found` naming list_datasets; a view
+/// built for the call stops when `job` does.
+fn dataset(ctx: &Context, id: &str, job: &Job) -> Result<Arc<Dataset>, ToolError> {
     let rag = engine(ctx)?;
     if !rag.has_dataset(id) {
         return Err(ToolError::new(
@@ -143,7 +171,18 @@ fn dataset(ctx: &Context, id: &str) -> Result<Arc<Dataset>, ToolError> {
             "Call list_datasets for the valid dataset ids (ingest_document creates one)",
         ));
     }
-    rag.dataset(id).map_err(ToolError::internal)
+    rag.dataset_within(id, Some(job))
+        .map_err(|e| stopped_or_internal(e, job))
+}
+
+/// A stop of the engine as the call's `cancelled` or `timeout` error; any other
+/// failure is internal.
+fn stopped_or_internal(e: anyhow::Error, job: &Job) -> ToolError {
+    if e.downcast_ref::<Stop>().is_some() {
+        ToolError::stopped(job)
+    } else {
+        ToolError::internal(e)
+    }
 }
 
 /// The node with public id `id`, or `node_not_found` naming the tools that

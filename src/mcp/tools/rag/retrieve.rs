@@ -22,7 +22,7 @@ struct ListArgs {
 
 pub fn list_datasets(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = "list_datasets";
@@ -33,7 +33,7 @@ pub fn list_datasets(
     let names = rag.dataset_names();
     let remaining = names.len().saturating_sub(offset);
     for name in names.into_iter().skip(offset) {
-        let ds = rag.dataset(&name).map_err(ToolError::internal)?;
+        let ds = dataset(ctx, &name, job)?;
         let counters = rag.counters(&name);
         out.push(json!({
             "id": name,
@@ -151,7 +151,7 @@ fn round4(x: f32) -> f64 {
 
 pub fn rag_retrieve(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = "rag_retrieve";
@@ -161,9 +161,9 @@ pub fn rag_retrieve(
     let top_k = options.top_k;
     // The hits after `offset` are ranked as the first `offset + top_k` are.
     options.top_k = top_k.saturating_add(offset);
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
-    let ranked = retrieve(&ds, &args.query, &options);
+    let ranked = retrieve(&ds, &args.query, &options, job).map_err(|_| ToolError::stopped(job))?;
     let hits = &ranked[offset.min(ranked.len())..];
     let content: Vec<Value> = hits
         .iter()
@@ -209,7 +209,7 @@ pub fn rag_retrieve(
 
 pub fn retrieve_documents(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = "retrieve_documents";
@@ -218,9 +218,9 @@ pub fn retrieve_documents(
     let mut options = options(&args, 3)?;
     let top_documents = options.top_k;
     options.top_k = MAX_TOP_K;
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     options.query_vector = engine(ctx)?.query_vector(&ds, &args.query);
-    let hits = retrieve(&ds, &args.query, &options);
+    let hits = retrieve(&ds, &args.query, &options, job).map_err(|_| ToolError::stopped(job))?;
     // Documents in the order of their best node; the first `offset` are
     // skipped, then `top_k` are shown.
     let mut documents: Vec<(String, f32, Vec<Value>)> = Vec::new();

@@ -22,7 +22,7 @@ struct SessionArgs {
 
 pub fn create_chat_session(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: SessionArgs = parse_args("create_chat_session", args)?;
@@ -36,7 +36,7 @@ pub fn create_chat_session(
             "Give a short one-line title (or none: 'New Chat Session')",
         ));
     }
-    let ds = dataset(ctx, &args.dataset_id)?;
+    let ds = dataset(ctx, &args.dataset_id, job)?;
     let session = engine(ctx)?
         .sessions()
         .create(&ds.name, &title)

@@ -1,4 +1,4 @@
-//! Handing an open file to the HDF5 worker: a Unix socket message carrying the
+//! Handing an open file to a worker: a Unix socket message carrying the
 //! descriptor (SCM_RIGHTS), so the worker reads exactly the file the server
 //! opened beneath its root and never resolves a path itself.
 
