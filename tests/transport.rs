@@ -71,6 +71,98 @@ fn malformed_lines_get_json_rpc_errors_on_the_socket_and_on_stdio() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Inputs that end right after their last line, and the answers each must get,
+/// in order: (id, the error code, or `None` for a result).
+type EndCase = (&'static str, Vec<u8>, Vec<(Value, Option<i64>)>);
+
+fn end_of_input_cases() -> Vec<EndCase> {
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let tools_list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    vec![
+        (
+            "an unparsable line",
+            b"{bad}\n".to_vec(),
+            vec![(Value::Null, Some(-32700))],
+        ),
+        (
+            "an invalid request",
+            b"{\"jsonrpc\":\"1.0\",\"id\":1}\n".to_vec(),
+            vec![(json!(1), Some(-32600))],
+        ),
+        (
+            "a request, an unparsable line, a request",
+            format!("{initialize}\n{{bad}}\n{tools_list}\n").into_bytes(),
+            vec![
+                (json!(1), None),
+                (Value::Null, Some(-32700)),
+                (json!(2), None),
+            ],
+        ),
+    ]
+}
+
+/// Checks that `output` holds exactly the expected answers, in order.
+fn assert_answers(transport: &str, what: &str, output: &[u8], expected: &[(Value, Option<i64>)]) {
+    let answers: Vec<Value> = String::from_utf8_lossy(output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v.get("method").is_none())
+        .collect();
+    let got: Vec<(Value, Option<i64>)> = answers
+        .iter()
+        .map(|v| (v["id"].clone(), v["error"]["code"].as_i64()))
+        .collect();
+    assert_eq!(
+        got, expected,
+        "{transport}, {what}: (id, error code) of each answer"
+    );
+    for v in answers.iter().filter(|v| v.get("error").is_none()) {
+        assert!(v["result"].is_object(), "{transport}, {what}: {v}");
+    }
+}
+
+/// Every line read before the input ends gets its answer (a result, an error or
+/// a parse error) before the connection closes and `quarry mcp` exits with
+/// status 0, in the order of the lines, on stdio and on the socket.
+#[test]
+fn every_line_before_the_end_of_input_is_answered_in_order() {
+    let s = Sandbox::new();
+    s.write("notes.md", b"# Notes\n");
+    for (what, input, expected) in end_of_input_cases() {
+        // The loss depended on timing: several runs.
+        for _ in 0..3 {
+            let mut child = quarry()
+                .args(["mcp", "--root", &s.root_arg(), "--catalog"])
+                .arg(&s.catalog)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            // Written, then stdin is closed at once.
+            child.stdin.take().unwrap().write_all(&input).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "stdio, {what}: {:?}", out.status);
+            assert_answers("stdio", what, &out.stdout, &expected);
+        }
+    }
+    let daemon = serve_with(&s, "", None);
+    for (what, input, expected) in end_of_input_cases() {
+        for _ in 0..3 {
+            let mut stream = UnixStream::connect(s.socket()).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            stream.write_all(&input).unwrap();
+            stream.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut out = Vec::new();
+            stream.read_to_end(&mut out).unwrap();
+            assert_answers("socket", what, &out, &expected);
+        }
+    }
+    daemon.stop();
+}
+
 /// Sends malformed lines, each followed by a ping whose answer shows the
 /// connection still works, and checks each error; ends with a request without
 /// a newline before the input closes.

@@ -8,7 +8,11 @@
 //! own codec would drop such lines silently and leave the client waiting.
 //!
 //! The functions here are pure over bytes (the fuzz target drives `classify`),
-//! apart from `LineReader`, which only frames.
+//! apart from `LineReader`, which only frames. A well-formed message is checked
+//! in one pass over its text that builds nothing (`shape`) and then parsed once
+//! into rmcp's type; anything else is parsed into a `Value` and judged there.
+
+mod shape;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ConstString as _};
 use serde_json::{Value, json};
@@ -118,20 +122,48 @@ pub fn too_long_reply(len: usize, max: usize) -> Value {
 
 /// Sorts one line (without its newline) into a message, an error answer, or nothing.
 pub fn classify(line: &[u8]) -> Inbound {
+    let text = match text_of(line) {
+        Ok(text) => text,
+        Err(answer) => return answer,
+    };
+    if let Some(message) = well_formed(text) {
+        return Inbound::Message(Box::new(message));
+    }
+    classify_parsed(text)
+}
+
+/// A line's text without its `\r`; blank lines and invalid UTF-8 are decided here.
+fn text_of(line: &[u8]) -> Result<&str, Inbound> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Inbound::Ignore;
+        return Err(Inbound::Ignore);
     }
-    let text = match std::str::from_utf8(line) {
-        Ok(t) => t,
-        Err(e) => {
-            return Inbound::Reply(error_reply(
-                Value::Null,
-                PARSE_ERROR,
-                format!("Parse error: the message is not valid UTF-8 ({e})"),
-            ));
-        }
-    };
+    std::str::from_utf8(line).map_err(|e| {
+        Inbound::Reply(error_reply(
+            Value::Null,
+            PARSE_ERROR,
+            format!("Parse error: the message is not valid UTF-8 ({e})"),
+        ))
+    })
+}
+
+/// The typed message of a line that passes every check below, from one parse
+/// of its text; `None` leaves the line to `classify_parsed`, which decides.
+fn well_formed(text: &str) -> Option<ClientJsonRpcMessage> {
+    let shape = shape::of(text)?;
+    let method = shape.checked_method()?;
+    let message: ClientJsonRpcMessage = serde_json::from_str(text).ok()?;
+    if let ClientJsonRpcMessage::Request(r) = &message
+        && matches!(r.request, ClientRequest::CustomRequest(_))
+        && is_known_method(method)
+    {
+        return None;
+    }
+    Some(message)
+}
+
+/// The checks on a line parsed into a `Value`: every error answer comes from here.
+fn classify_parsed(text: &str) -> Inbound {
     // serde_json refuses lone surrogate escapes ("\ud800") too: they name no
     // character, so the text cannot be represented.
     let value: Value = match serde_json::from_str(text) {
@@ -374,9 +406,58 @@ mod tests {
         ));
     }
 
+    /// Both routes of `classify` agree: a line that takes the one-pass route
+    /// gets the same message as when it is judged on its parsed `Value`.
+    fn assert_same_as_parsed(line: &[u8]) {
+        let parsed = text_of(line).map_or_else(|answer| answer, classify_parsed);
+        let shown = String::from_utf8_lossy(line);
+        match (classify(line), parsed) {
+            (Inbound::Message(a), Inbound::Message(b)) => assert_eq!(
+                serde_json::to_value(&a).unwrap(),
+                serde_json::to_value(&b).unwrap(),
+                "{shown}"
+            ),
+            (Inbound::Reply(a), Inbound::Reply(b)) => assert_eq!(a, b, "{shown}"),
+            (Inbound::Ignore, Inbound::Ignore) => {}
+            (a, b) => panic!("{shown}: {a:?} but {b:?} when parsed"),
+        }
+    }
+
+    #[test]
+    fn the_one_pass_route_agrees_with_the_parsed_value() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all","limit":5,"pattern":"r\u00e9sum\u00e9*"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping","id":4}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud800"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x/unknown","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":7}}"#,
+            r#"{"\u006a\u0073\u006f\u006e\u0072\u0070\u0063":"2\u002e0","id":5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":1e400}}"#,
+        ] {
+            assert_same_as_parsed(line.as_bytes());
+        }
+        // Well-formed requests and notifications take the one-pass route.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_files","arguments":{"kind":"all"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        ] {
+            assert!(well_formed(line).is_some(), "{line}");
+        }
+    }
+
     /// What the fuzz target checks, over mutations of a few seed messages (a
     /// stand-in where cargo-fuzz cannot run): every error answer has an id and a
-    /// code, and nothing panics.
+    /// code, nothing panics, and both routes of `classify` agree.
     #[tokio::test]
     async fn mutated_messages_are_answered_or_handed_on_never_a_panic() {
         let seeds: [&[u8]; 4] = [
@@ -411,6 +492,7 @@ mod tests {
                 match lines.next_frame().await.unwrap() {
                     Frame::Line(line) => {
                         assert!(line.len() <= 64);
+                        assert_same_as_parsed(&line);
                         if let Inbound::Reply(answer) = classify(&line) {
                             assert!(answer.get("id").is_some(), "{answer}");
                             assert!(answer["error"]["code"].is_i64(), "{answer}");
@@ -420,6 +502,7 @@ mod tests {
                     Frame::End => break,
                 }
             }
+            assert_same_as_parsed(&bytes);
             if let Inbound::Reply(answer) = classify(&bytes) {
                 assert!(answer.get("id").is_some(), "{answer}");
             }

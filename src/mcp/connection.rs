@@ -10,6 +10,9 @@
 //!   requests and reads nothing stops being read after that many: the kernel's
 //!   socket buffers push back on it, and the daemon holds a bounded number of
 //!   answers (the outgoing queue is bounded too).
+//! - Answers keep the order of the lines for the lines answered here: a parse
+//!   error (its id is null) or an invalid request is written after the answers
+//!   to every request read before it, and input is read on only then.
 //! - The input ending is not the client leaving: a client may close its writing
 //!   side and wait for its answers. When the peer is gone entirely (its side of
 //!   the socket is closed, or a write fails), the session is cancelled, and with
@@ -368,6 +371,12 @@ impl Reader {
             match inbound {
                 Inbound::Ignore => {}
                 Inbound::Reply(error) => {
+                    // A parse error's id is null: only its place among the
+                    // answers tells the client which line it answers, so it
+                    // follows the answers to every request read before it.
+                    if !self.until_answered().await {
+                        return false;
+                    }
                     let line = error.to_string();
                     if self
                         .replies
@@ -416,16 +425,25 @@ impl Reader {
     /// The client sent its last message. Its answers are still owed unless it
     /// has gone entirely; rmcp's input is closed once they are all written.
     async fn after_input_ends(&self) {
+        self.until_answered().await;
+    }
+
+    /// Waits until every request read so far is answered (true), or the client
+    /// has gone entirely (false).
+    async fn until_answered(&self) -> bool {
         loop {
             let changed = self.in_flight.changed.notified();
-            if self.in_flight.is_empty() || *self.gone.borrow() {
-                return;
+            if *self.gone.borrow() {
+                return false;
+            }
+            if self.in_flight.is_empty() {
+                return true;
             }
             if self.socket_fd.is_some_and(peer_hung_up) {
                 tracing::debug!("client hung up with {} call(s) running", self.held());
                 self.in_flight.close();
                 self.gone.send_replace(true);
-                return;
+                return false;
             }
             tokio::select! {
                 _ = changed => {}

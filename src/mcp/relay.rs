@@ -12,6 +12,10 @@
 //! `answer_question` ...) may have run before the server went away, so it is answered
 //! with an error that says so; a request the client cancelled is forgotten; a request
 //! lost twice (it may be what kills servers) is answered with an error too.
+//!
+//! Once the client closes its input, the relay passes on every line the upstream
+//! still sends until the upstream closes in turn: each line read before the end gets
+//! its answer (results, errors, and the upstream codec's parse errors alike).
 
 use std::collections::BTreeMap;
 
@@ -213,9 +217,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
         }
         let mut client_open = true;
         loop {
-            if !client_open && self.state.in_flight.is_empty() {
-                return Ok(RelayEnd::ClientClosed);
-            }
             tokio::select! {
                 frame = self.client_in.next_frame(), if client_open => match frame? {
                     Frame::Line(line) => {
@@ -236,12 +237,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Relay<R, W> {
                         let _ = up_write.shutdown().await;
                     }
                 },
+                // After the client's end of input the upstream answers what it
+                // was sent, then closes: its end is the relay's.
                 line = up_lines.next_line() => match line {
                     Ok(Some(line)) => {
                         self.state.observe_server(&line);
                         self.send_to_client(&line).await?;
                     }
-                    _ if !client_open => return Ok(RelayEnd::ClientClosed),
+                    _ if !client_open && self.state.in_flight.is_empty() => {
+                        return Ok(RelayEnd::ClientClosed);
+                    }
                     _ => return self.upstream_lost().await,
                 },
             }

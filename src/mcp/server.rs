@@ -321,19 +321,18 @@ impl ServerHandler for QuarryServer {
         if let Some(token) = context.meta.get_progress_token() {
             report_progress(&job, token, context.peer.clone());
         }
-        // notifications/cancelled for this request cancels rmcp's token.
-        let cancelled = context.ct.clone();
-        let watch = tokio::spawn({
-            let job = job.clone();
-            async move {
-                cancelled.cancelled().await;
+        // notifications/cancelled for this request cancels rmcp's token; the
+        // call then goes on until its work has noticed (no task of its own to
+        // watch the token: one per call cost a spawn and a wake-up).
+        let run = self.run_tool(def, request.arguments.unwrap_or_default(), job.clone());
+        tokio::pin!(run);
+        let result = tokio::select! {
+            result = &mut run => result,
+            () = context.ct.cancelled() => {
                 job.cancel();
+                run.await
             }
-        });
-        let result = self
-            .run_tool(def, request.arguments.unwrap_or_default(), job)
-            .await;
-        watch.abort();
+        };
         Ok(result.into())
     }
 }
