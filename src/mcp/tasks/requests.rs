@@ -114,6 +114,11 @@ async fn result(
         Outcome::Failed(e) => return Err(failed_error(e)),
         Outcome::Working => unreachable!("wait returns ended tasks"),
     };
+    // The result as the call itself answers it: a 2025-11-25 result has no
+    // `resultType` (rmcp strips it from a plain call's answer likewise).
+    if result.get("resultType") == Some(&json!("complete")) {
+        result.remove("resultType");
+    }
     let meta = result
         .entry("_meta")
         .or_insert_with(|| Value::Object(JsonObject::new()));
