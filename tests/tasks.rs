@@ -84,7 +84,9 @@ fn poll_until_ended(c: &mut Raw, first_id: u64, task: &str) -> Vec<Value> {
     let mut seen = Vec::new();
     for id in first_id.. {
         let v = ask(c, id, "tasks/get", json!({ "taskId": task }));
-        let status = v["result"]["status"].as_str().unwrap_or_else(|| panic!("{v}"));
+        let status = v["result"]["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"));
         let ended = status != "working";
         seen.push(v);
         if ended {
@@ -100,9 +102,11 @@ fn poll_until_ended(c: &mut Raw, first_id: u64, task: &str) -> Vec<Value> {
 fn a_legacy_task_reports_progress_and_answers_what_the_plain_call_answers() {
     let (s, daemon) = heavy_daemon("");
     let mut c = Raw::connect(&s.socket());
-    c.send_json(&json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+    c.send_json(
+        &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "tasks-test", "version": "1"}}}));
+        "clientInfo": {"name": "tasks-test", "version": "1"}}}),
+    );
     let (init, _) = c.answer(&json!("init"));
     assert_eq!(
         init["result"]["capabilities"]["tasks"],
@@ -158,7 +162,10 @@ fn a_legacy_task_reports_progress_and_answers_what_the_plain_call_answers() {
     assert_eq!(last["result"]["status"], "completed", "{last}");
     let progressed: Vec<&Value> = polls
         .iter()
-        .filter(|p| p["result"]["status"] == "working" && p["result"]["_meta"]["quarry/progress"].is_object())
+        .filter(|p| {
+            p["result"]["status"] == "working"
+                && p["result"]["_meta"]["quarry/progress"].is_object()
+        })
         .collect();
     assert!(
         !progressed.is_empty(),
@@ -200,7 +207,10 @@ fn a_cancelled_task_stops_its_work_and_says_so() {
 
     c.send_json(&heavy_task(2, 60_000));
     let created = c.answer(&json!(2)).0;
-    let id = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     std::thread::sleep(Duration::from_millis(100));
     let cancelled = ask(&mut c, 3, "tasks/cancel", json!({ "taskId": id }));
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
@@ -250,7 +260,12 @@ fn tasks_are_listed_and_unknown_ids_are_invalid_params() {
     for n in 0..3 {
         c.send_json(&quick(n));
         let created = c.answer(&json!(n)).0;
-        ids.push(created["result"]["task"]["taskId"].as_str().unwrap().to_string());
+        ids.push(
+            created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
     }
     let listed = ask(&mut c, 10, "tasks/list", json!({}));
     let listed: Vec<&str> = listed["result"]["tasks"]
@@ -261,11 +276,22 @@ fn tasks_are_listed_and_unknown_ids_are_invalid_params() {
         .collect();
     assert_eq!(listed, ids);
 
-    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"].iter().enumerate() {
-        let v = ask(&mut c, 20 + n as u64, method, json!({"taskId": "no-such-task"}));
+    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"]
+        .iter()
+        .enumerate()
+    {
+        let v = ask(
+            &mut c,
+            20 + n as u64,
+            method,
+            json!({"taskId": "no-such-task"}),
+        );
         assert_eq!(error_code(&v), INVALID_PARAMS, "{method}: {v}");
         assert!(
-            v["error"]["message"].as_str().unwrap().contains("Task not found"),
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Task not found"),
             "{v}"
         );
     }
@@ -300,7 +326,10 @@ fn a_finished_task_is_dropped_after_its_ttl() {
     call["params"]["task"] = json!({ "ttl": 1000 });
     c.send_json(&call);
     let created = c.answer(&json!(1)).0;
-    let id = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let result = ask(&mut c, 2, "tasks/result", json!({ "taskId": id }));
     assert_eq!(result["result"]["isError"], false, "{result}");
     let finished = Instant::now();
@@ -334,7 +363,10 @@ fn a_task_survives_its_client_hanging_up() {
     let mut c = legacy_client(&s);
     c.send_json(&heavy_task(1, 60_000));
     let created = c.answer(&json!(1)).0;
-    let id = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // A plain call's work stops when its client hangs up (tests/transport.rs);
     // a task's goes on.
     drop(c);
@@ -356,12 +388,21 @@ fn live_tasks_are_capped() {
     let mut c = legacy_client(&s);
     c.send_json(&heavy_task(1, 60_000));
     let first = c.answer(&json!(1)).0;
-    let id = first["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let id = first["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     c.send_json(&heavy_task(2, 60_000));
     let refused = c.answer(&json!(2)).0;
-    assert_eq!(refused["error"]["data"]["reason"], "too_many_tasks", "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["reason"], "too_many_tasks",
+        "{refused}"
+    );
     assert!(
-        refused["error"]["message"].as_str().unwrap().contains("max_tasks"),
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_tasks"),
         "{refused}"
     );
     // Plain calls are not tasks: they still run.
@@ -421,7 +462,11 @@ fn extension_tasks_inline_their_result_and_need_the_extension() {
     // Declared: the server answers a long call with a task, at once.
     let started = Instant::now();
     let created = ask_modern(&mut c, 3, "tools/call", heavy_params(), true);
-    assert!(started.elapsed() < alone / 3, "{:?} vs {alone:?}", started.elapsed());
+    assert!(
+        started.elapsed() < alone / 3,
+        "{:?} vs {alone:?}",
+        started.elapsed()
+    );
     let r = &created["result"];
     assert_eq!(r["resultType"], "task", "{created}");
     assert_eq!(r["status"], "working");
@@ -465,7 +510,13 @@ fn extension_tasks_inline_their_result_and_need_the_extension() {
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     let v = ask_modern(&mut c, 9, "tasks/get", json!({"taskId": id}), true);
     assert_eq!(v["result"]["status"], "cancelled", "{v}");
-    let v = ask_modern(&mut c, 10, "tasks/update", json!({"taskId": "nope", "inputResponses": {}}), true);
+    let v = ask_modern(
+        &mut c,
+        10,
+        "tasks/update",
+        json!({"taskId": "nope", "inputResponses": {}}),
+        true,
+    );
     assert_eq!(error_code(&v), INVALID_PARAMS, "{v}");
     daemon.stop();
 }

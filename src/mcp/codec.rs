@@ -270,7 +270,10 @@ fn classify_value(value: Value) -> Inbound {
     }
     if is_request
         && let Some(m) = &method
-        && is_task_request(m, msg.get("params").is_some_and(|p| p.get("task").is_some()))
+        && is_task_request(
+            m,
+            msg.get("params").is_some_and(|p| p.get("task").is_some()),
+        )
     {
         return match serde_json::from_value::<JsonRpcRequest<CustomRequest>>(Value::Object(msg)) {
             Ok(request) => Inbound::Message(Box::new(as_custom(request))),
@@ -501,6 +504,54 @@ mod tests {
         ] {
             assert!(well_formed(line).is_some(), "{line}");
         }
+    }
+
+    #[test]
+    fn task_requests_reach_the_server_whole_as_custom_requests() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"t","_meta":{"k":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{},"task":{"ttl":5}}}"#,
+        ] {
+            let Inbound::Message(message) = classify(line.as_bytes()) else {
+                panic!("{line}")
+            };
+            let ClientJsonRpcMessage::Request(r) = *message else {
+                panic!("{line}")
+            };
+            let ClientRequest::CustomRequest(custom) = r.request else {
+                panic!("{line}: not a custom request")
+            };
+            let sent: Value = serde_json::from_str(line).unwrap();
+            let mut params = sent["params"].clone();
+            params.as_object_mut().unwrap().remove("_meta");
+            assert_eq!(custom.params, Some(params), "{line}");
+            assert!(
+                well_formed(line).is_some(),
+                "{line} left the one-pass route"
+            );
+            assert_same_as_parsed(line.as_bytes());
+        }
+        // A plain call is rmcp's typed request, as before.
+        let plain = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}"#;
+        let Inbound::Message(message) = classify(plain.as_bytes()) else {
+            panic!()
+        };
+        assert!(matches!(
+            *message,
+            ClientJsonRpcMessage::Request(JsonRpcRequest {
+                request: ClientRequest::CallToolRequest(_),
+                ..
+            })
+        ));
+        let v = reply(
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","task":5}}"#,
+        );
+        assert_eq!(v["error"]["code"], INVALID_PARAMS);
+        assert_same_as_parsed(
+            br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","task":5}}"#,
+        );
     }
 
     /// What the fuzz target checks, over mutations of a few seed messages (a

@@ -41,8 +41,8 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
 use super::QuarryServer;
-use super::tasks;
 use super::codec::{Frame, Inbound, LineReader, classify, too_long_reply};
+use super::tasks;
 
 /// What one connection is held to.
 #[derive(Debug, Clone)]

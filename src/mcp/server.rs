@@ -357,10 +357,12 @@ impl ServerHandler for QuarryServer {
         {
             let arguments = request.arguments.unwrap_or_default();
             let task = self.start_task(def, arguments, None, None)?;
-            return Ok(match tasks::CreatedTask::new(tasks::Generation::Extension, &task) {
-                tasks::CreatedTask::Extension(created) => CallToolResponse::Task(created),
-                tasks::CreatedTask::Legacy(_) => unreachable!("an extension task"),
-            });
+            return Ok(
+                match tasks::CreatedTask::new(tasks::Generation::Extension, &task) {
+                    tasks::CreatedTask::Extension(created) => CallToolResponse::Task(created),
+                    tasks::CreatedTask::Legacy(_) => unreachable!("an extension task"),
+                },
+            );
         }
         let limit = self.ctx.settings.limits.call_timeout;
         let job = Job::new(Some(limit));

@@ -37,17 +37,13 @@ impl QuarryServer {
         request: CustomRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        let call: TaskCall = request
-            .params_as()
-            .ok()
-            .flatten()
-            .ok_or_else(|| {
-                McpError::invalid_params(
-                    "a task-augmented tools/call needs \"name\", optional \"arguments\" (an \
+        let call: TaskCall = request.params_as().ok().flatten().ok_or_else(|| {
+            McpError::invalid_params(
+                "a task-augmented tools/call needs \"name\", optional \"arguments\" (an \
                      object) and \"task\" (an object, with an optional \"ttl\" in milliseconds)",
-                    None,
-                )
-            })?;
+                None,
+            )
+        })?;
         let def = self.tool(&call.name)?;
         if tasks::support_of(def.name) == tasks::TaskSupport::Forbidden {
             // 2025-11-25: a tool whose taskSupport is forbidden is not found as a task.

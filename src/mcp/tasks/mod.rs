@@ -106,7 +106,8 @@ impl Progress {
         self.done.store(done, Ordering::Relaxed);
         self.total
             .store(total.unwrap_or(NO_TOTAL).min(NO_TOTAL), Ordering::Relaxed);
-        self.at_ms.store(epoch_ms(SystemTime::now()), Ordering::Relaxed);
+        self.at_ms
+            .store(epoch_ms(SystemTime::now()), Ordering::Relaxed);
     }
 
     /// The last report: (done, total when known).
@@ -412,10 +413,7 @@ impl Tasks {
         let more = entries.len() > limit;
         entries.truncate(limit);
         let next = more.then(|| entries.last().map(|(_, e)| e.seq)).flatten();
-        (
-            entries.iter().map(|(id, e)| e.snapshot(id)).collect(),
-            next,
-        )
+        (entries.iter().map(|(id, e)| e.snapshot(id)).collect(), next)
     }
 }
 

@@ -67,7 +67,9 @@ fn task_id<'a>(method: &str, params: &'a Value) -> Result<String, McpError> {
         .map(|p| p.task_id)
         .map_err(|_| {
             McpError::invalid_params(
-                format!("{method} needs params.taskId, the id a task-augmented tools/call answered"),
+                format!(
+                    "{method} needs params.taskId, the id a task-augmented tools/call answered"
+                ),
                 None,
             )
         })

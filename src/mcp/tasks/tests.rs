@@ -33,7 +33,10 @@ async fn a_task_works_until_its_work_ends_then_holds_the_result() {
     let (s, tx) = start(&tasks, Job::new(None));
     assert!(matches!(s.outcome, Outcome::Working));
     assert_eq!(s.id.len(), 32);
-    assert!(matches!(tasks.get(&s.id).unwrap().outcome, Outcome::Working));
+    assert!(matches!(
+        tasks.get(&s.id).unwrap().outcome,
+        Outcome::Working
+    ));
     tx.send(text_result("the answer")).unwrap();
     let ended = tasks.wait(&s.id).await.unwrap();
     let Outcome::Completed(result) = ended.outcome else {
@@ -102,9 +105,15 @@ async fn tasks_list_in_pages_oldest_first() {
     let started: Vec<_> = (0..5).map(|_| start(&tasks, Job::new(None))).collect();
     let (page, next) = tasks.list(None, 2);
     let ids = |page: &[Snapshot]| page.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
-    assert_eq!(ids(&page), [started[0].0.id.clone(), started[1].0.id.clone()]);
+    assert_eq!(
+        ids(&page),
+        [started[0].0.id.clone(), started[1].0.id.clone()]
+    );
     let (page, next) = tasks.list(next, 2);
-    assert_eq!(ids(&page), [started[2].0.id.clone(), started[3].0.id.clone()]);
+    assert_eq!(
+        ids(&page),
+        [started[2].0.id.clone(), started[3].0.id.clone()]
+    );
     let (page, next) = tasks.list(next, 2);
     assert_eq!(ids(&page), [started[4].0.id.clone()]);
     assert_eq!(next, None);

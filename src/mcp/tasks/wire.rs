@@ -87,9 +87,9 @@ pub fn status_message(s: &Snapshot) -> String {
             "{tool} failed: {}",
             e.get("message").and_then(Value::as_str).unwrap_or("?")
         ),
-        Outcome::Cancelled => format!(
-            "{tool} was cancelled (tasks/cancel) after {secs:.1} s: it has no result"
-        ),
+        Outcome::Cancelled => {
+            format!("{tool} was cancelled (tasks/cancel) after {secs:.1} s: it has no result")
+        }
     }
 }
 
@@ -210,7 +210,9 @@ pub enum CreatedTask {
 impl CreatedTask {
     pub fn new(generation: Generation, s: &Snapshot) -> CreatedTask {
         match generation {
-            Generation::Extension => CreatedTask::Extension(CreateTaskResult::new(extension_task(s))),
+            Generation::Extension => {
+                CreatedTask::Extension(CreateTaskResult::new(extension_task(s)))
+            }
             Generation::Legacy => {
                 let mut result = JsonObject::new();
                 result.insert("task".into(), Value::Object(legacy_task(s)));
