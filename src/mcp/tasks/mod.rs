@@ -143,6 +143,16 @@ impl Outcome {
     }
 }
 
+/// What `Tasks::cancel` did.
+#[derive(Debug)]
+pub enum Cancel {
+    /// The task is cancelled now.
+    Done(Snapshot),
+    /// It had ended already (how, the snapshot says).
+    Ended(Snapshot),
+    NotFound,
+}
+
 /// A task as a request sees it at one moment.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -372,22 +382,22 @@ impl Tasks {
     }
 
     /// Cancels task `id`: its status is `cancelled` at once and its work stops
-    /// at its next check. `Err(Some(_))`: it had ended already.
-    pub fn cancel(&self, id: &str) -> Result<Snapshot, Option<Snapshot>> {
+    /// at its next check.
+    pub fn cancel(&self, id: &str) -> Cancel {
         let mut registry = self.lock();
         registry.sweep();
         let registry = &mut *registry;
         let Some(entry) = registry.entries.get_mut(id) else {
-            return Err(None);
+            return Cancel::NotFound;
         };
         if entry.outcome.is_terminal() {
-            return Err(Some(entry.snapshot(id)));
+            return Cancel::Ended(entry.snapshot(id));
         }
         entry.job.cancel();
         entry.bytes = ENTRY_OVERHEAD_BYTES;
         entry.finish(Outcome::Cancelled);
         registry.kept_bytes += ENTRY_OVERHEAD_BYTES;
-        Ok(entry.snapshot(id))
+        Cancel::Done(entry.snapshot(id))
     }
 
     /// Waits until task `id` has ended; `None` when there is no such task.

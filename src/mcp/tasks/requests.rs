@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::wire::{self, Generation, RELATED_TASK_META};
-use super::{Outcome, Snapshot, Tasks};
+use super::{Cancel, Outcome, Snapshot, Tasks};
 
 /// Tasks per `tasks/list` page.
 const LIST_PAGE: usize = 50;
@@ -62,7 +62,7 @@ struct TaskIdParams {
     task_id: String,
 }
 
-fn task_id<'a>(method: &str, params: &'a Value) -> Result<String, McpError> {
+fn task_id(method: &str, params: &Value) -> Result<String, McpError> {
     TaskIdParams::deserialize(params)
         .map(|p| p.task_id)
         .map_err(|_| {
@@ -166,11 +166,10 @@ fn bad_cursor(cursor: &str) -> McpError {
 }
 
 fn cancel(tasks: &Tasks, id: String, generation: Generation) -> Result<Value, McpError> {
-    let cancelled = tasks.cancel(&id);
-    match (generation, cancelled) {
-        (_, Err(None)) => Err(not_found(&id)),
-        (Generation::Legacy, Ok(s)) => Ok(Value::Object(wire::legacy_task(&s))),
-        (Generation::Legacy, Err(Some(s))) => Err(McpError::invalid_params(
+    match (generation, tasks.cancel(&id)) {
+        (_, Cancel::NotFound) => Err(not_found(&id)),
+        (Generation::Legacy, Cancel::Done(s)) => Ok(Value::Object(wire::legacy_task(&s))),
+        (Generation::Legacy, Cancel::Ended(s)) => Err(McpError::invalid_params(
             format!(
                 "task {id} cannot be cancelled: it has ended ({})",
                 wire::status_message(&s)

@@ -51,7 +51,9 @@ async fn a_cancelled_task_stops_its_job_and_stays_cancelled() {
     let tasks = Tasks::new(settings(4, 1 << 20));
     let job = Job::new(None);
     let (s, tx) = start(&tasks, job.clone());
-    let cancelled = tasks.cancel(&s.id).unwrap();
+    let Cancel::Done(cancelled) = tasks.cancel(&s.id) else {
+        panic!("not cancelled")
+    };
     assert!(matches!(cancelled.outcome, Outcome::Cancelled));
     assert!(job.is_stopped(), "the work's job was not cancelled");
     // The work answers anyway: the cancellation stands.
@@ -60,8 +62,8 @@ async fn a_cancelled_task_stops_its_job_and_stays_cancelled() {
     let after = tasks.wait(&s.id).await.unwrap();
     assert!(matches!(after.outcome, Outcome::Cancelled));
     // Cancelling an ended task is refused, saying how it ended.
-    assert!(matches!(tasks.cancel(&s.id), Err(Some(_))));
-    assert!(matches!(tasks.cancel("nope"), Err(None)));
+    assert!(matches!(tasks.cancel(&s.id), Cancel::Ended(_)));
+    assert!(matches!(tasks.cancel("nope"), Cancel::NotFound));
 }
 
 #[tokio::test]
