@@ -86,7 +86,8 @@ impl Engine {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());
         Ok(QuarryServer::new(context)?
-            .with_concurrent_calls(settings.transport.max_concurrent_calls))
+            .with_concurrent_calls(settings.transport.max_concurrent_calls)
+            .with_tasks(settings.transport.tasks.clone()))
     }
 }
 
