@@ -377,6 +377,16 @@ fn cached_range(
     Ok(summary.as_ref().map(|s| (s.min, s.max)))
 }
 
+/// The path of the branch a plan reads as it is stored (a branch, or a define
+/// naming one), whose cached range the catalog may hold; None for an
+/// expression.
+fn stored_branch<'c>(columns: &'c TreeColumns<'_>, plan: &Plan) -> Option<&'c str> {
+    match plan.root {
+        Node::Column(slot) => Some(columns.columns[plan.columns[slot]].path.as_str()),
+        _ => None,
+    }
+}
+
 /// An axis title: the branch's name and its title when it says more than the
 /// leaf's type (`Jet_pt: pt of jets`, not `Jet_pt[nJet]/F`), or its number
 /// per entry.
@@ -424,9 +434,9 @@ fn resolve_range(
         return Ok((checked_range("range", r)?, "given"));
     }
     let multiplicity = req.value.is_jagged() && !req.flatten;
-    // The catalog's range is a stored branch's (not an expression's).
-    let stored = matches!(req.value.root, Node::Column(_));
-    if stored && let Some((lo, hi)) = cached_range(ctx, t, &req.value.text, multiplicity)? {
+    if let Some(branch) = stored_branch(columns, req.value)
+        && let Some((lo, hi)) = cached_range(ctx, t, branch, multiplicity)?
+    {
         return Ok((covering(lo, hi), "catalog statistics"));
     }
     let found = value_range(&t.file, columns, req, job).map_err(|e| analysis_error(e, t, None))?;
@@ -755,7 +765,10 @@ fn get_branch_stats(
         // Without a cut every value of the branch counts: the catalog's range
         // of it (when cached) holds them all.
         let range = match (&cut, &plan.root) {
-            (None, Node::Column(_)) => cached_range(ctx, &t, &plan.text, false)?,
+            (None, _) => match stored_branch(&columns, plan) {
+                Some(branch) => cached_range(ctx, &t, branch, false)?,
+                None => None,
+            },
             _ => None,
         };
         let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, range, job)
