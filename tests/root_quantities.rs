@@ -418,3 +418,46 @@ fn cluster_skipping_never_drops_what_vecops_cuts_select() {
         assert_eq!(skipped, expected_skips, "{cut}");
     }
 }
+
+/// Defines never nest calls deeper than one cut string can (64), nor chain
+/// more than 256 operations deep: written out in place, 16 defines of 60
+/// nested calls each would nest 960 deep, past what the recursive checking
+/// and evaluation were made for. Within the bounds they plan and count.
+#[test]
+fn defines_nest_no_deeper_than_one_cut() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root/uproot-HZZ.root");
+    let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
+    let keys = file.walk().unwrap();
+    let tree = file
+        .tree(&latest(&keys, "events", Some("TTree")).unwrap().key)
+        .unwrap();
+    let columns = TreeColumns::new(&tree);
+    let wrapped =
+        |calls: usize, inner: &str| format!("{}{inner}{}", "abs(".repeat(calls), ")".repeat(calls));
+    let chain = |calls: usize, levels: usize| {
+        let mut entries = vec![("d0".to_string(), wrapped(calls, "Muon_Px"))];
+        for k in 1..levels {
+            entries.push((format!("d{k}"), wrapped(calls, &format!("d{}", k - 1))));
+        }
+        quarry::analysis::Defines::new(entries).unwrap()
+    };
+    let plan = Plan::with_defines("d3 > 10", &columns, &chain(5, 4)).unwrap();
+    let n = count_selected(&file, &columns, &plan, &Job::default()).unwrap();
+    assert!(n.selected > 0);
+    for (calls, levels) in [(60, 16), (33, 2)] {
+        let last = format!("d{} > 10", levels - 1);
+        let e = Plan::with_defines(&last, &columns, &chain(calls, levels)).unwrap_err();
+        assert!(e.to_string().contains("nests more than 64 calls"), "{e}");
+    }
+    // Defines of long sums of defines: at most 256 operations deep.
+    let mut entries = vec![("s0".to_string(), vec!["Muon_Px"; 100].join(" + "))];
+    for k in 1..16 {
+        entries.push((
+            format!("s{k}"),
+            format!("s{} + {}", k - 1, vec!["1"; 100].join(" + ")),
+        ));
+    }
+    let sums = quarry::analysis::Defines::new(entries).unwrap();
+    let e = Plan::with_defines("s15 > 0", &columns, &sums).unwrap_err();
+    assert!(e.to_string().contains("operations"), "{e}");
+}

@@ -48,15 +48,25 @@ pub(super) fn pairs(x: Coll, second: bool, inputs: &Inputs<'_>) -> Result<Val, A
             .enumerate()
             .max_by_key(|&(_, n)| n)
             .expect("pairs need an entry");
-        return Err(AnalysisError::TooLarge {
-            message: format!(
+        // A window of several entries is retried in parts by the scan; the
+        // message is for the one entry that alone makes too many.
+        let message = if pairs_of(n) > MAX_PAIRS {
+            format!(
                 "entry {} has {n} elements of '{}', whose {} pairs are more than the {MAX_PAIRS} one \
 entry may make (collections of at most 1448 elements are paired)",
                 inputs.first_entry + largest as u64,
                 x.name,
                 pairs_of(n)
-            ),
-        });
+            )
+        } else {
+            format!(
+                "entries {} to {} make {total} pairs of '{}', more than the {MAX_PAIRS} one evaluation may make",
+                inputs.first_entry,
+                inputs.first_entry + entries as u64 - 1,
+                x.name
+            )
+        };
+        return Err(AnalysisError::TooLarge { message });
     }
     let mut v = Vec::with_capacity(total as usize);
     let mut offsets = Vec::with_capacity(entries + 1);

@@ -338,6 +338,14 @@ impl Plan {
 /// Nodes one plan may have once its defines are expanded in place: defines
 /// that each use the last twice would otherwise double it at every step.
 const MAX_NODES: usize = 100_000;
+/// Calls and unary operators nested in one another at most: what one cut
+/// string can reach (`syntax` nests at most 64 deep), so defines written out
+/// in place never nest deeper than a cut could. And nodes deep at most
+/// inside a define's expansion (a cut alone chains up to `MAX_LEN / 2`
+/// operators; defines of chains of defines would multiply that): the
+/// checking, evaluation and pruning walk the tree recursively.
+const MAX_CALL_NESTING: usize = 64;
+const MAX_DEFINED_DEPTH: usize = 256;
 
 pub(super) struct Checker<'a, 't> {
     tree: &'a TreeColumns<'t>,
@@ -346,6 +354,10 @@ pub(super) struct Checker<'a, 't> {
     /// The defines being expanded, outermost first (a cycle's path).
     expanding: Vec<String>,
     nodes: usize,
+    /// The node being checked: how deep, and inside how many calls and
+    /// unary operators.
+    depth: usize,
+    calls: usize,
 }
 
 pub(super) type Checked = (Node, Shape);
@@ -358,6 +370,8 @@ impl<'a, 't> Checker<'a, 't> {
             defines,
             expanding: Vec::new(),
             nodes: 0,
+            depth: 0,
+            calls: 0,
         }
     }
 
@@ -394,6 +408,28 @@ use each define fewer times"
                 ),
             ));
         }
+        let nests = matches!(e, Expr::Unary(..) | Expr::Call { .. });
+        self.depth += 1;
+        self.calls += usize::from(nests);
+        let too_deep = !self.expanding.is_empty() && self.depth > MAX_DEFINED_DEPTH;
+        let checked = if self.calls > MAX_CALL_NESTING || too_deep {
+            Err(AnalysisError::invalid(
+                first_column(e),
+                "an expression no deeper than one cut can be",
+                format!(
+                    "the expression nests more than {MAX_CALL_NESTING} calls (or {MAX_DEFINED_DEPTH} operations) \
+deep once its defines are written out; nest the defines less"
+                ),
+            ))
+        } else {
+            self.check_node(e)
+        };
+        self.depth -= 1;
+        self.calls -= usize::from(nests);
+        checked
+    }
+
+    fn check_node(&mut self, e: &Expr) -> Result<Checked, AnalysisError> {
         match e {
             Expr::Num(n) => Ok((Node::Const(*n), Shape::Scalar)),
             Expr::Name { name, at } if self.defines.get(name).is_some() => self.define(name, *at),

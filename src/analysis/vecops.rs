@@ -647,3 +647,104 @@ impl Aligned {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(entries: usize) -> Inputs<'static> {
+        Inputs {
+            entries,
+            first_entry: 0,
+            slots: &[],
+            map: &[],
+        }
+    }
+
+    fn jagged(v: Vec<f64>, offsets: Vec<usize>) -> Val {
+        Val::Jagged {
+            v,
+            offsets: Arc::new(offsets),
+            valid: None,
+            name: "x".into(),
+        }
+    }
+
+    fn scalars(v: &Val) -> (Vec<f64>, Option<Vec<bool>>) {
+        match v {
+            Val::Scalar { v, valid } => (v.clone(), valid.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Entries [3, 1, 3, 2], [], [NaN, 1], worked by hand as VecOps (and
+    /// std::max_element) would: the first greatest wins; an empty entry has
+    /// no Max, an ArgMax of 0, a Sum of 0, Any false and All true.
+    #[test]
+    fn reductions_follow_vecops_on_ties_nan_and_empty_entries() {
+        let x = || jagged(vec![3.0, 1.0, 3.0, 2.0, f64::NAN, 1.0], vec![0, 4, 4, 6]);
+        let run = |op| scalars(&apply(op, vec![x()], &inputs(3)).unwrap());
+        assert_eq!(run(VecOp::ArgMax).0, [0.0, 0.0, 0.0]);
+        assert_eq!(run(VecOp::ArgMin).0, [1.0, 0.0, 0.0]);
+        let (max, valid) = run(VecOp::Max);
+        assert_eq!((max[0], valid), (3.0, Some(vec![true, false, true])));
+        assert!(
+            max[2].is_nan(),
+            "the NaN first stays the greatest, as in VecOps"
+        );
+        assert_eq!(run(VecOp::Sum).0[..2], [9.0, 0.0]);
+        assert_eq!(run(VecOp::Any).0, [1.0, 0.0, 1.0]);
+        assert_eq!(run(VecOp::All).0, [1.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn take_sort_reverse_and_where_by_hand() {
+        let x = || jagged(vec![5.0, 7.0, 6.0, 9.0], vec![0, 3, 3, 4]);
+        let Val::Jagged {
+            v, offsets, valid, ..
+        } = apply(VecOp::TakeCount, vec![x(), Val::Const(-2.0)], &inputs(3)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((v, offsets.to_vec()), (vec![7.0, 6.0], vec![0, 2, 2, 2]));
+        assert_eq!(valid, Some(vec![true, false, false]));
+        let indices = jagged(vec![2.0, -1.0, 0.0, 3.0], vec![0, 2, 2, 4]);
+        let Val::Jagged { v, .. } =
+            apply(VecOp::TakeIndices, vec![x(), indices], &inputs(3)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(v[0], 6.0);
+        assert!(v[1].is_nan() && v[3].is_nan(), "outside the entry: NaN");
+        assert_eq!(v[2], 9.0);
+        let Val::Jagged { v, .. } = apply(VecOp::Sort, vec![x()], &inputs(3)).unwrap() else {
+            panic!()
+        };
+        assert_eq!(v, [5.0, 6.0, 7.0, 9.0]);
+        let Val::Jagged { v, .. } = apply(VecOp::Reverse, vec![x()], &inputs(3)).unwrap() else {
+            panic!()
+        };
+        assert_eq!(v, [6.0, 7.0, 5.0, 9.0]);
+        // A per-entry value broadcast over the elements, a constant as it is.
+        let per_entry = Val::Scalar {
+            v: vec![1.0, 0.0, 0.0],
+            valid: None,
+        };
+        let Val::Jagged { v, .. } = apply(
+            VecOp::Where,
+            vec![per_entry, x(), Val::Const(-1.0)],
+            &inputs(3),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(v, [5.0, 7.0, 6.0, -1.0]);
+        // Collections of different lengths in one entry are refused.
+        let other = jagged(vec![1.0, 2.0, 3.0, 4.0], vec![0, 2, 3, 4]);
+        let e = apply(VecOp::DeltaPhi, vec![x(), other], &inputs(3)).unwrap_err();
+        assert!(
+            e.to_string().contains("entry 0 has different lengths"),
+            "{e}"
+        );
+    }
+}
