@@ -538,11 +538,10 @@ pub(super) fn align(args: Vec<Val>, inputs: &Inputs<'_>) -> Result<Aligned, Anal
                     offsets: o,
                     name: n,
                 },
-            ) => {
-                if !Arc::ptr_eq(offsets, o) && offsets != o {
-                    return Err(different_lengths((n, o), (name, offsets), inputs));
-                }
+            ) if !Arc::ptr_eq(offsets, o) && offsets != o => {
+                return Err(different_lengths((n, o), (name, offsets), inputs));
             }
+            (Val::Jagged { .. }, Frame::Elements { .. }) => {}
             (Val::Jagged { offsets, name, .. }, _) => {
                 frame = Frame::Elements {
                     offsets: offsets.clone(),

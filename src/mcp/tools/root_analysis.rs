@@ -7,12 +7,13 @@ use serde_json::{Map, Value, json};
 
 use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_plot::with_plot;
-use super::root_quantities::{column_specs, defines_of, expression_plan, quantity_plan};
+use super::root_quantities::{
+    column_specs, defines_key, defines_of, expression_plan, quantity_plan, stored_branch,
+};
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
-use crate::analysis::plan::Node;
 use crate::analysis::plot::{Hist1Picture, Hist2Picture, png_1d, png_2d, text_1d, text_2d};
 use crate::analysis::prune::BasketSpan;
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
@@ -32,7 +33,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
 `Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
 element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry.",
+reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
+Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -42,7 +44,8 @@ reduce a collection to one value per entry.",
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch with an optional cut and weight branch: bins [lo, hi), \
+        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
+InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
 underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
 collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
 elements per entry. range defaults to the branch's cached min and max.",
@@ -55,7 +58,7 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches (one value per entry, or of one collection) with an \
+        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
@@ -67,7 +70,7 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
         description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
 passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
@@ -377,16 +380,6 @@ fn cached_range(
     Ok(summary.as_ref().map(|s| (s.min, s.max)))
 }
 
-/// The path of the branch a plan reads as it is stored (a branch, or a define
-/// naming one), whose cached range the catalog may hold; None for an
-/// expression.
-fn stored_branch<'c>(columns: &'c TreeColumns<'_>, plan: &Plan) -> Option<&'c str> {
-    match plan.root {
-        Node::Column(slot) => Some(columns.columns[plan.columns[slot]].path.as_str()),
-        _ => None,
-    }
-}
-
 /// An axis title: the branch's name and its title when it says more than the
 /// leaf's type (`Jet_pt: pt of jets`, not `Jet_pt[nJet]/F`), or its number
 /// per entry.
@@ -674,12 +667,6 @@ struct StatsArgs {
     quantiles: Option<Vec<f64>>,
     offset: Option<i64>,
     define: Option<Value>,
-}
-
-/// The defines as part of a plot's request key (none: nothing, so the keys
-/// of plots made without defines stay as they were).
-fn defines_key(defines: &crate::analysis::Defines) -> String {
-    defines.iter().map(|(n, e)| format!("|{n}={e}")).collect()
 }
 
 fn get_branch_stats(

@@ -20,7 +20,8 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
     title: "Export entries to a file",
     toolset: Toolset::Root,
-    description: "Writes the entries of a TTree passing an optional ROOT cut (branches chosen, up to 10,000,000 \
+    description: "Writes the entries of a TTree passing an optional ROOT cut (branches or expressions chosen, \
+'name=expression' naming a column; up to 10,000,000 \
 entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
 (collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::root_analysis::{OpenTree, analysis_error};
+use crate::analysis::plan::Node;
 use crate::analysis::quantities::{self, Named, split_named};
 use crate::analysis::{Defines, Plan, TreeColumns};
 use crate::mcp::response::ToolError;
@@ -98,4 +99,20 @@ pub(super) fn named_columns(
                 .map_err(|e| analysis_error(e, t, Some(text)))
         })
         .collect()
+}
+
+/// The path of the branch a plan reads as it is stored (a branch, or a define
+/// naming one), whose cached range the catalog may hold; None for an
+/// expression.
+pub(super) fn stored_branch<'c>(columns: &'c TreeColumns<'_>, plan: &Plan) -> Option<&'c str> {
+    match plan.root {
+        Node::Column(slot) => Some(columns.columns[plan.columns[slot]].path.as_str()),
+        _ => None,
+    }
+}
+
+/// The defines as part of a plot's request key (none: nothing, so the keys
+/// of plots made without defines stay as they were).
+pub(super) fn defines_key(defines: &Defines) -> String {
+    defines.iter().map(|(n, e)| format!("|{n}={e}")).collect()
 }

@@ -21,7 +21,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_branches",
         title: "Read entries of a tree",
         toolset: Toolset::Root,
-        description: "Values of branches for the entries passing an optional ROOT cut, a page at a time (offset, \
+        description: "Values of branches or expressions ('pt=hypot(Muon_Px, Muon_Py)' names a column; define names \
+expressions) for the entries passing an optional ROOT cut, a page at a time (offset, \
 limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
 values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
 NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
