@@ -14,6 +14,7 @@ mod root;
 mod root_analysis;
 mod root_export;
 mod root_plot;
+mod root_quantities;
 mod root_rows;
 
 use std::path::PathBuf;

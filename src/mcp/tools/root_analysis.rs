@@ -7,6 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_plot::with_plot;
+use super::root_quantities::{
+    column_specs, defines_key, defines_of, expression_plan, quantity_plan, stored_branch,
+};
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
@@ -30,7 +33,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
 `Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
 element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry.",
+reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
+Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -40,7 +44,8 @@ reduce a collection to one value per entry.",
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch with an optional cut and weight branch: bins [lo, hi), \
+        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
+InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
 underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
 collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
 elements per entry. range defaults to the branch's cached min and max.",
@@ -53,7 +58,7 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches (one value per entry, or of one collection) with an \
+        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
@@ -65,7 +70,7 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
         description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
 passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
@@ -238,6 +243,13 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
             )
             .details(json!({ "entries_done": entries_done, "entries_total": t.row.entries }))
         }
+        AnalysisError::TooLarge { message } => ToolError::new(
+            "limit_exceeded",
+            message,
+            "Pair fewer elements: cut the collection's entries first (a selection on its size, e.g. nJet < 50), \
+or reduce it with Sum/Max/Any before pairing",
+        )
+        .details(json!({ "selection": selection })),
     }
 }
 
@@ -247,6 +259,7 @@ struct SelectionArgs {
     path: String,
     tree: String,
     selection: String,
+    define: Option<Value>,
 }
 
 fn apply_selection(
@@ -257,7 +270,9 @@ fn apply_selection(
     let args: SelectionArgs = parse_args("apply_selection", args)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let plan = plan_of(Some(&args.selection), &columns, &t)?.expect("a cut was given");
+    let defines = defines_of("apply_selection", args.define.as_ref(), &columns, &t)?;
+    let plan =
+        expression_plan(Some(&args.selection), &columns, &defines, &t)?.expect("a cut was given");
     add_bounds(ctx, &t, &mut columns, Some(&plan))?;
     let counted = count_selected(&t.file, &columns, &plan, job)
         .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
@@ -302,6 +317,7 @@ struct HistogramArgs {
     flatten: Option<bool>,
     plot: Option<bool>,
     offset: Option<i64>,
+    define: Option<Value>,
 }
 
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
@@ -411,7 +427,9 @@ fn resolve_range(
         return Ok((checked_range("range", r)?, "given"));
     }
     let multiplicity = req.value.is_jagged() && !req.flatten;
-    if let Some((lo, hi)) = cached_range(ctx, t, &req.value.text, multiplicity)? {
+    if let Some(branch) = stored_branch(columns, req.value)
+        && let Some((lo, hi)) = cached_range(ctx, t, branch, multiplicity)?
+    {
         return Ok((covering(lo, hi), "catalog statistics"));
     }
     let found = value_range(&t.file, columns, req, job).map_err(|e| analysis_error(e, t, None))?;
@@ -419,15 +437,6 @@ fn resolve_range(
         found.map_or((0.0, 1.0), |(lo, hi)| covering(lo, hi)),
         "a pass over the data",
     ))
-}
-
-pub(super) fn plan_of(
-    text: Option<&str>,
-    columns: &TreeColumns<'_>,
-    t: &OpenTree,
-) -> Result<Option<Plan>, ToolError> {
-    text.map(|s| Plan::new(s, columns).map_err(|e| analysis_error(e, t, Some(s))))
-        .transpose()
 }
 
 fn compute_histogram(
@@ -440,9 +449,14 @@ fn compute_histogram(
     let offset = checked_offset("compute_histogram", "offset", args.offset)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let value = Plan::column(&args.branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
-    let weight = plan_of(args.weights.as_deref(), &columns, &t)?;
+    let defines = defines_of("compute_histogram", args.define.as_ref(), &columns, &t)?;
+    let value = quantity_plan(&args.branch, &columns, &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns, &defines, &t)?;
+    let weight = args
+        .weights
+        .as_deref()
+        .map(|w| quantity_plan(w, &columns, &defines, &t))
+        .transpose()?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let req = HistRequest {
         value: &value,
@@ -499,13 +513,14 @@ fn compute_histogram(
             overflow: h.overflow,
         };
         let key = format!(
-            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}",
+            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}{}",
             t.known.abs.display(),
             t.row.path,
             args.branch,
             args.selection,
             args.weights,
-            req.flatten
+            req.flatten,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
     }
@@ -538,6 +553,7 @@ struct Histogram2dArgs {
     plot: Option<bool>,
     x_offset: Option<i64>,
     y_offset: Option<i64>,
+    define: Option<Value>,
 }
 
 fn compute_histogram_2d(
@@ -564,9 +580,10 @@ fn compute_histogram_2d(
     }
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let x = Plan::column(&args.x_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let y = Plan::column(&args.y_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns, &t)?;
+    let x = quantity_plan(&args.x_branch, &columns, &defines, &t)?;
+    let y = quantity_plan(&args.y_branch, &columns, &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns, &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let x_req = HistRequest {
         value: &x,
@@ -622,12 +639,13 @@ fn compute_histogram_2d(
             outside: h.outside,
         };
         let key = format!(
-            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}",
+            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}{}",
             t.known.abs.display(),
             t.row.path,
             args.x_branch,
             args.y_branch,
-            args.selection
+            args.selection,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
     }
@@ -644,10 +662,11 @@ fn compute_histogram_2d(
 struct StatsArgs {
     path: String,
     tree: String,
-    branches: Vec<String>,
+    branches: Value,
     selection: Option<String>,
     quantiles: Option<Vec<f64>>,
     offset: Option<i64>,
+    define: Option<Value>,
 }
 
 fn get_branch_stats(
@@ -656,14 +675,32 @@ fn get_branch_stats(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: StatsArgs = parse_args("get_branch_stats", args)?;
-    if args.branches.is_empty() || args.branches.len() > MAX_STATS_BRANCHES {
+    let specs = column_specs("get_branch_stats", &args.branches)?;
+    if specs.is_empty() || specs.len() > MAX_STATS_BRANCHES {
+        let first: Value = match &args.branches {
+            Value::Array(items) => items.iter().take(MAX_STATS_BRANCHES).cloned().collect(),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .take(MAX_STATS_BRANCHES)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
         return Err(ToolError::new(
             "limit_exceeded",
-            format!("branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}", args.branches.len()),
+            format!(
+                "branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}",
+                specs.len()
+            ),
             "Ask for fewer branches per call",
         )
-        .retry_with(json!({ "branches": args.branches.iter().take(MAX_STATS_BRANCHES).collect::<Vec<_>>() })));
+        .retry_with(json!({ "branches": first })));
     }
+    let names: Vec<String> = specs
+        .iter()
+        .map(|(name, text)| name.clone().unwrap_or_else(|| text.clone()))
+        .collect();
     let quantiles = args.quantiles.clone().unwrap_or_default();
     if quantiles.len() > MAX_QUANTILES || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
         return Err(ToolError::new(
@@ -674,19 +711,19 @@ fn get_branch_stats(
     }
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let defines = defines_of("get_branch_stats", args.define.as_ref(), &columns, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns, &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    let plans = args
-        .branches
+    let plans = specs
         .iter()
-        .map(|b| Plan::column(b, &columns).map_err(|e| analysis_error(e, &t, None)))
+        .map(|(_, text)| quantity_plan(text, &columns, &defines, &t))
         .collect::<Result<Vec<_>, _>>()?;
     // Branches are computed in the order given, from `offset`, while their
     // answer fits the budget; the rest wait for the next call.
     let tool = "get_branch_stats";
     let offset = checked_offset(tool, "offset", args.offset)?;
     let budget = ctx.budget(tool);
-    let remaining = args.branches.len().saturating_sub(offset);
+    let remaining = names.len().saturating_sub(offset);
     let answer = |statistics: &Map<String, Value>, kept: usize, counts: (u64, u64, u64)| {
         let (scanned, selected, bytes_read) = counts;
         let mut out = ToolOutput::new(json!({ "statistics": statistics }))
@@ -705,7 +742,7 @@ fn get_branch_stats(
     };
     let mut statistics = Map::new();
     let (mut scanned, mut selected, mut kept) = (0, 0, 0);
-    for (name, plan) in args.branches.iter().zip(&plans).skip(offset) {
+    for (name, plan) in names.iter().zip(&plans).skip(offset) {
         let req = HistRequest {
             value: plan,
             cut: cut.as_ref(),
@@ -714,9 +751,12 @@ fn get_branch_stats(
         };
         // Without a cut every value of the branch counts: the catalog's range
         // of it (when cached) holds them all.
-        let range = match &cut {
-            None => cached_range(ctx, &t, name, false)?,
-            Some(_) => None,
+        let range = match (&cut, &plan.root) {
+            (None, _) => match stored_branch(&columns, plan) {
+                Some(branch) => cached_range(ctx, &t, branch, false)?,
+                None => None,
+            },
+            _ => None,
         };
         let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, range, job)
             .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;

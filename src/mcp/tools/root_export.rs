@@ -7,8 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
-use super::root_rows::columns_of;
+use super::root_analysis::{add_bounds, analysis_error, open_tree, scan_metadata};
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::TreeColumns;
 use crate::analysis::export::{ExportError, ExportFormat, export};
@@ -20,7 +20,8 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
     title: "Export entries to a file",
     toolset: Toolset::Root,
-    description: "Writes the entries of a TTree passing an optional ROOT cut (branches chosen, up to 10,000,000 \
+    description: "Writes the entries of a TTree passing an optional ROOT cut (branches or expressions chosen, \
+'name=expression' naming a column; up to 10,000,000 \
 entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
 (collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
@@ -43,7 +44,8 @@ const EXPORT_MAX: i64 = 10_000_000;
 struct ExportArgs {
     path: String,
     tree: String,
-    branches: Vec<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     output_format: String,
@@ -135,7 +137,8 @@ fn export_branches(
         )
         .retry_with(json!({ "limit": EXPORT_MAX })));
     }
-    if args.branches.is_empty() {
+    let specs = column_specs("export_branches", &args.branches)?;
+    if specs.is_empty() {
         return Err(ToolError::invalid_arguments(
             "export_branches",
             "branches must name at least one branch (see list_branches)",
@@ -144,8 +147,9 @@ fn export_branches(
     let (base, rel) = export_target(ctx, &args.output_path)?;
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let defines = defines_of("export_branches", args.define.as_ref(), &columns, &t)?;
+    let named = named_columns(&specs, &columns, &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns, &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let pending = create_pending(&base, &rel).map_err(|e| match e {
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),

@@ -6,12 +6,12 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{
-    OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
-};
+use super::root_analysis::{OpenTree, add_bounds, analysis_error, open_tree, scan_metadata};
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::TreeColumns;
-use crate::analysis::rows::{Cell, page_entries, read_rows};
+use crate::analysis::quantities::{Named, Quantity};
+use crate::analysis::rows::{Cell, page_entries, read_computed, read_rows};
 use crate::job::Job;
 use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -21,7 +21,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_branches",
         title: "Read entries of a tree",
         toolset: Toolset::Root,
-        description: "Values of branches for the entries passing an optional ROOT cut, a page at a time (offset, \
+        description: "Values of branches or expressions ('pt=hypot(Muon_Px, Muon_Py)' names a column; define names \
+expressions) for the entries passing an optional ROOT cut, a page at a time (offset, \
 limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
 values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
 NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
@@ -57,7 +58,8 @@ const SAMPLE_DEFAULT_BRANCHES: usize = 64;
 struct ReadArgs {
     path: String,
     tree: String,
-    branches: Vec<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     offset: Option<i64>,
@@ -83,14 +85,18 @@ pub(super) fn columns_of(
     t: &OpenTree,
     columns: &TreeColumns<'_>,
     names: Option<&[String]>,
-) -> Result<Vec<(String, usize)>, ToolError> {
+) -> Result<Vec<Named>, ToolError> {
+    let stored = |name: String, c: usize| Named {
+        name,
+        quantity: Quantity::Branch(c),
+    };
     match names {
         Some(names) => names
             .iter()
             .map(|n| {
                 columns
                     .require(n)
-                    .map(|c| (n.clone(), c))
+                    .map(|c| stored(n.clone(), c))
                     .map_err(|e| analysis_error(e, t, None))
             })
             .collect(),
@@ -105,7 +111,7 @@ pub(super) fn columns_of(
                         && c.branch.element.is_none())
             })
             .filter(|(_, c)| c.branch.branches.is_empty())
-            .map(|(i, c)| (c.path.clone(), i))
+            .map(|(i, c)| stored(c.path.clone(), i))
             .collect()),
     }
 }
@@ -348,10 +354,18 @@ fn read_branches(
     }
     let limit = checked_count("limit", args.limit, READ_LIMIT_DEFAULT, READ_LIMIT_MAX)?;
     let offset = checked_count("offset", args.offset, 0, i64::MAX)?;
+    let specs = column_specs("read_branches", &args.branches)?;
+    if specs.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "read_branches",
+            "branches must name at least one branch or expression (see list_branches)",
+        ));
+    }
     let t = open_tree(ctx, &args.path, &args.tree)?;
     let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let defines = defines_of("read_branches", args.define.as_ref(), &columns, &t)?;
+    let named = named_columns(&specs, &columns, &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns, &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     let (page, counted) = page_entries(&t.file, &columns, cut.as_ref(), offset, limit, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
@@ -389,8 +403,8 @@ or summarise everything with compute_histogram or get_branch_stats",
     Ok(out)
 }
 
-fn names_of(named: &[(String, usize)]) -> Vec<String> {
-    named.iter().map(|(n, _)| n.clone()).collect()
+fn names_of(named: &[Named]) -> Vec<String> {
+    named.iter().map(|n| n.name.clone()).collect()
 }
 
 /// The answer `build(rows_cap)` makes, with the rows held to the most bytes
@@ -428,16 +442,44 @@ fn fit_rows(
     }
 }
 
-/// The values of the page's entries, for the named branches.
+/// The values of the page's entries, for the named branches and expressions
+/// (branches read as stored, expressions computed), in the order named.
 fn read_page(
     t: &OpenTree,
     columns: &TreeColumns<'_>,
-    named: &[(String, usize)],
+    named: &[Named],
     page: &[u64],
     job: &Job,
 ) -> Result<Vec<Vec<Cell>>, ToolError> {
-    let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-    read_rows(&t.file, columns, &indices, page, job).map_err(|e| analysis_error(e, t, None))
+    let mut stored = Vec::new();
+    let mut computed = Vec::new();
+    for n in named {
+        match &n.quantity {
+            Quantity::Branch(c) => stored.push(*c),
+            Quantity::Expression(plan) => computed.push(plan),
+        }
+    }
+    let failed = |e| analysis_error(e, t, None);
+    let stored_rows = read_rows(&t.file, columns, &stored, page, job).map_err(failed)?;
+    if computed.is_empty() {
+        return Ok(stored_rows);
+    }
+    let computed_rows = read_computed(&t.file, columns, &computed, page, job).map_err(failed)?;
+    Ok(stored_rows
+        .into_iter()
+        .zip(computed_rows)
+        .map(|(stored, computed)| {
+            let (mut stored, mut computed) = (stored.into_iter(), computed.into_iter());
+            named
+                .iter()
+                .map(|n| match n.quantity {
+                    Quantity::Branch(_) => stored.next(),
+                    Quantity::Expression(_) => computed.next(),
+                })
+                .map(|cell| cell.expect("a cell per column"))
+                .collect()
+        })
+        .collect())
 }
 
 /// What a page of rows becomes: the output, how many entries it holds, and
