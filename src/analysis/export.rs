@@ -27,11 +27,12 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::AnalysisError;
+use super::dataset::{Member, chain_entries};
 use super::eval::{Inputs, SlotData};
-use super::plan::{Plan, TreeColumns};
+use super::plan::Plan;
 use super::predicate::{Predicate, mask_cut};
 use super::scan::{ColumnPart, WINDOW, scan};
-use crate::formats::root::{Column, RootFile, Values};
+use crate::formats::root::{Column, Values};
 use crate::job::Job;
 
 /// The file formats `export` writes.
@@ -77,23 +78,26 @@ impl From<arrow_schema::ArrowError> for ExportError {
 }
 
 /// What an export did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exported {
     /// Entries read (the clusters the cut ruled out are not read).
     pub entries_scanned: u64,
     pub entries_written: u64,
-    /// The entry the export stopped before: the tree's entry count when it
-    /// went through, less when the limit stopped it.
+    /// The entry (numbered in the chain of members) the export stopped
+    /// before: the entry count when it went through, less when the limit
+    /// stopped it.
     pub stopped_at: u64,
+    /// Each member's entries read and written (`selected`).
+    pub by_member: Vec<super::ops::Counted>,
 }
 
-/// Writes the entries passing `cut` (all without one), at most `limit`, of the
-/// columns `columns` (names as the file shows them, indices into
-/// `tree.columns`) to `out` in `format`; returns `out` once complete.
+/// Writes the entries of the members passing `cut` (all without one), at most
+/// `limit`, of the columns `columns` (names as the file shows them, indices
+/// into each member's `tree.columns`) to `out` in `format`, member after
+/// member; returns `out` once complete.
 #[allow(clippy::too_many_arguments)]
 pub fn export<W: Write + Send + 'static>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     columns: &[(String, usize)],
     cut: Option<&Plan>,
     limit: u64,
@@ -115,34 +119,43 @@ pub fn export<W: Write + Send + 'static>(
             })
             .collect()
     });
+    let Some(first) = members.first() else {
+        return Err(ExportError::Write("no file to export from".into()));
+    };
     let mut layouts = Vec::with_capacity(columns.len());
     for &(_, c) in columns {
-        let info = &tree.columns[c];
+        let info = &first.tree.columns[c];
         layouts.push(
-            file.column_reader(info.branch, info.leaf)
+            first
+                .file
+                .column_reader(info.branch, info.leaf)
                 .map_err(AnalysisError::from)?
                 .empty_column(),
         );
     }
     let names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
     let mut writer = Writer::new(format, out, &names, &layouts)?;
-    let mut done = Exported::default();
+    let total = chain_entries(members);
+    let mut done = Exported {
+        by_member: vec![Default::default(); members.len()],
+        ..Exported::default()
+    };
     let mut failure: Option<ExportError> = None;
     let map: Vec<usize> = (0..cut_slots.len()).collect();
     let predicate = cut.and_then(|p| Predicate::of(&p.root));
     // Without a cut the entries written are the first `limit`: the scan stops
     // there instead of decoding (ahead, beside the writer) a cluster past it.
     let entries = match cut {
-        Some(_) => 0..tree.entries,
-        None => 0..limit.min(tree.entries),
+        Some(_) => 0..total,
+        None => 0..limit.min(total),
     };
-    let scanned = scan(file, tree, &read, entries, cut, job, |w| {
+    let scanned = scan(members, &read, entries, cut, job, |w| {
         let mask = match cut {
             Some(plan) => {
                 let slots: Vec<SlotData> = cut_slots.iter().map(|&i| w.slot_data(i)).collect();
                 let inputs = Inputs {
                     entries: w.len(),
-                    first_entry: w.entries.start,
+                    first_entry: w.global_start(),
                     slots: &slots,
                     map: &map,
                 };
@@ -150,7 +163,8 @@ pub fn export<W: Write + Send + 'static>(
             }
             None => None,
         };
-        done.stopped_at = w.entries.end;
+        done.stopped_at = w.first_entry + w.entries.end;
+        done.by_member[w.member].scanned += w.len() as u64;
         let room = (limit - done.entries_written) as usize;
         let rows: Vec<usize> = match &mask {
             Some(m) => m
@@ -169,6 +183,7 @@ pub fn export<W: Write + Send + 'static>(
                 return Ok(false);
             }
             done.entries_written += rows.len() as u64;
+            done.by_member[w.member].selected += rows.len() as u64;
         }
         Ok(done.entries_written < limit)
     });
@@ -184,7 +199,7 @@ pub fn export<W: Write + Send + 'static>(
         }
     }
     if done.entries_written < limit {
-        done.stopped_at = tree.entries;
+        done.stopped_at = total;
     }
     Ok((done, writer.finish()?))
 }

@@ -6,6 +6,7 @@
 //! `formats::root` and knows nothing of the catalog or of MCP.
 
 mod counted;
+pub mod dataset;
 pub mod eval;
 pub mod export;
 mod fills;

@@ -7,10 +7,13 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
+use super::root_analysis::{analysis_error, open_for, plan_of};
+use super::root_dataset::{DatasetArg, add_bounds, reading};
+use super::root_dataset_answers::{
+    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
+};
 use super::root_rows::columns_of;
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
-use crate::analysis::TreeColumns;
 use crate::analysis::export::{ExportError, ExportFormat, export};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -41,13 +44,17 @@ const EXPORT_MAX: i64 = 10_000_000;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExportArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     branches: Vec<String>,
     selection: Option<String>,
     limit: Option<i64>,
     output_format: String,
     output_path: String,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn refused(output_path: &str, why: &str) -> ToolError {
@@ -141,19 +148,33 @@ fn export_branches(
             "branches must name at least one branch (see list_branches)",
         ));
     }
+    let tool = "export_branches";
+    let r = reading(
+        tool,
+        &args.path,
+        &args.dataset,
+        &args.tree,
+        args.skip_mismatched,
+    );
+    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let (base, rel) = export_target(ctx, &args.output_path)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let t = open_for(ctx, &r, dry_run)?;
+    let mut columns = t.columns();
+    let named = columns_of(&t, &columns[0], Some(&args.branches))?;
+    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
+    if dry_run {
+        let named: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
+        let read = columns_read(&named, &[cut.as_ref()]);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
     let pending = create_pending(&base, &rel).map_err(|e| match e {
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),
         CreateError::Io(io) => refused(&args.output_path, &io.to_string()),
     })?;
     let (done, pending) = export(
-        &t.file,
-        &columns,
+        &members,
         &named,
         cut.as_ref(),
         limit as u64,
@@ -174,13 +195,23 @@ fn export_branches(
         .map_err(|e| refused(&args.output_path, &e.to_string()))?;
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
-    let truncated = done.entries_written == limit as u64 && done.stopped_at < columns.entries;
-    let out = ToolOutput::new(json!({
+    let truncated = done.entries_written == limit as u64 && done.stopped_at < t.entries();
+    let mut data = json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
         "entries_written": done.entries_written,
         "size_bytes": size,
-    }));
+    });
+    if by_file {
+        data["by_file"] = per_file(&t, |k| {
+            json!({
+                "entries_scanned": done.by_member[k].scanned,
+                "entries_written": done.by_member[k].selected,
+            })
+        });
+    }
+    let mut out = ToolOutput::new(data);
+    fit_by_file(ctx, tool, &mut out);
     let mut out = scan_metadata(out, &t, &columns)
         .meta("entries_scanned", done.entries_scanned)
         .meta("truncated", truncated)

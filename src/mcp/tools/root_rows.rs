@@ -6,12 +6,15 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{
-    OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
+use super::root_analysis::{analysis_error, open_for, plan_of};
+use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
+use super::root_dataset_answers::{
+    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata, with_files,
 };
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::TreeColumns;
-use crate::analysis::rows::{Cell, page_entries, read_rows};
+use crate::analysis::dataset::{Member, locate};
+use crate::analysis::rows::{Cell, page_entries, read_chain_rows};
 use crate::job::Job;
 use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -55,14 +58,18 @@ const SAMPLE_DEFAULT_BRANCHES: usize = 64;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     branches: Vec<String>,
     selection: Option<String>,
     limit: Option<i64>,
     offset: Option<i64>,
     flatten: Option<bool>,
     output_format: Option<String>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn checked_count(name: &str, value: Option<i64>, default: i64, max: i64) -> Result<u64, ToolError> {
@@ -348,19 +355,45 @@ fn read_branches(
     }
     let limit = checked_count("limit", args.limit, READ_LIMIT_DEFAULT, READ_LIMIT_MAX)?;
     let offset = checked_count("offset", args.offset, 0, i64::MAX)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let tool = "read_branches";
+    let r = reading(
+        tool,
+        &args.path,
+        &args.dataset,
+        &args.tree,
+        args.skip_mismatched,
+    );
+    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
+    let t = open_for(ctx, &r, dry_run)?;
+    let mut columns = t.columns();
+    let named = columns_of(&t, &columns[0], Some(&args.branches))?;
+    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    let (page, counted) = page_entries(&t.file, &columns, cut.as_ref(), offset, limit, job)
+    if dry_run {
+        let named: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
+        let read = columns_read(&named, &[cut.as_ref()]);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
+    let (page, counted, by_member) = page_entries(&members, cut.as_ref(), offset, limit, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-    let rows = read_page(&t, &columns, &named, &page, job)?;
+    let (names, rows) = read_page(&t, &members, &named, &page, job)?;
     let flatten = args.flatten.unwrap_or(false);
-    let budget = ctx.budget("read_branches");
-    let names = names_of(&named);
+    let budget = ctx.budget(tool);
+    let branch_names = names_of(&named);
     let out = fit_rows(&budget, page.len(), |cap| {
-        let answer = rows_answer(&names, &rows, flatten, format, cap)?;
+        let mut answer = rows_answer(&names, &rows, flatten, format, cap)?;
+        answer.output.data["branches"] = json!(branch_names);
+        if by_file {
+            answer.output.data["by_file"] = per_file(&t, |k| {
+                json!({
+                    "entries_total": columns[k].entries,
+                    "entries_selected": by_member[k].selected,
+                    "entries_scanned": by_member[k].scanned,
+                })
+            });
+            fit_by_file(ctx, tool, &mut answer.output);
+        }
         let more_selected = offset + (page.len() as u64) < counted.selected;
         let mut out = scan_metadata(answer.output, &t, &columns)
             .meta("entries_scanned", counted.scanned)
@@ -428,16 +461,34 @@ fn fit_rows(
     }
 }
 
-/// The values of the page's entries, for the named branches.
+/// Keys a dataset's rows carry besides their branches: the file, the entry
+/// in it, and the entry in the dataset (numbered across the files in order).
+const PROVENANCE: [&str; 3] = ["_file", "_entry", "_global_entry"];
+
+/// The values of the page's entries (numbered across the files), for the
+/// named branches; a dataset's rows also say where each entry is
+/// (`PROVENANCE`). Returns the keys of the rows with them.
 fn read_page(
     t: &OpenTree,
-    columns: &TreeColumns<'_>,
+    members: &[Member<'_>],
     named: &[(String, usize)],
     page: &[u64],
     job: &Job,
-) -> Result<Vec<Vec<Cell>>, ToolError> {
+) -> Result<(Vec<String>, Vec<Vec<Cell>>), ToolError> {
     let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-    read_rows(&t.file, columns, &indices, page, job).map_err(|e| analysis_error(e, t, None))
+    let mut rows =
+        read_chain_rows(members, &indices, page, job).map_err(|e| analysis_error(e, t, None))?;
+    let mut names = names_of(named);
+    if t.is_dataset() {
+        names.extend(PROVENANCE.map(String::from));
+        for (row, &global) in rows.iter_mut().zip(page) {
+            let (m, entry) = locate(members, global).expect("a page's entry is in a file");
+            row.push(Cell::Str(t.parts[m].shown.clone()));
+            row.push(Cell::UInt(entry));
+            row.push(Cell::UInt(global));
+        }
+    }
+    Ok((names, rows))
 }
 
 /// What a page of rows becomes: the output, how many entries it holds, and
@@ -482,13 +533,17 @@ fn rows_answer(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SampleArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     size: Option<i64>,
     method: Option<String>,
     branches: Option<Vec<String>>,
     seed: Option<u64>,
     offset: Option<i64>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 /// SplitMix64 (Steele, Lea and Flood 2014): a fixed generator, so a seed gives
@@ -545,9 +600,18 @@ fn sample_tree(
             "method must be 'first' or 'random'",
         ));
     }
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
-    let mut named = columns_of(&t, &columns, args.branches.as_deref())?;
+    let tool = "sample_tree";
+    let r = reading(
+        tool,
+        &args.path,
+        &args.dataset,
+        &args.tree,
+        args.skip_mismatched,
+    );
+    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
+    let t = open_for(ctx, &r, dry_run)?;
+    let columns = t.columns();
+    let mut named = columns_of(&t, &columns[0], args.branches.as_deref())?;
     let branches_total = named.len();
     let branches_cut = args.branches.is_none() && branches_total > SAMPLE_DEFAULT_BRANCHES;
     named.truncate(if branches_cut {
@@ -555,21 +619,38 @@ fn sample_tree(
     } else {
         branches_total
     });
+    if dry_run {
+        let read: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, None), by_file);
+    }
+    let members = t.members(&columns);
     let seed = args.seed.unwrap_or(0);
+    let entries = t.entries();
     let sample: Vec<u64> = match method {
-        "random" => random_entries(columns.entries, size, seed),
-        _ => (0..size.min(columns.entries)).collect(),
+        "random" => random_entries(entries, size, seed),
+        _ => (0..size.min(entries)).collect(),
     };
     // `offset` skips the sample's first entries (a cut answer's next_offset).
-    let offset = checked_offset("sample_tree", "offset", args.offset)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let page = &sample[offset.min(sample.len())..];
-    let rows = read_page(&t, &columns, &named, page, job)?;
-    let names = names_of(&named);
-    let budget = ctx.budget("sample_tree");
+    let (names, rows) = read_page(&t, &members, &named, page, job)?;
+    let branch_names = names_of(&named);
+    let budget = ctx.budget(tool);
     fit_rows(&budget, page.len(), |cap| {
-        let answer = rows_answer(&names, &rows, false, "records", cap)?;
-        let mut out = answer
-            .output
+        let mut answer = rows_answer(&names, &rows, false, "records", cap)?;
+        answer.output.data["branches"] = json!(branch_names);
+        if by_file {
+            answer.output.data["by_file"] = per_file(&t, |k| {
+                let m = &members[k];
+                let mine = m.first_entry..m.first_entry + m.tree.entries;
+                json!({
+                    "entries_total": m.tree.entries,
+                    "entries_sampled": sample.iter().filter(|e| mine.contains(e)).count(),
+                })
+            });
+            fit_by_file(ctx, tool, &mut answer.output);
+        }
+        let mut out = with_files(answer.output, &t)
             .meta("entries_scanned", page.len())
             .meta("entries_returned", answer.entries_returned)
             .meta("truncated", answer.cut_short || branches_cut)
