@@ -27,6 +27,21 @@ pub struct Member<'a> {
     pub label: &'a str,
 }
 
+impl<'a> Member<'a> {
+    /// A file read on its own: the members of a one-file call.
+    pub fn single(
+        file: &'a crate::formats::root::RootFile,
+        tree: &'a TreeColumns<'a>,
+    ) -> [Member<'a>; 1] {
+        [Member {
+            file,
+            tree,
+            first_entry: 0,
+            label: "",
+        }]
+    }
+}
+
 /// `e` saying which member's file it arose in (a format error only: the
 /// others are not the file's).
 pub fn in_member(e: AnalysisError, member: &Member<'_>) -> AnalysisError {
