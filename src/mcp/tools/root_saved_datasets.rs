@@ -21,10 +21,9 @@ pub static TOOLS: &[ToolDef] = &[
         name: "define_dataset",
         title: "Save a ROOT dataset",
         toolset: Toolset::Root,
-        description: "Names a set of ROOT files read as one (a glob over indexed files such as 'run2012/**/*.root', \
-or a list of paths) with its tree, an optional description and named expressions (define), in quarry's catalog. \
-Every ROOT analysis tool then takes dataset='NAME'. A glob is matched anew at each use: files indexed or removed \
-later join or leave it. The same name replaces the earlier definition.",
+        description: "Saves a name for ROOT files read as one (a glob such as 'run2012/**/*.root', or a list of \
+paths) with their tree, a description and named expressions (define). The ROOT analysis tools then take \
+dataset='NAME'; a glob is matched anew at each use, so files indexed later join it.",
         input_schema: include_str!("../../../schema/tools/define_dataset.input.json"),
         output_schema: include_str!("../../../schema/tools/define_dataset.output.json"),
         // Writes quarry's catalog (a definition the user sees again), replacing
@@ -41,9 +40,8 @@ later join or leave it. The same name replaces the earlier definition.",
         name: "list_root_datasets",
         title: "List saved ROOT datasets",
         toolset: Toolset::Root,
-        description: "The saved ROOT datasets (define_dataset): each one's files (glob or list), tree, description, \
-named expressions, and the files it holds now with their entries, from the catalog. name= shows one dataset with \
-all its files.",
+        description: "The saved ROOT datasets: files (glob or list), tree, description, expressions, and the files \
+they hold now with their entries.",
         input_schema: include_str!("../../../schema/tools/list_root_datasets.input.json"),
         output_schema: include_str!("../../../schema/tools/list_root_datasets.output.json"),
         effects: Effects::READS,
