@@ -157,6 +157,30 @@ fn type_of(info: &ColumnInfo<'_>) -> String {
     }
 }
 
+/// A fingerprint of what a tree's columns are made of (each branch's name,
+/// class, leaves and member, depth first; not its baskets, sizes or titles):
+/// two trees with the same one have the same columns in the same order, so
+/// lining them up needs no column by column comparison. Hashed within this
+/// process only (never stored).
+pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn branches(bs: &[Branch], h: &mut std::collections::hash_map::DefaultHasher) {
+        bs.len().hash(h);
+        for b in bs {
+            (&b.name, &b.class_name, &b.element).hash(h);
+            b.leaves.len().hash(h);
+            for l in &b.leaves {
+                let shape = (l.len, l.len_type, l.is_unsigned, l.element_id, l.element_type);
+                (&l.name, &l.class_name, &l.count, shape).hash(h);
+            }
+            branches(&b.branches, h);
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    branches(&tree.branches, &mut h);
+    h.finish()
+}
+
 /// The order of `other`'s columns that lines them up with `first`'s
 /// (`other.columns[order[i]]` is `first.columns[i]`), when both trees have the
 /// same columns of the same types (in any order); else how they differ.
@@ -273,21 +297,24 @@ fn branches_of<'t>(tree: &TreeColumns<'t>, columns: &[usize]) -> Vec<&'t Branch>
 }
 
 /// The stored bytes of the baskets of the columns' branches (each once) that
-/// start within `cluster`: what reading it reads. A basket kept inside the
-/// TTree object counts nothing (it came with the tree).
-pub fn cluster_bytes(tree: &TreeColumns<'_>, columns: &[usize], cluster: &Range<u64>) -> u64 {
-    branches_of(tree, columns)
-        .into_iter()
-        .map(|b| {
-            let written = b.write_basket.min(b.basket_bytes.len());
-            b.basket_entry
-                .iter()
-                .zip(&b.basket_bytes[..written])
-                .filter(|(start, _)| u64::try_from(**start).is_ok_and(|s| cluster.contains(&s)))
-                .map(|(_, &bytes)| u64::try_from(bytes).unwrap_or(0))
-                .sum::<u64>()
-        })
-        .sum()
+/// start within each of `clusters` (ascending, disjoint): what reading each
+/// reads. A basket kept inside the TTree object counts nothing (it came with
+/// the tree). One pass over each branch's basket table.
+pub fn cluster_bytes(tree: &TreeColumns<'_>, columns: &[usize], clusters: &[Range<u64>]) -> Vec<u64> {
+    let mut bytes = vec![0; clusters.len()];
+    for b in branches_of(tree, columns) {
+        let written = b.write_basket.min(b.basket_bytes.len());
+        for (start, &size) in b.basket_entry.iter().zip(&b.basket_bytes[..written]) {
+            let Ok(start) = u64::try_from(*start) else {
+                continue;
+            };
+            let k = clusters.partition_point(|c| c.end <= start);
+            if clusters.get(k).is_some_and(|c| c.contains(&start)) {
+                bytes[k] += u64::try_from(size).unwrap_or(0);
+            }
+        }
+    }
+    bytes
 }
 
 /// What reading a tree's columns would cost, from its layout and recorded
@@ -322,10 +349,12 @@ pub fn estimate(
         entries: tree.entries,
         ..Estimate::default()
     };
-    for cluster in clusters_of(tree, columns, 0..tree.entries)? {
+    let clusters = clusters_of(tree, columns, 0..tree.entries)?;
+    let bytes = cluster_bytes(tree, columns, &clusters);
+    for (cluster, bytes) in clusters.iter().zip(bytes) {
         e.clusters += 1;
-        if tree.bounds.must_read(cut, &cluster) {
-            e.bytes_to_read += cluster_bytes(tree, columns, &cluster);
+        if tree.bounds.must_read(cut, cluster) {
+            e.bytes_to_read += bytes;
         } else {
             e.clusters_skipped += 1;
         }

@@ -329,14 +329,14 @@ fn work<'j>(
         let (mut read, mut skipped) = (0, 0);
         let clusters =
             clusters_of(member.tree, columns, local).map_err(|e| in_member(e, member))?;
-        for cluster in clusters {
+        let weights = cluster_bytes(member.tree, columns, &clusters);
+        for (cluster, weight) in clusters.into_iter().zip(weights) {
             let keep = member.tree.bounds.must_read(cut, &cluster);
             if keep {
                 read += 1;
             } else {
                 skipped += 1;
             }
-            let weight = cluster_bytes(member.tree, columns, &cluster);
             let item = Item {
                 member: m,
                 entries: cluster,

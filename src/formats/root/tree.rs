@@ -70,7 +70,7 @@ impl Branch {
 }
 
 /// What a TBranchElement adds: the class member it holds.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Element {
     pub class_name: String,
     pub parent_name: String,

@@ -533,29 +533,41 @@ fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolErro
     })
 }
 
-/// A member's tree from the catalog's layout of it (a dry run): nothing opened.
+/// A member's tree from the catalog's layout of it (a dry run): nothing
+/// opened. The tree a call parsed from the same version of the file serves
+/// as well; a layout decoded is kept apart from them (its embedded baskets
+/// are headers only, which a read must never get).
 fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolError> {
-    let tree: Tree = ctx
-        .catalog
-        .kind_row(ROOT_LAYOUTS, known.record.id, row.path.as_bytes())
-        .map_err(ToolError::internal)?
-        .ok_or_else(|| {
-            ToolError::new(
-                "corrupted_file",
-                format!(
-                    "the catalog holds no layout of tree '{}' in '{}'",
-                    row.path,
-                    known.abs.display()
-                ),
-                "Call without dry_run to read the file",
-            )
-        })?;
+    let fingerprint = known.record.info.fingerprint;
+    let parsed = (known.record.id, fingerprint, row.path.clone());
+    let tree = match cached(&parsed) {
+        Some(tree) => tree,
+        None => {
+            let layout = (known.record.id, fingerprint, format!("{}\0layout", row.path));
+            cached_tree(layout, || {
+                ctx.catalog
+                    .kind_row(ROOT_LAYOUTS, known.record.id, row.path.as_bytes())
+                    .map_err(ToolError::internal)?
+                    .ok_or_else(|| {
+                        ToolError::new(
+                            "corrupted_file",
+                            format!(
+                                "the catalog holds no layout of tree '{}' in '{}'",
+                                row.path,
+                                known.abs.display()
+                            ),
+                            "Call without dry_run to read the file",
+                        )
+                    })
+            })?
+        }
+    };
     Ok(Part {
-        fingerprint: known.record.info.fingerprint,
+        fingerprint,
         known,
         row,
         file: None,
-        tree: Arc::new(tree),
+        tree,
         order: None,
         shown: String::new(),
     })
@@ -576,14 +588,25 @@ struct TreeCache {
 
 const TREE_CACHE_BYTES: usize = 32 << 20;
 
+fn tree_cache() -> &'static Mutex<TreeCache> {
+    static CACHE: OnceLock<Mutex<TreeCache>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn cached(key: &TreeKey) -> Option<Arc<Tree>> {
+    tree_cache().lock().expect("tree cache").trees.get(key).cloned()
+}
+
+/// The tree under `key`, parsed (and kept) on first use. A tree path holds no
+/// NUL, so keys ending in `\0layout` (the catalog's layouts) never name a
+/// parsed tree.
 fn cached_tree(
     key: TreeKey,
     parse: impl FnOnce() -> Result<Tree, ToolError>,
 ) -> Result<Arc<Tree>, ToolError> {
-    static CACHE: OnceLock<Mutex<TreeCache>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().expect("tree cache").trees.get(&key) {
-        return Ok(hit.clone());
+    let cache = tree_cache();
+    if let Some(hit) = cached(&key) {
+        return Ok(hit);
     }
     let tree = Arc::new(parse()?);
     let size = tree_bytes(&tree);
