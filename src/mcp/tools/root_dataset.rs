@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::Context;
 use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
-use crate::analysis::dataset::{Member, align, alignment, first_entries};
+use crate::analysis::dataset::{Member, align, alignment, first_entries, layout_signature};
 use crate::analysis::prune::BasketSpan;
 use crate::analysis::{Plan, TreeColumns};
 use crate::catalog::datasets::{DatasetFiles, SavedDataset};
@@ -244,10 +244,13 @@ fn line_up(parts: &mut Vec<Part>, mismatched: &mut Vec<(String, String)>) {
         return;
     };
     let reference = first.tree.clone();
+    let signature = layout_signature(&reference);
     let first_columns = TreeColumns::new(&reference);
     let mut kept = Vec::with_capacity(parts.len());
     for (k, mut p) in std::mem::take(parts).into_iter().enumerate() {
-        if k > 0 {
+        // A tree made as the first is lined up already (the common case:
+        // files written by one program): no column lists to compare.
+        if k > 0 && layout_signature(&p.tree) != signature {
             match alignment(&first_columns, &TreeColumns::new(&p.tree)) {
                 Ok(order) => {
                     let identity = order.iter().enumerate().all(|(i, &o)| i == o);
