@@ -170,7 +170,13 @@ pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
             (&b.name, &b.class_name, &b.element).hash(h);
             b.leaves.len().hash(h);
             for l in &b.leaves {
-                let shape = (l.len, l.len_type, l.is_unsigned, l.element_id, l.element_type);
+                let shape = (
+                    l.len,
+                    l.len_type,
+                    l.is_unsigned,
+                    l.element_id,
+                    l.element_type,
+                );
                 (&l.name, &l.class_name, &l.count, shape).hash(h);
             }
             branches(&b.branches, h);
@@ -300,7 +306,11 @@ fn branches_of<'t>(tree: &TreeColumns<'t>, columns: &[usize]) -> Vec<&'t Branch>
 /// start within each of `clusters` (ascending, disjoint): what reading each
 /// reads. A basket kept inside the TTree object counts nothing (it came with
 /// the tree). One pass over each branch's basket table.
-pub fn cluster_bytes(tree: &TreeColumns<'_>, columns: &[usize], clusters: &[Range<u64>]) -> Vec<u64> {
+pub fn cluster_bytes(
+    tree: &TreeColumns<'_>,
+    columns: &[usize],
+    clusters: &[Range<u64>],
+) -> Vec<u64> {
     let mut bytes = vec![0; clusters.len()];
     for b in branches_of(tree, columns) {
         let written = b.write_basket.min(b.basket_bytes.len());
@@ -378,7 +388,7 @@ mod tests {
             vec![0..20, 20..40]
         );
         assert_eq!(
-            cluster_cuts(&[a.clone()], 5..35),
+            cluster_cuts(std::slice::from_ref(&a), 5..35),
             vec![5..10, 10..20, 20..30, 30..35]
         );
         assert_eq!(

@@ -27,9 +27,9 @@ pub enum Cell {
     List(Vec<Cell>),
 }
 
-/// The entries (numbered in the chain of members) at positions `offset..offset
-/// + limit` among those passing `cut` (all entries without one), with how many
-/// were scanned and selected, in all and in each member.
+/// The entries (numbered in the chain of members) at positions from `offset`,
+/// `limit` of them, among those passing `cut` (all entries without one), with
+/// how many were scanned and selected, in all and in each member.
 pub fn page_entries(
     members: &[Member<'_>],
     cut: Option<&Plan>,

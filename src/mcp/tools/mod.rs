@@ -14,6 +14,7 @@ mod root;
 mod root_analysis;
 mod root_dataset;
 mod root_dataset_answers;
+mod root_dataset_files;
 mod root_export;
 mod root_plot;
 mod root_rows;

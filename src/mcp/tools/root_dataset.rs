@@ -5,9 +5,9 @@
 //! parsed tree kept in a bounded cache by file identity, so a member costs an
 //! open and a header read) or, for a dry run, its layout read from the
 //! catalog, its columns lined up with the first member's, and its recorded
-//! bounds added for cluster skipping. The answers about the files themselves
-//! (`dry_run`, the per-file breakdown, the files skipped) are in
-//! `root_dataset_answers.rs`.
+//! bounds added for cluster skipping. Which files a `dataset` names is
+//! `root_dataset_files.rs`; the answers about the files themselves (`dry_run`,
+//! the per-file breakdown, the files skipped) are in `root_dataset_answers.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,15 +17,13 @@ use serde_json::json;
 
 use super::Context;
 use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
+use super::root_dataset_files::dataset_files;
 use crate::analysis::dataset::{Member, align, alignment, first_entries, layout_signature};
 use crate::analysis::prune::BasketSpan;
 use crate::analysis::{Plan, TreeColumns};
-use crate::catalog::datasets::{DatasetFiles, SavedDataset};
+use crate::catalog::datasets::SavedDataset;
 use crate::catalog::root::{ROOT_LAYOUTS, ROOT_STATS, StatsRow, TreeRow, branch_key};
-use crate::catalog::{FileQuery, KindSet};
-use crate::formats::Kind;
 use crate::formats::root::{Branch, RootFile, Tree, latest};
-use crate::glob::Glob;
 use crate::mcp::response::ToolError;
 
 /// The `dataset` argument: one string (a glob, a path, or a saved dataset's
@@ -39,9 +37,6 @@ pub(super) enum DatasetArg {
 
 /// Most files one dataset may hold.
 pub(super) const MAX_FILES: usize = 10_000;
-
-/// Characters that make a string a glob.
-const GLOB_CHARS: [char; 6] = ['*', '?', '[', ']', '{', '}'];
 
 /// What a tool call reads, as its arguments say.
 pub(super) struct Reading<'a> {
@@ -356,164 +351,6 @@ fn resolve(ctx: &Context, r: &Reading<'_>) -> Result<(Vec<String>, Named, String
     Ok((files, named, tree))
 }
 
-/// The files of a `dataset` argument, in the order their entries are numbered:
-/// by root, then by path.
-pub(super) fn dataset_files(
-    ctx: &Context,
-    tool: &str,
-    d: &DatasetArg,
-) -> Result<(Vec<String>, Named), ToolError> {
-    let text = match d {
-        DatasetArg::List(paths) => return Ok((listed_files(ctx, paths)?, Named::List)),
-        DatasetArg::One(text) => text.trim(),
-    };
-    // A list sent as a JSON string.
-    if text.starts_with('[')
-        && let Ok(paths) = serde_json::from_str::<Vec<String>>(text)
-    {
-        return Ok((listed_files(ctx, &paths)?, Named::List));
-    }
-    if !text.contains('/') && !text.contains(GLOB_CHARS) {
-        if let Some(saved) = ctx.catalog.dataset(text).map_err(ToolError::internal)? {
-            let files = saved_files(ctx, &saved)?;
-            return Ok((files, Named::Saved(saved)));
-        }
-    }
-    if !text.contains(GLOB_CHARS) && text.contains('/') {
-        return Ok((listed_files(ctx, &[text.to_string()])?, Named::List));
-    }
-    let files = glob_files(ctx, tool, text)?;
-    if files.is_empty() && !text.contains('/') && !text.contains(GLOB_CHARS) {
-        let names: Vec<String> = ctx
-            .catalog
-            .datasets()
-            .map_err(ToolError::internal)?
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        return Err(ToolError::new(
-            "file_not_found",
-            format!("no saved dataset and no indexed ROOT file is named '{text}'"),
-            "list_root_datasets() shows the saved datasets; a glob (e.g. 'run2012/**/*.root') names files",
-        )
-        .details(json!({ "saved_datasets": names })));
-    }
-    Ok((files, Named::Glob(text.to_string())))
-}
-
-/// The files a saved dataset holds now.
-pub(super) fn saved_files(ctx: &Context, d: &SavedDataset) -> Result<Vec<String>, ToolError> {
-    match &d.files {
-        DatasetFiles::Glob(g) => glob_files(ctx, "list_root_datasets", g),
-        DatasetFiles::List(paths) => listed_files(ctx, paths),
-    }
-}
-
-/// Paths given one by one, as tools show them (each checked against the roots
-/// by its text), in root then path order, each once.
-fn listed_files(ctx: &Context, paths: &[String]) -> Result<Vec<String>, ToolError> {
-    let roots = ctx.catalog.roots();
-    let mut files: Vec<(usize, String)> = paths
-        .iter()
-        .map(|p| {
-            roots
-                .resolve_lexically(p, None)
-                .map_err(|e| ToolError::from_path(&e))
-        })
-        .collect::<Result<_, _>>()?;
-    files.sort();
-    files.dedup();
-    Ok(files
-        .into_iter()
-        .map(|(root, rel)| shown_path(ctx, root, &rel))
-        .collect())
-}
-
-/// A file as tools show it: root-relative, with the root's name first when
-/// there are several roots (what `path` arguments take back).
-pub(super) fn shown_path(ctx: &Context, root: usize, rel: &str) -> String {
-    let roots = ctx.catalog.roots();
-    if roots.sole().is_some() {
-        rel.to_string()
-    } else {
-        format!("{}/{rel}", roots.list()[root].name)
-    }
-}
-
-/// The indexed ROOT files a glob matches, in root then path order. A pattern
-/// without '/' matches file names anywhere, one with '/' root-relative paths
-/// ('**' crosses folders), as `list_files` matches them; with several roots a
-/// pattern may start with a root's name, and an absolute pattern with a
-/// root's folder.
-pub(super) fn glob_files(
-    ctx: &Context,
-    tool: &str,
-    pattern: &str,
-) -> Result<Vec<String>, ToolError> {
-    let roots = ctx.catalog.roots();
-    let outside = || {
-        ToolError::new(
-            "permission_denied",
-            format!("the glob '{pattern}' reaches outside the configured roots"),
-            "Globs match files inside the roots: e.g. 'run2012/**/*.root' or '*.root'",
-        )
-    };
-    if pattern.contains('\0') || pattern.split('/').any(|c| c == "..") {
-        return Err(outside());
-    }
-    let (selected, pattern): (Vec<usize>, String) = if pattern.starts_with('/') {
-        let (root, rest) = absolute_glob(ctx, pattern).ok_or_else(outside)?;
-        (vec![root], rest)
-    } else {
-        match pattern.split_once('/') {
-            Some((first, rest)) if roots.sole().is_none() && roots.index_of(first).is_some() => (
-                vec![roots.index_of(first).expect("a root")],
-                rest.to_string(),
-            ),
-            _ => ((0..roots.list().len()).collect(), pattern.to_string()),
-        }
-    };
-    let glob = Glob::new(&pattern).map_err(|e| ToolError::invalid_arguments(tool, e))?;
-    let found = ctx.catalog.files().query(&FileQuery {
-        roots: &selected,
-        kinds: KindSet::only(Kind::Root),
-        glob: Some(&glob),
-        limit: MAX_FILES + 1,
-    });
-    let mut files: Vec<(usize, String)> =
-        found.files.into_iter().map(|f| (f.root, f.rel)).collect();
-    files.sort();
-    Ok(files
-        .into_iter()
-        .map(|(root, rel)| shown_path(ctx, root, &rel))
-        .collect())
-}
-
-/// An absolute glob as (root, pattern relative to it): the folders before the
-/// first component with a wildcard must lie in a root.
-fn absolute_glob(ctx: &Context, pattern: &str) -> Option<(usize, String)> {
-    let parts: Vec<&str> = pattern.split('/').collect();
-    let literal = parts.iter().position(|c| c.contains(GLOB_CHARS))?;
-    let folder = parts[..literal].join("/");
-    let (root, rel) = ctx
-        .catalog
-        .roots()
-        .locate(std::path::Path::new(if folder.is_empty() {
-            "/"
-        } else {
-            &folder
-        }))?;
-    let rest = parts[literal..].join("/");
-    Some((
-        root,
-        if rel.is_empty() {
-            rest
-        } else {
-            format!("{rel}/{rest}")
-        },
-    ))
-}
-
 /// Opens a member's file and finds its tree: parsed once per version of the
 /// file (the cache is keyed by the open descriptor's identity).
 fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolError> {
@@ -546,7 +383,11 @@ fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolEr
     let tree = match cached(&parsed) {
         Some(tree) => tree,
         None => {
-            let layout = (known.record.id, fingerprint, format!("{}\0layout", row.path));
+            let layout = (
+                known.record.id,
+                fingerprint,
+                format!("{}\0layout", row.path),
+            );
             cached_tree(layout, || {
                 ctx.catalog
                     .kind_row(ROOT_LAYOUTS, known.record.id, row.path.as_bytes())
@@ -597,7 +438,12 @@ fn tree_cache() -> &'static Mutex<TreeCache> {
 }
 
 fn cached(key: &TreeKey) -> Option<Arc<Tree>> {
-    tree_cache().lock().expect("tree cache").trees.get(key).cloned()
+    tree_cache()
+        .lock()
+        .expect("tree cache")
+        .trees
+        .get(key)
+        .cloned()
 }
 
 /// The tree under `key`, parsed (and kept) on first use. A tree path holds no

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::root::{find_tree, known_root_file};
-use super::root_dataset::{DatasetArg, MAX_FILES, glob_files, saved_files};
+use super::root_dataset::{DatasetArg, MAX_FILES};
+use super::root_dataset_files::{glob_files, saved_files};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::catalog::datasets::{DatasetFiles, SavedDataset};
 use crate::job::Job;
