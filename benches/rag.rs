@@ -235,12 +235,19 @@ fn recall_at_5(ctx: &Context, paraphrased: bool) -> usize {
                 "rag_retrieve",
                 json!({"dataset_id": "docs", "query": q, "top_k": 5}),
             );
-            v["hits"].as_array().unwrap().iter().any(|h| {
-                h["text"].as_str().unwrap().contains(fact)
-                    || h["expanded"].as_array().is_some_and(|e| {
+            // A hit's text is in its content item (sent once); the leaves
+            // expanded under a summary hit carry theirs.
+            let shown = v["content"].as_array().unwrap().iter().any(|c| {
+                c["resource"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(fact))
+            });
+            shown
+                || v["hits"].as_array().unwrap().iter().any(|h| {
+                    h["expanded"].as_array().is_some_and(|e| {
                         e.iter().any(|x| x["text"].as_str().unwrap().contains(fact))
                     })
-            })
+                })
         })
         .count()
 }

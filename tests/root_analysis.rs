@@ -50,6 +50,7 @@ fn error_code(e: &AnalysisError) -> &'static str {
         AnalysisError::UnsupportedType { .. } => "unsupported_type",
         AnalysisError::Format(_) => "corrupted_file",
         AnalysisError::Stopped { .. } => "timeout",
+        AnalysisError::TooLarge { .. } => "limit_exceeded",
     }
 }
 

@@ -11,7 +11,7 @@
 //! as uproot's metadata of the files has them, from the catalog alone (it
 //! answers while the files themselves are unreadable); a saved glob follows
 //! the files the watcher indexes and drops; a stopped job stops a dataset's
-//! scan.
+//! scan; a saved dataset's named expressions serve the calls that name it.
 
 mod common;
 
@@ -281,6 +281,30 @@ async fn a_glob_a_list_and_a_saved_dataset_read_as_uproot_concatenates() {
     assert_eq!(v["metadata"]["dataset"], json!({"saved": "hzz2012"}));
     assert_eq!(v["metadata"]["define"], json!({"pt2": "Muon_Px*Muon_Px"}));
     check_hzz(&client, h, &json!("hzz2012")).await;
+
+    // A saved dataset's named expressions serve its calls' cuts and values,
+    // and the call's own `define` wins for a name it gives too.
+    let d = &h["saved_define"];
+    ok(
+        &client,
+        "define_dataset",
+        json!({"name": "hzz_px2", "files": h["glob"], "tree": "events", "define": d["define"]}),
+    )
+    .await;
+    let v = ok(
+        &client,
+        "apply_selection",
+        json!({"dataset": "hzz_px2", "selection": d["cut"]}),
+    )
+    .await;
+    assert_eq!(v["data"]["entries_selected"], d["selected"], "{v}");
+    let v = ok(
+        &client,
+        "apply_selection",
+        json!({"dataset": "hzz_px2", "selection": d["cut"], "define": {"px2": "0"}}),
+    )
+    .await;
+    assert_eq!(v["data"]["entries_selected"], 0, "{v}");
     client.cancel().await.unwrap();
 }
 

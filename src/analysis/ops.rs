@@ -13,14 +13,14 @@ use crate::job::Job;
 
 /// Plans evaluated together over one scan: the union of their columns, and
 /// each plan's slots mapped into it.
-struct Together<'p> {
+pub(super) struct Together<'p> {
     plans: Vec<&'p Plan>,
-    columns: Vec<usize>,
+    pub(super) columns: Vec<usize>,
     maps: Vec<Vec<usize>>,
 }
 
 impl<'p> Together<'p> {
-    fn new(plans: Vec<&'p Plan>) -> Together<'p> {
+    pub(super) fn new(plans: Vec<&'p Plan>) -> Together<'p> {
         let mut columns: Vec<usize> = Vec::new();
         let maps = plans
             .iter()
@@ -55,7 +55,7 @@ impl<'p> Together<'p> {
     }
 
     /// Evaluates every plan over a window's columns.
-    fn evaluate(
+    pub(super) fn evaluate(
         &self,
         slots: &[SlotData<'_>],
         w: &Window<'_, '_>,
@@ -118,7 +118,7 @@ fn evaluated_inputs<'a>(slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs
 }
 
 /// A window's columns as the evaluator takes them.
-fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
+pub(super) fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
     (0..together.columns.len())
         .map(|i| w.slot_data(i))
         .collect()

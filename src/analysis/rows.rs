@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use super::counted::{CountedReader, open_readers};
 use super::dataset::{Member, chain_entries, locate};
-use super::eval::{Inputs, SlotData};
-use super::ops::Counted;
+use super::eval::{Inputs, SlotData, Val};
+use super::ops::{Counted, Together, window_slots};
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::scan;
@@ -170,6 +170,71 @@ pub fn read_rows(
         }
     }
     Ok(rows)
+}
+
+/// The values of expressions (`plans`) at `entries` (ascending, numbered in
+/// the chain of members):
+/// `rows[i][k]` is plan `k` at entry `entries[i]`, a number (NaN where it has
+/// no value) or, for a collection, a list (empty where it has no value).
+/// The columns the plans read are scanned from the first entry to the last,
+/// and only the windows holding a wanted entry are evaluated.
+pub fn read_computed(
+    members: &[Member<'_>],
+    plans: &[&Plan],
+    entries: &[u64],
+    job: &Job,
+) -> Result<Vec<Vec<Cell>>, AnalysisError> {
+    let mut rows: Vec<Vec<Cell>> = entries
+        .iter()
+        .map(|_| Vec::with_capacity(plans.len()))
+        .collect();
+    let (Some(&first), Some(&last)) = (entries.first(), entries.last()) else {
+        return Ok(rows);
+    };
+    let together = Together::new(plans.to_vec());
+    let mut next = 0;
+    scan(
+        members,
+        &together.columns,
+        first..last + 1,
+        None,
+        job,
+        |w| {
+            // Entries numbered in the chain of members, as `entries` are.
+            let start = w.global_start();
+            let end = start + w.len() as u64;
+            let wanted = next..next + entries[next..].partition_point(|&e| e < end);
+            if wanted.is_empty() {
+                return Ok(true);
+            }
+            let slots = window_slots(&together, w);
+            let values = together.evaluate(&slots, w)?;
+            for i in wanted.clone() {
+                let r = (entries[i] - start) as usize;
+                rows[i].extend(values.iter().map(|v| computed_cell(v, r)));
+            }
+            next = wanted.end;
+            Ok(next < entries.len())
+        },
+    )?;
+    Ok(rows)
+}
+
+/// An evaluated value at a window's entry `r` as a cell.
+fn computed_cell(v: &Val, r: usize) -> Cell {
+    let missing = |valid: &Option<Vec<bool>>| valid.as_ref().is_some_and(|m| !m[r]);
+    match v {
+        Val::Const(c) => Cell::Float(*c),
+        Val::Scalar { valid, .. } if missing(valid) => Cell::Float(f64::NAN),
+        Val::Scalar { v, .. } => Cell::Float(v[r]),
+        Val::Jagged { valid, .. } if missing(valid) => Cell::List(Vec::new()),
+        Val::Jagged { v, offsets, .. } => Cell::List(
+            v[offsets[r]..offsets[r + 1]]
+                .iter()
+                .map(|&x| Cell::Float(x))
+                .collect(),
+        ),
+    }
 }
 
 /// The stored bytes of a column's baskets read for `entries` (ascending),

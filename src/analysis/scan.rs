@@ -183,24 +183,44 @@ pub struct Window<'s, 'f> {
     streams: &'s [Stream<'f>],
 }
 
-/// A column's part of a window: values `elements` of `column`.
+/// A column's part of a window: values `elements` of `values`, laid out by
+/// entry through `offsets` (a collection) or `inner` values per entry.
 pub struct ColumnPart<'a> {
-    pub column: &'a Column,
+    pub values: &'a Values,
     pub elements: Range<usize>,
     /// Each entry's start relative to `elements.start`, for a collection.
     offsets: &'a [usize],
+    counted: bool,
+    inner: usize,
 }
 
-impl ColumnPart<'_> {
-    /// The values of the window's entry `r` in `column.values`.
+impl<'a> ColumnPart<'a> {
+    /// Values computed for a window (an expression's): one per entry, or
+    /// laid out by `offsets` (from 0, one more than the entries).
+    pub fn computed(values: &'a Values, offsets: Option<&'a [usize]>) -> ColumnPart<'a> {
+        ColumnPart {
+            values,
+            elements: 0..values.len(),
+            offsets: offsets.unwrap_or(&[]),
+            counted: offsets.is_some(),
+            inner: 1,
+        }
+    }
+
+    /// The values of the window's entry `r` in `values`.
     pub fn entry(&self, r: usize) -> Range<usize> {
         let start = self.elements.start;
-        if self.column.counts.is_some() {
+        if self.counted {
             start + self.offsets[r]..start + self.offsets[r + 1]
         } else {
-            let inner = self.column.inner;
+            let inner = self.inner;
             start + r * inner..start + (r + 1) * inner
         }
+    }
+
+    /// Whether each entry holds a list (a collection or a fixed array).
+    pub fn is_list(&self) -> bool {
+        self.counted || self.inner > 1
     }
 }
 
@@ -222,9 +242,11 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
         ColumnPart {
-            column: &s.column,
+            values: &s.column.values,
             elements: s.window_elements.clone(),
             offsets: &s.window_offsets,
+            counted: s.column.counts.is_some(),
+            inner: s.column.inner,
         }
     }
 
@@ -233,9 +255,9 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn slot_data(&self, i: usize) -> SlotData<'s> {
         let part = self.part(i);
         let s = &self.streams[i];
-        let is_collection = part.column.counts.is_some() || part.column.inner > 1;
+        let is_collection = part.is_list();
         SlotData {
-            values: &part.column.values,
+            values: part.values,
             elements: part.elements.clone(),
             offsets: is_collection.then(|| s.window_offsets.clone()),
             name: s.name.clone(),
@@ -399,7 +421,9 @@ fn open_streams<'f>(
 }
 
 /// Hands `each` the windows of a cluster, in entry order; false when `each`
-/// asked to stop. With `side_by_side`, columns needing their next basket
+/// asked to stop. A window `each` finds `TooLarge` is handed over again in
+/// halves (so `each` must fail before it changes anything). With
+/// `side_by_side`, columns needing their next basket
 /// decode it in parallel (for a scan that is not already one of many).
 fn scan_cluster(
     streams: &mut [Stream<'_>],
@@ -414,9 +438,12 @@ fn scan_cluster(
         (u128::from(item.weight) * u128::from(at - cluster.start) / u128::from(len.max(1))) as u64
     };
     let mut at = cluster.start;
+    // Entries per window at most: fewer, for the rest of the cluster, once
+    // a window made more values than the evaluator allows (pairs).
+    let mut span = WINDOW;
     while at < cluster.end {
         progress.check()?;
-        let mut window_end = cluster.end.min(at + WINDOW);
+        let mut window_end = cluster.end.min(at + span);
         if side_by_side && streams.iter().filter(|s| !s.range().contains(&at)).count() > 1 {
             use rayon::prelude::*;
             streams.par_iter_mut().try_for_each(|s| s.seek(at))?;
@@ -434,7 +461,15 @@ fn scan_cluster(
             first_entry,
             streams,
         };
-        let go_on = each(&window)?;
+        let go_on = match each(&window) {
+            // `each` leaves no trace of a window it failed on, so the same
+            // entries are handed over again, in halves.
+            Err(AnalysisError::TooLarge { .. }) if window_end - at > 1 => {
+                span = (window_end - at) / 2;
+                continue;
+            }
+            went => went?,
+        };
         progress.add(share(window_end) - share(at), window_end - at);
         at = window_end;
         if !go_on {
@@ -469,8 +504,11 @@ pub fn scan(
     let (items, progress) = work(members, (columns, cut), entries, job)?;
     let mut entries_read = 0;
     let mut each = |w: &Window<'_, '_>| {
-        entries_read += w.entries.end - w.entries.start;
-        each(w)
+        let went = each(w);
+        if went.is_ok() {
+            entries_read += w.entries.end - w.entries.start;
+        }
+        went
     };
     let open = |m: usize| {
         let member = &members[m];

@@ -17,6 +17,7 @@ mod root_dataset_answers;
 mod root_dataset_files;
 mod root_export;
 mod root_plot;
+mod root_quantities;
 mod root_rows;
 mod root_saved_datasets;
 

@@ -13,6 +13,9 @@ use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
 };
 use super::root_plot::with_plot;
+use super::root_quantities::{
+    column_specs, defines_key, defines_of, expression_plan, quantity_plan, stored_branch,
+};
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::dataset::Member;
 use crate::analysis::ops::{
@@ -32,7 +35,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
 `Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
 element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry.",
+reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
+Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -42,7 +46,8 @@ reduce a collection to one value per entry.",
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch with an optional cut and weight branch: bins [lo, hi), \
+        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
+InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
 underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
 collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
 elements per entry. range defaults to the branch's cached min and max.",
@@ -55,7 +60,7 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches (one value per entry, or of one collection) with an \
+        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
@@ -67,8 +72,8 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
         description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
-passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
+0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+passing elements). Non-finite values are left out.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
         effects: Effects::READS,
@@ -161,6 +166,13 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
             )
             .details(json!({ "entries_done": entries_done, "entries_total": total }))
         }
+        AnalysisError::TooLarge { message } => ToolError::new(
+            "limit_exceeded",
+            message,
+            "Pair fewer elements: cut the collection's entries first (a selection on its size, e.g. nJet < 50), \
+or reduce it with Sum/Max/Any before pairing",
+        )
+        .details(json!({ "selection": selection })),
     }
 }
 
@@ -171,6 +183,7 @@ struct SelectionArgs {
     dataset: Option<DatasetArg>,
     tree: Option<String>,
     selection: String,
+    define: Option<Value>,
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
@@ -193,7 +206,9 @@ fn apply_selection(
     let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let plan = plan_of(Some(&args.selection), &columns[0], &t)?.expect("a cut was given");
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let plan = expression_plan(Some(&args.selection), &columns[0], &defines, &t)?
+        .expect("a cut was given");
     add_bounds(ctx, &t, &mut columns, Some(&plan))?;
     if dry_run {
         return dry_run_answer(
@@ -268,6 +283,7 @@ struct HistogramArgs {
     flatten: Option<bool>,
     plot: Option<bool>,
     offset: Option<i64>,
+    define: Option<Value>,
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
@@ -353,7 +369,9 @@ fn resolve_range(
         return Ok((checked_range("range", r)?, "given"));
     }
     let multiplicity = req.value.is_jagged() && !req.flatten;
-    if let Some((lo, hi)) = cached_range(ctx, t, columns, &req.value.text, multiplicity)? {
+    if let Some(branch) = stored_branch(&columns[0], req.value)
+        && let Some((lo, hi)) = cached_range(ctx, t, columns, branch, multiplicity)?
+    {
         return Ok((covering(lo, hi), "catalog statistics"));
     }
     let found = value_range(members, req, job).map_err(|e| analysis_error(e, t, None))?;
@@ -361,15 +379,6 @@ fn resolve_range(
         found.map_or((0.0, 1.0), |(lo, hi)| covering(lo, hi)),
         "a pass over the data",
     ))
-}
-
-pub(super) fn plan_of(
-    text: Option<&str>,
-    columns: &TreeColumns<'_>,
-    t: &OpenTree,
-) -> Result<Option<Plan>, ToolError> {
-    text.map(|s| Plan::new(s, columns).map_err(|e| analysis_error(e, t, Some(s))))
-        .transpose()
 }
 
 fn compute_histogram(
@@ -391,9 +400,14 @@ fn compute_histogram(
     let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let value = Plan::column(&args.branch, &columns[0]).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
-    let weight = plan_of(args.weights.as_deref(), &columns[0], &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let value = quantity_plan(&args.branch, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
+    let weight = args
+        .weights
+        .as_deref()
+        .map(|w| quantity_plan(w, &columns[0], &defines, &t))
+        .transpose()?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     if dry_run {
         let read = columns_read(&[], &[Some(&value), cut.as_ref(), weight.as_ref()]);
@@ -474,13 +488,14 @@ fn compute_histogram(
             overflow: h.overflow,
         };
         let key = format!(
-            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}",
+            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}{}",
             t.source_args(),
             t.first().row.path,
             args.branch,
             args.selection,
             args.weights,
-            req.flatten
+            req.flatten,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
     }
@@ -515,6 +530,7 @@ struct Histogram2dArgs {
     plot: Option<bool>,
     x_offset: Option<i64>,
     y_offset: Option<i64>,
+    define: Option<Value>,
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
@@ -552,9 +568,10 @@ fn compute_histogram_2d(
     let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let x = Plan::column(&args.x_branch, &columns[0]).map_err(|e| analysis_error(e, &t, None))?;
-    let y = Plan::column(&args.y_branch, &columns[0]).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let x = quantity_plan(&args.x_branch, &columns[0], &defines, &t)?;
+    let y = quantity_plan(&args.y_branch, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     if dry_run {
         let read = columns_read(&[], &[Some(&x), Some(&y), cut.as_ref()]);
@@ -628,12 +645,13 @@ fn compute_histogram_2d(
             outside: h.outside,
         };
         let key = format!(
-            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}",
+            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}{}",
             t.source_args(),
             t.first().row.path,
             args.x_branch,
             args.y_branch,
-            args.selection
+            args.selection,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
     }
@@ -652,10 +670,11 @@ struct StatsArgs {
     path: Option<String>,
     dataset: Option<DatasetArg>,
     tree: Option<String>,
-    branches: Vec<String>,
+    branches: Value,
     selection: Option<String>,
     quantiles: Option<Vec<f64>>,
     offset: Option<i64>,
+    define: Option<Value>,
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
@@ -667,14 +686,32 @@ fn get_branch_stats(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: StatsArgs = parse_args("get_branch_stats", args)?;
-    if args.branches.is_empty() || args.branches.len() > MAX_STATS_BRANCHES {
+    let specs = column_specs("get_branch_stats", &args.branches)?;
+    if specs.is_empty() || specs.len() > MAX_STATS_BRANCHES {
+        let first: Value = match &args.branches {
+            Value::Array(items) => items.iter().take(MAX_STATS_BRANCHES).cloned().collect(),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .take(MAX_STATS_BRANCHES)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
         return Err(ToolError::new(
             "limit_exceeded",
-            format!("branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}", args.branches.len()),
+            format!(
+                "branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}",
+                specs.len()
+            ),
             "Ask for fewer branches per call",
         )
-        .retry_with(json!({ "branches": args.branches.iter().take(MAX_STATS_BRANCHES).collect::<Vec<_>>() })));
+        .retry_with(json!({ "branches": first })));
     }
+    let names: Vec<String> = specs
+        .iter()
+        .map(|(name, text)| name.clone().unwrap_or_else(|| text.clone()))
+        .collect();
     let quantiles = args.quantiles.clone().unwrap_or_default();
     if quantiles.len() > MAX_QUANTILES || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
         return Err(ToolError::new(
@@ -694,12 +731,12 @@ fn get_branch_stats(
     let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    let plans = args
-        .branches
+    let plans = specs
         .iter()
-        .map(|b| Plan::column(b, &columns[0]).map_err(|e| analysis_error(e, &t, None)))
+        .map(|(_, text)| quantity_plan(text, &columns[0], &defines, &t))
         .collect::<Result<Vec<_>, _>>()?;
     if dry_run {
         let mut all: Vec<Option<&Plan>> = plans.iter().map(Some).collect();
@@ -712,7 +749,7 @@ fn get_branch_stats(
     // answer fits the budget; the rest wait for the next call.
     let offset = checked_offset(tool, "offset", args.offset)?;
     let budget = ctx.budget(tool);
-    let remaining = args.branches.len().saturating_sub(offset);
+    let remaining = names.len().saturating_sub(offset);
     // Each file's statistics of the branches kept so far (`by_file`).
     let mut files: Vec<Map<String, Value>> = vec![Map::new(); t.parts.len()];
     let answer = |statistics: &Map<String, Value>,
@@ -740,7 +777,7 @@ fn get_branch_stats(
     };
     let mut statistics = Map::new();
     let (mut scanned, mut selected, mut kept) = (0, 0, 0);
-    for (name, plan) in args.branches.iter().zip(&plans).skip(offset) {
+    for (name, plan) in names.iter().zip(&plans).skip(offset) {
         let req = HistRequest {
             value: plan,
             cut: cut.as_ref(),
@@ -749,9 +786,12 @@ fn get_branch_stats(
         };
         // Without a cut every value of the branch counts: the catalog's range
         // of it (when cached) holds them all.
-        let range = match &cut {
-            None => cached_range(ctx, &t, &columns, name, false)?,
-            Some(_) => None,
+        let range = match (&cut, &plan.root) {
+            (None, _) => match stored_branch(&columns[0], plan) {
+                Some(branch) => cached_range(ctx, &t, &columns, branch, false)?,
+                None => None,
+            },
+            _ => None,
         };
         let s = branch_stats(&members, &req, &quantiles, DEFAULT_CAP, range, job)
             .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;

@@ -7,14 +7,16 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_for, plan_of};
+use super::root_analysis::{analysis_error, open_for};
 use super::root_dataset::{DatasetArg, add_bounds, reading};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
 };
-use super::root_rows::columns_of;
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
+use crate::analysis::Plan;
 use crate::analysis::export::{ExportError, ExportFormat, export};
+use crate::analysis::quantities::Quantity;
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::roots::{CreateError, create_pending};
@@ -23,9 +25,10 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
     title: "Export entries to a file",
     toolset: Toolset::Root,
-    description: "Writes the entries of a TTree passing an optional ROOT cut (branches chosen, up to 10,000,000 \
+    description: "Writes the entries of a TTree passing an optional ROOT cut (branches or expressions chosen, \
+'name=expression' naming a column; up to 10,000,000 \
 entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
-(collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
+(collections as list columns).",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
     output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
     // Replaces a file already at output_path; the same request writes the same
@@ -47,7 +50,8 @@ struct ExportArgs {
     path: Option<String>,
     dataset: Option<DatasetArg>,
     tree: Option<String>,
-    branches: Vec<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     output_format: String,
@@ -142,7 +146,8 @@ fn export_branches(
         )
         .retry_with(json!({ "limit": EXPORT_MAX })));
     }
-    if args.branches.is_empty() {
+    let specs = column_specs("export_branches", &args.branches)?;
+    if specs.is_empty() {
         return Err(ToolError::invalid_arguments(
             "export_branches",
             "branches must name at least one branch (see list_branches)",
@@ -160,12 +165,20 @@ fn export_branches(
     let (base, rel) = export_target(ctx, &args.output_path)?;
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let named = columns_of(&t, &columns[0], Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let named = named_columns(&specs, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     if dry_run {
-        let named: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-        let read = columns_read(&named, &[cut.as_ref()]);
+        let mut stored = Vec::new();
+        let mut plans: Vec<Option<&Plan>> = vec![cut.as_ref()];
+        for n in &named {
+            match &n.quantity {
+                Quantity::Branch(c) => stored.push(*c),
+                Quantity::Expression(p) => plans.push(Some(p)),
+            }
+        }
+        let read = columns_read(&stored, &plans);
         return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
     }
     let members = t.members(&columns);

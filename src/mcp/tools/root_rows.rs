@@ -6,15 +6,17 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_for, plan_of};
+use super::root_analysis::{analysis_error, open_for};
 use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata, with_files,
 };
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
-use crate::analysis::TreeColumns;
 use crate::analysis::dataset::{Member, locate};
-use crate::analysis::rows::{Cell, page_entries, read_chain_rows};
+use crate::analysis::quantities::{Named, Quantity};
+use crate::analysis::rows::{Cell, page_entries, read_chain_rows, read_computed};
+use crate::analysis::{Plan, TreeColumns};
 use crate::job::Job;
 use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -24,10 +26,11 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_branches",
         title: "Read entries of a tree",
         toolset: Toolset::Root,
-        description: "Values of branches for the entries passing an optional ROOT cut, a page at a time (offset, \
+        description: "Values of branches or expressions ('pt=hypot(Muon_Px, Muon_Py)' names a column; define names \
+expressions) for the entries passing an optional ROOT cut, a page at a time (offset, \
 limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
 values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
-NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
+NaN and infinities are null.",
         input_schema: include_str!("../../../schema/tools/read_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/read_branches.output.json"),
         effects: Effects::READS,
@@ -61,7 +64,8 @@ struct ReadArgs {
     path: Option<String>,
     dataset: Option<DatasetArg>,
     tree: Option<String>,
-    branches: Vec<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     offset: Option<i64>,
@@ -90,14 +94,18 @@ pub(super) fn columns_of(
     t: &OpenTree,
     columns: &TreeColumns<'_>,
     names: Option<&[String]>,
-) -> Result<Vec<(String, usize)>, ToolError> {
+) -> Result<Vec<Named>, ToolError> {
+    let stored = |name: String, c: usize| Named {
+        name,
+        quantity: Quantity::Branch(c),
+    };
     match names {
         Some(names) => names
             .iter()
             .map(|n| {
                 columns
                     .require(n)
-                    .map(|c| (n.clone(), c))
+                    .map(|c| stored(n.clone(), c))
                     .map_err(|e| analysis_error(e, t, None))
             })
             .collect(),
@@ -112,7 +120,7 @@ pub(super) fn columns_of(
                         && c.branch.element.is_none())
             })
             .filter(|(_, c)| c.branch.branches.is_empty())
-            .map(|(i, c)| (c.path.clone(), i))
+            .map(|(i, c)| stored(c.path.clone(), i))
             .collect()),
     }
 }
@@ -355,6 +363,13 @@ fn read_branches(
     }
     let limit = checked_count("limit", args.limit, READ_LIMIT_DEFAULT, READ_LIMIT_MAX)?;
     let offset = checked_count("offset", args.offset, 0, i64::MAX)?;
+    let specs = column_specs("read_branches", &args.branches)?;
+    if specs.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "read_branches",
+            "branches must name at least one branch or expression (see list_branches)",
+        ));
+    }
     let tool = "read_branches";
     let r = reading(
         tool,
@@ -366,12 +381,15 @@ fn read_branches(
     let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let t = open_for(ctx, &r, dry_run)?;
     let mut columns = t.columns();
-    let named = columns_of(&t, &columns[0], Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns[0], &t)?;
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let named = named_columns(&specs, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
     if dry_run {
-        let named: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-        let read = columns_read(&named, &[cut.as_ref()]);
+        let (stored, plans) = split_named(&named);
+        let mut all: Vec<Option<&Plan>> = plans.into_iter().map(Some).collect();
+        all.push(cut.as_ref());
+        let read = columns_read(&stored, &all);
         return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
     }
     let members = t.members(&columns);
@@ -380,10 +398,10 @@ fn read_branches(
     let (names, rows) = read_page(&t, &members, &named, &page, job)?;
     let flatten = args.flatten.unwrap_or(false);
     let budget = ctx.budget(tool);
-    let branch_names = names_of(&named);
+    let column_names = names_of(&named);
     let out = fit_rows(&budget, page.len(), |cap| {
         let mut answer = rows_answer(&names, &rows, flatten, format, cap)?;
-        answer.output.data["branches"] = json!(branch_names);
+        answer.output.data["branches"] = json!(column_names);
         if by_file {
             answer.output.data["by_file"] = per_file(&t, |k| {
                 json!({
@@ -422,8 +440,8 @@ or summarise everything with compute_histogram or get_branch_stats",
     Ok(out)
 }
 
-fn names_of(named: &[(String, usize)]) -> Vec<String> {
-    named.iter().map(|(n, _)| n.clone()).collect()
+fn names_of(named: &[Named]) -> Vec<String> {
+    named.iter().map(|n| n.name.clone()).collect()
 }
 
 /// The answer `build(rows_cap)` makes, with the rows held to the most bytes
@@ -461,23 +479,57 @@ fn fit_rows(
     }
 }
 
-/// Keys a dataset's rows carry besides their branches: the file, the entry
-/// in it, and the entry in the dataset (numbered across the files in order).
+/// Keys a dataset's rows carry besides their columns: the file, the entry in
+/// it, and the entry in the dataset (numbered across the files in order).
 const PROVENANCE: [&str; 3] = ["_file", "_entry", "_global_entry"];
 
+/// The branches read as stored and the expressions among named columns.
+fn split_named(named: &[Named]) -> (Vec<usize>, Vec<&Plan>) {
+    let mut stored = Vec::new();
+    let mut computed = Vec::new();
+    for n in named {
+        match &n.quantity {
+            Quantity::Branch(c) => stored.push(*c),
+            Quantity::Expression(plan) => computed.push(plan),
+        }
+    }
+    (stored, computed)
+}
+
 /// The values of the page's entries (numbered across the files), for the
-/// named branches; a dataset's rows also say where each entry is
-/// (`PROVENANCE`). Returns the keys of the rows with them.
+/// named branches and expressions (branches read as stored, expressions
+/// computed), in the order named; a dataset's rows also say where each entry
+/// is (`PROVENANCE`). Returns the keys of the rows with them.
 fn read_page(
     t: &OpenTree,
     members: &[Member<'_>],
-    named: &[(String, usize)],
+    named: &[Named],
     page: &[u64],
     job: &Job,
 ) -> Result<(Vec<String>, Vec<Vec<Cell>>), ToolError> {
-    let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-    let mut rows =
-        read_chain_rows(members, &indices, page, job).map_err(|e| analysis_error(e, t, None))?;
+    let (stored, computed) = split_named(named);
+    let failed = |e| analysis_error(e, t, None);
+    let stored_rows = read_chain_rows(members, &stored, page, job).map_err(failed)?;
+    let mut rows = if computed.is_empty() {
+        stored_rows
+    } else {
+        let computed_rows = read_computed(members, &computed, page, job).map_err(failed)?;
+        stored_rows
+            .into_iter()
+            .zip(computed_rows)
+            .map(|(stored, computed)| {
+                let (mut stored, mut computed) = (stored.into_iter(), computed.into_iter());
+                named
+                    .iter()
+                    .map(|n| match n.quantity {
+                        Quantity::Branch(_) => stored.next(),
+                        Quantity::Expression(_) => computed.next(),
+                    })
+                    .map(|cell| cell.expect("a cell per column"))
+                    .collect()
+            })
+            .collect()
+    };
     let mut names = names_of(named);
     if t.is_dataset() {
         names.extend(PROVENANCE.map(String::from));
@@ -620,8 +672,8 @@ fn sample_tree(
         branches_total
     });
     if dry_run {
-        let read: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-        return dry_run_answer(ctx, tool, &t, &columns, (&read, None), by_file);
+        let (stored, _) = split_named(&named);
+        return dry_run_answer(ctx, tool, &t, &columns, (&stored, None), by_file);
     }
     let members = t.members(&columns);
     let seed = args.seed.unwrap_or(0);
@@ -634,11 +686,11 @@ fn sample_tree(
     let offset = checked_offset(tool, "offset", args.offset)?;
     let page = &sample[offset.min(sample.len())..];
     let (names, rows) = read_page(&t, &members, &named, page, job)?;
-    let branch_names = names_of(&named);
+    let column_names = names_of(&named);
     let budget = ctx.budget(tool);
     fit_rows(&budget, page.len(), |cap| {
         let mut answer = rows_answer(&names, &rows, false, "records", cap)?;
-        answer.output.data["branches"] = json!(branch_names);
+        answer.output.data["branches"] = json!(column_names);
         if by_file {
             answer.output.data["by_file"] = per_file(&t, |k| {
                 let m = &members[k];

@@ -22,9 +22,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "define_dataset",
         title: "Save a ROOT dataset",
         toolset: Toolset::Root,
-        description: "Saves a name for ROOT files read as one (a glob such as 'run2012/**/*.root', or a list of \
-paths) with their tree, a description and named expressions (define). The ROOT analysis tools then take \
-dataset='NAME'; a glob is matched anew at each use, so files indexed later join it.",
+        description: "Names ROOT files read as one (a glob, or paths) with their tree, a description and \
+expressions; analysis tools then take dataset='NAME' (a glob matched anew at each use).",
         input_schema: include_str!("../../../schema/tools/define_dataset.input.json"),
         output_schema: include_str!("../../../schema/tools/define_dataset.output.json"),
         // Writes quarry's catalog (a definition the user sees again), replacing
@@ -41,8 +40,7 @@ dataset='NAME'; a glob is matched anew at each use, so files indexed later join 
         name: "list_root_datasets",
         title: "List saved ROOT datasets",
         toolset: Toolset::Root,
-        description: "The saved ROOT datasets: files (glob or list), tree, description, expressions, and the files \
-they hold now with their entries.",
+        description: "The saved ROOT datasets, with the files and entries they hold now.",
         input_schema: include_str!("../../../schema/tools/list_root_datasets.input.json"),
         output_schema: include_str!("../../../schema/tools/list_root_datasets.output.json"),
         effects: Effects::READS,
