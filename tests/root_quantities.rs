@@ -10,6 +10,7 @@ mod common;
 use std::path::Path;
 
 use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use quarry::analysis::dataset::Member;
 use quarry::analysis::ops::count_selected;
 use quarry::analysis::prune::BasketSpan;
 use quarry::analysis::scan::to_f64;
@@ -406,8 +407,9 @@ fn cluster_skipping_never_drops_what_vecops_cuts_select() {
         let cut = s["selection"].as_str().unwrap();
         let with_bounds = bounded(&file, &tree);
         let plan = Plan::new(cut, &plain).unwrap();
-        let all = count_selected(&file, &plain, &plan, &job).unwrap();
-        let pruned = count_selected(&file, &with_bounds, &plan, &job).unwrap();
+        let (all, _) = count_selected(&Member::single(&file, &plain), &plan, &job).unwrap();
+        let (pruned, _) =
+            count_selected(&Member::single(&file, &with_bounds), &plan, &job).unwrap();
         assert_eq!(all.selected, s["selected"].as_u64().unwrap(), "{cut}");
         assert_eq!(
             pruned.selected, all.selected,
@@ -442,7 +444,7 @@ fn defines_nest_no_deeper_than_one_cut() {
         quarry::analysis::Defines::new(entries).unwrap()
     };
     let plan = Plan::with_defines("d3 > 10", &columns, &chain(5, 4)).unwrap();
-    let n = count_selected(&file, &columns, &plan, &Job::default()).unwrap();
+    let (n, _) = count_selected(&Member::single(&file, &columns), &plan, &Job::default()).unwrap();
     assert!(n.selected > 0);
     for (calls, levels) in [(60, 16), (33, 2)] {
         let last = format!("d{} > 10", levels - 1);

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use quarry::analysis::eval::{Inputs, SlotData, Val, count_passing, entry_mask, evaluate, truth};
+use quarry::analysis::dataset::Member;
 use quarry::analysis::ops::count_selected;
 use quarry::analysis::predicate::{Predicate, Rows};
 use quarry::analysis::prune::BasketSpan;
@@ -171,10 +172,10 @@ fuzz_target!(|data: &[u8]| {
     predicate_agrees(&plan, whole, plain.entries as usize);
     let job = Job::default();
     let (a, b) = (
-        count_selected(file, &plain, &plan, &job),
-        count_selected(file, &bounded, &plan, &job),
+        count_selected(&Member::single(file, &plain), &plan, &job),
+        count_selected(&Member::single(file, &bounded), &plan, &job),
     );
-    if let (Ok(a), Ok(b)) = (a, b) {
+    if let (Ok((a, _)), Ok((b, _))) = (a, b) {
         assert_eq!(
             a.selected, b.selected,
             "cluster skipping changed the count of {text:?}"

@@ -28,12 +28,13 @@ use parquet::file::writer::SerializedFileWriter;
 
 use super::AnalysisError;
 use super::computed::{Computed, ReadColumns, Source};
+use super::dataset::{Member, chain_entries};
 use super::eval::{Inputs, SlotData, evaluate};
-use super::plan::{Plan, TreeColumns};
+use super::plan::Plan;
 use super::predicate::{Predicate, mask_cut};
 use super::quantities::{Named, Quantity};
 use super::scan::{ColumnPart, WINDOW, scan};
-use crate::formats::root::{RootFile, Values};
+use crate::formats::root::Values;
 use crate::job::Job;
 
 /// The file formats `export` writes.
@@ -79,23 +80,26 @@ impl From<arrow_schema::ArrowError> for ExportError {
 }
 
 /// What an export did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exported {
     /// Entries read (the clusters the cut ruled out are not read).
     pub entries_scanned: u64,
     pub entries_written: u64,
-    /// The entry the export stopped before: the tree's entry count when it
-    /// went through, less when the limit stopped it.
+    /// The entry (numbered in the chain of members) the export stopped
+    /// before: the entry count when it went through, less when the limit
+    /// stopped it.
     pub stopped_at: u64,
+    /// Each member's entries read and written (`selected`).
+    pub by_member: Vec<super::ops::Counted>,
 }
 
-/// Writes the entries passing `cut` (all without one), at most `limit`, of the
-/// named `columns` (branches as stored, expressions computed in double) to
-/// `out` in `format`; returns `out` once complete.
+/// Writes the entries of the members passing `cut` (all without one), at most
+/// `limit`, of the named `columns` (branches as stored, expressions computed
+/// in double; indices into each member's `tree.columns`) to `out` in
+/// `format`, member after member; returns `out` once complete.
 #[allow(clippy::too_many_arguments)]
 pub fn export<W: Write + Send + 'static>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     columns: &[Named],
     cut: Option<&Plan>,
     limit: u64,
@@ -103,13 +107,17 @@ pub fn export<W: Write + Send + 'static>(
     out: W,
     job: &Job,
 ) -> Result<(Exported, W), ExportError> {
+    let Some(first) = members.first() else {
+        return Err(ExportError::Write("no file to export from".into()));
+    };
     let read = ReadColumns::new(columns, cut);
     let mut types = Vec::with_capacity(columns.len());
     for n in columns {
         types.push(match &n.quantity {
             Quantity::Branch(c) => {
-                let info = &tree.columns[*c];
-                let empty = file
+                let info = &first.tree.columns[*c];
+                let empty = first
+                    .file
                     .column_reader(info.branch, info.leaf)
                     .map_err(AnalysisError::from)?
                     .empty_column();
@@ -120,20 +128,24 @@ pub fn export<W: Write + Send + 'static>(
     }
     let names: Vec<String> = columns.iter().map(|n| n.name.clone()).collect();
     let mut writer = Writer::new(format, out, &names, &types)?;
-    let mut done = Exported::default();
+    let total = chain_entries(members);
+    let mut done = Exported {
+        by_member: vec![Default::default(); members.len()],
+        ..Exported::default()
+    };
     let mut failure: Option<ExportError> = None;
     let predicate = cut.and_then(|p| Predicate::of(&p.root));
     // Without a cut the entries written are the first `limit`: the scan stops
     // there instead of decoding (ahead, beside the writer) a cluster past it.
     let entries = match cut {
-        Some(_) => 0..tree.entries,
-        None => 0..limit.min(tree.entries),
+        Some(_) => 0..total,
+        None => 0..limit.min(total),
     };
-    let scanned = scan(file, tree, &read.columns, entries, cut, job, |w| {
+    let scanned = scan(members, &read.columns, entries, cut, job, |w| {
         let slots: Vec<SlotData> = (0..read.columns.len()).map(|i| w.slot_data(i)).collect();
         let inputs = |map| Inputs {
             entries: w.len(),
-            first_entry: w.entries.start,
+            first_entry: w.global_start(),
             slots: &slots,
             map,
         };
@@ -167,7 +179,8 @@ pub fn export<W: Write + Send + 'static>(
                 .map(|(plan, map)| Ok(Computed::of(evaluate(&plan.root, &inputs(map))?, w.len())))
                 .collect::<Result<Vec<_>, AnalysisError>>()?
         };
-        done.stopped_at = w.entries.end;
+        done.stopped_at = w.first_entry + w.entries.end;
+        done.by_member[w.member].scanned += w.len() as u64;
         if !rows.is_empty() {
             let parts: Vec<ColumnPart> = read
                 .sources
@@ -182,6 +195,7 @@ pub fn export<W: Write + Send + 'static>(
                 return Ok(false);
             }
             done.entries_written += rows.len() as u64;
+            done.by_member[w.member].selected += rows.len() as u64;
         }
         Ok(done.entries_written < limit)
     });
@@ -197,7 +211,7 @@ pub fn export<W: Write + Send + 'static>(
         }
     }
     if done.entries_written < limit {
-        done.stopped_at = tree.entries;
+        done.stopped_at = total;
     }
     Ok((done, writer.finish()?))
 }

@@ -404,7 +404,12 @@ impl Parser<'_> {
             if matches!(bin, BinOp::And | BinOp::Or) {
                 match &mut run {
                     Some((_, terms)) => terms.push(right),
-                    None => run = Some((bin, vec![std::mem::replace(&mut left, Expr::Num(0.0)), right])),
+                    None => {
+                        run = Some((
+                            bin,
+                            vec![std::mem::replace(&mut left, Expr::Num(0.0)), right],
+                        ))
+                    }
                 }
                 continue;
             }

@@ -5,26 +5,49 @@
 
 use serde_json::Value;
 
-use super::root_analysis::{OpenTree, analysis_error};
+use super::root_analysis::analysis_error;
+use super::root_dataset::OpenTree;
 use crate::analysis::plan::Node;
 use crate::analysis::quantities::{self, Named, split_named};
 use crate::analysis::{Defines, Plan, TreeColumns};
 use crate::mcp::response::ToolError;
 
-/// The call's `define` argument, its names checked against the tree's.
+/// The call's `define` argument, over the named expressions of the saved
+/// dataset the call reads (`OpenTree::saved_defines`; the call's own win for
+/// a name given in both), its names checked against the tree's.
 pub(super) fn defines_of(
     tool: &str,
     define: Option<&Value>,
     columns: &TreeColumns<'_>,
     t: &OpenTree,
 ) -> Result<Defines, ToolError> {
-    let defines = Defines::from_json(define).map_err(|e| {
+    let merged = with_saved(t.saved_defines(), define);
+    let defines = Defines::from_json(merged.as_ref()).map_err(|e| {
         ToolError::invalid_arguments(tool, e).details(serde_json::json!({ "argument": "define" }))
     })?;
     defines
         .check(columns)
         .map_err(|e| analysis_error(e, t, None))?;
     Ok(defines)
+}
+
+/// A saved dataset's expressions with the call's `define` over them; the
+/// call's argument as it is when the dataset names none (or it is no object,
+/// which `Defines::from_json` refuses with its own message).
+fn with_saved(saved: &[(String, String)], define: Option<&Value>) -> Option<Value> {
+    if saved.is_empty() {
+        return define.cloned();
+    }
+    let mut merged: serde_json::Map<String, Value> = saved
+        .iter()
+        .map(|(name, expr)| (name.clone(), Value::String(expr.clone())))
+        .collect();
+    match define {
+        Some(Value::Object(own)) => merged.extend(own.clone()),
+        Some(other) => return Some(other.clone()),
+        None => {}
+    }
+    Some(Value::Object(merged))
 }
 
 /// A quantity to compute with (`branch`, `x_branch`, `weights`, ...): the
