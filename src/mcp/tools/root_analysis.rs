@@ -95,6 +95,26 @@ const MAX_STATS_BRANCHES: usize = 100;
 const MAX_QUANTILES: usize = 100;
 const MAX_BINS_2D: i64 = 1_000;
 
+/// Opens the file or dataset that a ROOT analysis tool's arguments name, for a
+/// dry run from the catalog alone when they ask for one: every such tool has the
+/// same `path`, `dataset`, `tree`, `skip_mismatched`, `dry_run` and `by_file`
+/// fields. Gives the tree and the `dry_run` and `by_file` flags.
+macro_rules! open_named {
+    ($ctx:expr, $tool:expr, $args:expr) => {{
+        let dry_run = $args.dry_run == Some(true);
+        let by_file = $args.by_file == Some(true);
+        let r = reading(
+            $tool,
+            &$args.path,
+            &$args.dataset,
+            &$args.tree,
+            $args.skip_mismatched,
+        );
+        open_for($ctx, &r, dry_run).map(|t| (t, dry_run, by_file))
+    }};
+}
+pub(super) use open_named;
+
 /// What a call reads, opened: the files, or for a dry run their layouts in
 /// the catalog (nothing opened).
 pub(super) fn open_for(
@@ -196,15 +216,7 @@ fn apply_selection(
 ) -> Result<ToolOutput, ToolError> {
     let tool = "apply_selection";
     let args: SelectionArgs = parse_args(tool, args)?;
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let plan = expression_plan(Some(&args.selection), &columns[0], &defines, &t)?
@@ -390,15 +402,7 @@ fn compute_histogram(
     let args: HistogramArgs = parse_args(tool, args)?;
     let bins = checked_bins("bins", args.bins, MAX_BINS)?;
     let offset = checked_offset(tool, "offset", args.offset)?;
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let value = quantity_plan(&args.branch, &columns[0], &defines, &t)?;
@@ -558,15 +562,7 @@ fn compute_histogram_2d(
             "Leave flatten out, or histogram Length$ counts with compute_histogram(flatten=false)",
         ));
     }
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let x = quantity_plan(&args.x_branch, &columns[0], &defines, &t)?;
@@ -721,15 +717,7 @@ fn get_branch_stats(
         ));
     }
     let tool = "get_branch_stats";
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_for};
+use super::root_analysis::{analysis_error, open_for, open_named};
 use super::root_dataset::{DatasetArg, add_bounds, reading};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
@@ -154,16 +154,8 @@ fn export_branches(
         ));
     }
     let tool = "export_branches";
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
     let (base, rel) = export_target(ctx, &args.output_path)?;
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let named = named_columns(&specs, &columns[0], &defines, &t)?;

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_for};
+use super::root_analysis::{analysis_error, open_for, open_named};
 use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata, with_files,
@@ -371,15 +371,7 @@ fn read_branches(
         ));
     }
     let tool = "read_branches";
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let named = named_columns(&specs, &columns[0], &defines, &t)?;
@@ -653,15 +645,7 @@ fn sample_tree(
         ));
     }
     let tool = "sample_tree";
-    let r = reading(
-        tool,
-        &args.path,
-        &args.dataset,
-        &args.tree,
-        args.skip_mismatched,
-    );
-    let (dry_run, by_file) = (args.dry_run == Some(true), args.by_file == Some(true));
-    let t = open_for(ctx, &r, dry_run)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let columns = t.columns();
     let mut named = columns_of(&t, &columns[0], args.branches.as_deref())?;
     let branches_total = named.len();
