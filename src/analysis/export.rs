@@ -33,7 +33,7 @@ use super::eval::{Inputs, SlotData, evaluate};
 use super::plan::Plan;
 use super::predicate::{Predicate, mask_cut};
 use super::quantities::{Named, Quantity};
-use super::scan::{ColumnPart, WINDOW, scan};
+use super::scan::{ColumnPart, WINDOW, Window, scan};
 use crate::formats::root::Values;
 use crate::job::Job;
 
@@ -93,14 +93,22 @@ pub struct Exported {
     pub by_member: Vec<super::ops::Counted>,
 }
 
+/// The columns a dataset's export adds after the named ones, so that each
+/// row says where it came from (as `read_branches`' rows do): the member's
+/// file, the entry in that file and the entry in the dataset.
+pub const PROVENANCE: [&str; 3] = ["_file", "_entry", "_global_entry"];
+
 /// Writes the entries of the members passing `cut` (all without one), at most
 /// `limit`, of the named `columns` (branches as stored, expressions computed
 /// in double; indices into each member's `tree.columns`) to `out` in
-/// `format`, member after member; returns `out` once complete.
+/// `format`, member after member; returns `out` once complete. With
+/// `provenance` (each member's file as the answer names it) the rows also
+/// carry the `PROVENANCE` columns.
 #[allow(clippy::too_many_arguments)]
 pub fn export<W: Write + Send + 'static>(
     members: &[Member<'_>],
     columns: &[Named],
+    provenance: Option<&[String]>,
     cut: Option<&Plan>,
     limit: u64,
     format: ExportFormat,
@@ -126,7 +134,11 @@ pub fn export<W: Write + Send + 'static>(
             Quantity::Expression(plan) => arrow_type(&Values::F64(Vec::new()), plan.is_jagged()),
         });
     }
-    let names: Vec<String> = columns.iter().map(|n| n.name.clone()).collect();
+    let mut names: Vec<String> = columns.iter().map(|n| n.name.clone()).collect();
+    if provenance.is_some() {
+        names.extend(PROVENANCE.map(String::from));
+        types.extend([DataType::Utf8, DataType::UInt64, DataType::UInt64]);
+    }
     let mut writer = Writer::new(format, out, &names, &types)?;
     let total = chain_entries(members);
     let mut done = Exported {
@@ -182,7 +194,8 @@ pub fn export<W: Write + Send + 'static>(
         done.stopped_at = w.first_entry + w.entries.end;
         done.by_member[w.member].scanned += w.len() as u64;
         if !rows.is_empty() {
-            let parts: Vec<ColumnPart> = read
+            let whence = provenance.map(|files| window_provenance(&files[w.member], &w));
+            let mut parts: Vec<ColumnPart> = read
                 .sources
                 .iter()
                 .map(|source| match source {
@@ -190,6 +203,9 @@ pub fn export<W: Write + Send + 'static>(
                     Source::Computed(k) => computed[*k].part(),
                 })
                 .collect();
+            if let Some(columns) = &whence {
+                parts.extend(columns.iter().map(|v| ColumnPart::computed(v, None)));
+            }
             if let Err(e) = writer.window(&parts, &rows) {
                 failure = Some(e);
                 return Ok(false);
@@ -214,6 +230,17 @@ pub fn export<W: Write + Send + 'static>(
         done.stopped_at = total;
     }
     Ok((done, writer.finish()?))
+}
+
+/// The `PROVENANCE` columns of a window's entries: its member's `file`, each
+/// entry's number in that file and in the dataset.
+fn window_provenance(file: &str, w: &Window<'_, '_>) -> [Values; 3] {
+    let global = w.global_start();
+    [
+        Values::Str(vec![file.to_string(); w.len()]),
+        Values::U64(w.entries.clone().collect()),
+        Values::U64((global..global + w.len() as u64).collect()),
+    ]
 }
 
 /// Record batches waiting for the Parquet encoder at most: the scan runs

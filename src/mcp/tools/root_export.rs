@@ -178,9 +178,14 @@ fn export_branches(
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),
         CreateError::Io(io) => refused(&args.output_path, &io.to_string()),
     })?;
+    // A dataset's rows say where each came from, as read_branches' do.
+    let files: Option<Vec<String>> = t
+        .is_dataset()
+        .then(|| t.parts.iter().map(|p| p.shown.clone()).collect());
     let (done, pending) = export(
         &members,
         &named,
+        files.as_deref(),
         cut.as_ref(),
         limit as u64,
         format,
