@@ -472,6 +472,15 @@ deep once its defines are written out; nest the defines less"
                     Shape::Scalar,
                 ))
             }
+            Expr::IndexBy { name, index, at } => {
+                let name = Expr::Name {
+                    name: name.clone(),
+                    at: *at,
+                };
+                let collection = self.check(&name)?;
+                let index = self.check(index)?;
+                vecops::element_by(collection, index, *at)
+            }
             Expr::Unary(op, inner) => {
                 let (node, shape) = self.check(inner)?;
                 Ok((Node::Unary(*op, Box::new(node)), shape))
@@ -638,7 +647,10 @@ pub(super) fn arity(func: &str, args: &[Expr], n: usize, at: usize) -> Result<()
 pub(super) fn first_column(e: &Expr) -> usize {
     match e {
         Expr::Num(_) => 0,
-        Expr::Name { at, .. } | Expr::Index { at, .. } | Expr::Call { at, .. } => *at,
+        Expr::Name { at, .. }
+        | Expr::Index { at, .. }
+        | Expr::IndexBy { at, .. }
+        | Expr::Call { at, .. } => *at,
         Expr::Unary(_, inner) => first_column(inner),
         Expr::Binary(_, l, r) => match first_column(l) {
             0 => first_column(r),

@@ -67,6 +67,13 @@ pub enum Expr {
         index: usize,
         at: usize,
     },
+    /// `name[expr]`: the element of each entry of a collection at that
+    /// entry's own index (`Muon_pt[ArgMax(Muon_eta)]`).
+    IndexBy {
+        name: String,
+        index: Box<Expr>,
+        at: usize,
+    },
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Call {
@@ -299,6 +306,7 @@ pub fn tree_depth(e: &Expr) -> usize {
                 stack.push((b, depth + 1));
             }
             Expr::Call { args, .. } => stack.extend(args.iter().map(|a| (a, depth + 1))),
+            Expr::IndexBy { index, .. } => stack.push((index, depth + 1)),
             Expr::Num(_) | Expr::Name { .. } | Expr::Index { .. } => {}
         }
     }
@@ -338,6 +346,11 @@ const LEVELS: [&[(&str, BinOp)]; 6] = [
 impl Parser<'_> {
     fn peek(&self) -> &Tok {
         &self.toks[self.pos].tok
+    }
+
+    /// Whether the token after the current one is the operator `op`.
+    fn next_is_op(&self, op: &str) -> bool {
+        matches!(self.toks.get(self.pos + 1), Some(Lexed { tok: Tok::Op(o), .. }) if *o == op)
     }
 
     fn at(&self) -> usize {
@@ -518,20 +531,38 @@ impl Parser<'_> {
         Ok(Expr::Call { func, args, at })
     }
 
+    /// `name[i]` with a whole number, or `name[expr]` with an index computed
+    /// per entry.
     fn index(&mut self, name: String, at: usize) -> Result<Expr, AnalysisError> {
         self.bump(); // [
-        let index = match self.peek() {
-            Tok::Num(n) if n.fract() == 0.0 && *n >= 0.0 && *n < u32::MAX as f64 => *n as usize,
-            _ => return Err(self.unexpected("a non-negative whole number as the index")),
+        let fixed = match self.peek() {
+            Tok::Num(n) if self.next_is_op("]") => {
+                if n.fract() != 0.0 || *n < 0.0 || *n >= u32::MAX as f64 {
+                    return Err(self.unexpected("a non-negative whole number as the index"));
+                }
+                Some(*n as usize)
+            }
+            _ => None,
         };
-        self.bump();
+        let indexed = match fixed {
+            Some(index) => {
+                self.bump();
+                Expr::Index { name, index, at }
+            }
+            None => {
+                self.deeper()?;
+                let index = Box::new(self.binary(0)?);
+                self.depth -= 1;
+                Expr::IndexBy { name, index, at }
+            }
+        };
         self.expect_op("]", "']' to close the index")?;
         if self.peek() == &Tok::Op("[") {
             return Err(
                 self.unexpected("an operator (collections of collections are not indexed twice)")
             );
         }
-        Ok(Expr::Index { name, index, at })
+        Ok(indexed)
     }
 }
 
@@ -594,6 +625,13 @@ mod tests {
                 at: 1
             }
         );
+        // An index computed per entry.
+        let Expr::IndexBy { name, index, at } = p("pt[ArgMax(eta) - 1]").unwrap() else {
+            panic!()
+        };
+        assert_eq!((name.as_str(), at), ("pt", 1));
+        assert!(matches!(*index, Expr::Binary(BinOp::Sub, ..)));
+        assert!(p("pt[1.5]").is_err(), "a fractional constant index");
         let Expr::Call { func, args, .. } = p("TMath::Power(x, 2)").unwrap() else {
             panic!()
         };
@@ -617,7 +655,8 @@ mod tests {
             ("(x > 1", 7, "')'"),
             ("x > 1)", 6, "closes nothing"),
             ("x = 1", 3, "'=='"),
-            ("x[a]", 3, "whole number"),
+            ("x[1.5]", 3, "whole number"),
+            ("x[a", 4, "']' to close the index"),
             ("1e+", 4, "exponent"),
             ("f(1 2)", 5, "',' or ')'"),
             ("x y", 3, "operator"),

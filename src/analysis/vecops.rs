@@ -45,6 +45,8 @@ pub enum VecOp {
     PairSecond,
     /// Element `i` of each entry of a computed collection (`m[0]` of a define).
     At(usize),
+    /// The element of each entry at that entry's own index (`x[ArgMax(y)]`).
+    AtEach,
 }
 
 /// The functions' names, for messages.
@@ -198,7 +200,7 @@ pub(super) fn check(
             }
             (op, Shape::Jagged(pairs::family(x)))
         }
-        VecOp::At(_) => unreachable!("not named in cuts"),
+        VecOp::At(_) | VecOp::AtEach => unreachable!("not named in cuts"),
     };
     Ok((Node::Vec(op, nodes), shape))
 }
@@ -221,6 +223,38 @@ pub(super) fn element(
         ));
     }
     Ok((Node::Vec(VecOp::At(index), vec![node]), Shape::Scalar))
+}
+
+/// `name[index]` with an index computed per entry: `name` must be a
+/// collection and `index` one value per entry.
+pub(super) fn element_by(
+    (collection, shape): Checked,
+    (index, index_shape): Checked,
+    at: usize,
+) -> Result<Checked, AnalysisError> {
+    if shape == Shape::Scalar {
+        return Err(AnalysisError::invalid(
+            at,
+            "a collection before '['",
+            format!(
+                "at column {at}: the name before '[' has one value per entry and cannot be indexed"
+            ),
+        ));
+    }
+    if index_shape != Shape::Scalar {
+        return Err(AnalysisError::invalid(
+            at,
+            "one index per entry",
+            format!(
+                "at column {at}: the index in '[...]' is a collection; an index is one value per entry \
+(e.g. ArgMax(Muon_pt)), and Take(x, indices) takes the elements at a collection of indices"
+            ),
+        ));
+    }
+    Ok((
+        Node::Vec(VecOp::AtEach, vec![collection, index]),
+        Shape::Scalar,
+    ))
 }
 
 fn combine_all(shapes: &[Shape], at: usize) -> Result<Shape, AnalysisError> {
@@ -310,7 +344,33 @@ pub(super) fn apply(op: VecOp, args: Vec<Val>, inputs: &Inputs<'_>) -> Result<Va
         VecOp::PairFirst => pairs::pairs(collection(next(), n), false, inputs)?,
         VecOp::PairSecond => pairs::pairs(collection(next(), n), true, inputs)?,
         VecOp::At(i) => reduce(collection(next(), n), |x| x.get(i).copied()),
+        VecOp::AtEach => {
+            let x = collection(next(), n);
+            element_at_each(x, per_entry(next(), n))
+        }
     })
+}
+
+/// Each entry's element at the entry's index: none (the entry is not
+/// filled, and fails a cut) where the index is missing, not a whole number, or
+/// outside the entry's collection.
+fn element_at_each(x: Coll, (index, valid): (Vec<f64>, Option<Vec<bool>>)) -> Val {
+    let entries = x.offsets.len() - 1;
+    let mut v = vec![0.0; entries];
+    let mut found = vec![false; entries];
+    for e in 0..entries {
+        let i = index[e];
+        let usable = valid.as_ref().is_none_or(|m| m[e]) && i >= 0.0 && i.fract() == 0.0;
+        let range = x.entry(e);
+        if usable && (i as usize) < range.len() {
+            v[e] = x.v[range.start + i as usize];
+            found[e] = true;
+        }
+    }
+    Val::Scalar {
+        v,
+        valid: and_masks(x.valid, Some(found)),
+    }
 }
 
 /// The index of the first greatest (or smallest) element as `std::max_element`
