@@ -295,11 +295,14 @@ fn chunk_ranges(nt: &RNTuple, shape: &Shape) -> Vec<Range<u64>> {
         edges.sort_unstable();
         edges.dedup();
         for w in edges.windows(2) {
-            // Stretches no page bounds (zeros) go in pieces of bounded size.
+            // Stretches no page bounds (zeros) go in pieces of bounded size,
+            // and in no more than 2^16 pieces (a damaged cluster may claim
+            // 2^56 entries).
+            let piece = ZERO_CHUNK.max((w[1] - w[0]) >> 16);
             let mut at = w[0];
             while at < w[1] {
-                let end = if w[1] - at > ZERO_CHUNK && is_unpaged(nt, shape, index, at) {
-                    at + ZERO_CHUNK
+                let end = if w[1] - at > piece && is_unpaged(nt, shape, index, at) {
+                    at + piece
                 } else {
                     w[1]
                 };
@@ -415,6 +418,14 @@ impl NtupleReader<'_> {
             None => self.empty_column(),
         };
         Ok(())
+    }
+
+    /// Sets the memory each read may take (`DEFAULT_READ_LIMIT` otherwise).
+    pub fn set_read_limit(&mut self, bytes: u64) {
+        self.reading
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_limit(bytes);
     }
 
     /// An empty column of this reader's layout.

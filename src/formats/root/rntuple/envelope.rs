@@ -56,7 +56,7 @@ pub(super) fn read_located(
 
 /// How many keys a payload of `size` bytes takes when none may exceed
 /// `max`: the first also holds the 8-byte offsets of all the others.
-fn chunk_count(size: u64, max: u64) -> u64 {
+pub(super) fn chunk_count(size: u64, max: u64) -> u64 {
     let mut chunks = size.div_ceil(max);
     let tail = size % max;
     let room = if tail > 0 { max - tail } else { 0 };

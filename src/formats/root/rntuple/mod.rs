@@ -26,6 +26,8 @@ mod fields;
 mod pages;
 mod read;
 mod schema;
+#[cfg(test)]
+mod tests;
 
 use std::ops::Range;
 
@@ -35,6 +37,7 @@ pub use clusters::{Cluster, ColumnRange, Page};
 pub use columns::{NtupleColumn, NtupleReader};
 pub use data::{FieldData, value_json};
 pub use pages::ColumnType;
+pub use read::DEFAULT_READ_LIMIT;
 pub use schema::{ColumnRecord, FieldRecord, Role, Schema};
 
 use super::{Key, RootFile};
@@ -178,15 +181,29 @@ impl RootFile {
         })
     }
 
-    /// The values of top-level field `field` for `entries` (at most 2^24
-    /// entries' worth of a deferred column's leading zeros per call).
+    /// The values of top-level field `field` for `entries`, taking at most
+    /// `DEFAULT_READ_LIMIT` bytes of memory.
     pub fn ntuple_field(
         &self,
         nt: &RNTuple,
         field: &NtupleField,
         entries: Range<u64>,
     ) -> Result<FieldData, FormatError> {
-        Reading::new(self, nt).entries(&field.shape, entries)
+        self.ntuple_field_within(nt, field, entries, DEFAULT_READ_LIMIT)
+    }
+
+    /// `ntuple_field` taking at most `limit` bytes of memory (values,
+    /// decoded pages); past it the read is refused as `Unsupported`.
+    pub fn ntuple_field_within(
+        &self,
+        nt: &RNTuple,
+        field: &NtupleField,
+        entries: Range<u64>,
+        limit: u64,
+    ) -> Result<FieldData, FormatError> {
+        let mut reading = Reading::new(self, nt);
+        reading.set_limit(limit);
+        reading.entries(&field.shape, entries)
     }
 }
 

@@ -128,6 +128,19 @@ impl ColumnType {
         )
     }
 
+    /// The bytes a decoded element takes in memory.
+    pub(super) fn decoded_size(self) -> u64 {
+        match self {
+            T::Bit | T::Byte | T::Char | T::Int8 | T::UInt8 => 1,
+            T::Int16 | T::UInt16 | T::SplitInt16 | T::SplitUInt16 => 2,
+            T::Int32 | T::UInt32 | T::SplitInt32 | T::SplitUInt32 => 4,
+            T::Real16 | T::SplitReal16 | T::Real32 | T::SplitReal32 => 4,
+            T::Real32Trunc | T::Real32Quant => 4,
+            T::Switch => 16,
+            _ => 8,
+        }
+    }
+
     /// The name the specification gives it.
     pub fn name(self) -> String {
         format!("{self:?}")

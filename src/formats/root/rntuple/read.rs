@@ -21,17 +21,22 @@ use crate::formats::root::{RootFile, Values};
 /// whole, so a damaged count must not make it allocate gigabytes.
 pub(super) const MAX_PAGE_ELEMENTS: u32 = 1 << 24;
 
-/// Most zero elements one read makes up for a deferred column (a damaged
-/// cluster could claim 2^56 entries before a column's first): a larger
-/// read must go in smaller ranges.
-pub(super) const MAX_ZEROS: u64 = 1 << 24;
+/// The memory one read may take by default: the values it returns, the
+/// pages it decodes, a deferred column's zeros. Pages may share their bytes
+/// (a file of 2 kB can hold 200 MB of values) and a fixed-size array
+/// multiplies what an entry holds, so what a damaged file makes a read
+/// allocate is counted, not bounded by the file's size; a read past this
+/// is refused, to be made in smaller ranges.
+pub const DEFAULT_READ_LIMIT: u64 = 4 << 30;
 
-/// A read's state: the RNTuple, its file, and the last page decoded of
-/// each column.
+/// A read's state: the RNTuple, its file, the last page decoded of each
+/// column, and the memory the current read may still take.
 pub(super) struct Reading<'a> {
     pub file: &'a RootFile,
     pub nt: &'a RNTuple,
     pages: HashMap<usize, (usize, usize, Decoded)>,
+    limit: u64,
+    budget: u64,
 }
 
 impl<'a> Reading<'a> {
@@ -40,7 +45,26 @@ impl<'a> Reading<'a> {
             file,
             nt,
             pages: HashMap::new(),
+            limit: DEFAULT_READ_LIMIT,
+            budget: DEFAULT_READ_LIMIT,
         }
+    }
+
+    /// Sets the memory each read may take (`DEFAULT_READ_LIMIT` otherwise).
+    pub fn set_limit(&mut self, bytes: u64) {
+        self.limit = bytes;
+    }
+
+    /// Counts `bytes` against the current read's limit.
+    fn charge(&mut self, bytes: u64) -> Result<(), FormatError> {
+        if bytes > self.budget {
+            return Err(FormatError::Unsupported(format!(
+                "reading these entries would take more than {} MiB of memory: read fewer at a time",
+                self.limit >> 20
+            )));
+        }
+        self.budget -= bytes;
+        Ok(())
     }
 
     /// `shape` over global entries `entries`, cluster by cluster.
@@ -49,6 +73,7 @@ impl<'a> Reading<'a> {
         shape: &Shape,
         entries: Range<u64>,
     ) -> Result<FieldData, FormatError> {
+        self.budget = self.limit;
         if entries.end > self.nt.entries || entries.start > entries.end {
             return Err(corrupt(format!(
                 "entries {}..{} of an RNTuple of {}",
@@ -92,6 +117,8 @@ impl<'a> Reading<'a> {
             Shape::Leaf { prim, columns } => {
                 let column = self.choose(columns, cluster)?[0];
                 let values = self.values(column, cluster, range)?;
+                // A conversion to a wider type takes more memory.
+                self.charge((values.len() * prim.size()) as u64)?;
                 Ok(FieldData::Values(into_prim(values, *prim)))
             }
             Shape::Str { columns } => {
@@ -106,6 +133,7 @@ impl<'a> Reading<'a> {
                     Values::I8(bytes) => bytes.into_iter().map(|b| b as u8).collect(),
                     _ => return Err(corrupt("RNTuple string with a character column of numbers")),
                 };
+                self.charge((ends.len() * std::mem::size_of::<String>()) as u64)?;
                 let mut strings = Vec::with_capacity(ends.len());
                 let mut from = 0usize;
                 for end in ends {
@@ -314,12 +342,8 @@ impl<'a> Reading<'a> {
         let stored = c.columns.get(column);
         let zeros = nt.lead_zeros(column, cluster)?;
         let want = range.end - range.start;
+        self.charge(want.saturating_mul(codec.kind.decoded_size()))?;
         let zero_part = range.end.min(zeros).saturating_sub(range.start);
-        if zero_part > MAX_ZEROS {
-            return Err(FormatError::Unsupported(format!(
-                "a read of {zero_part} elements before a deferred column's first: read fewer entries at a time"
-            )));
-        }
         let mut out = Decoded::zeros(codec.kind, zero_part as usize);
         let from = range.start.max(zeros) - zeros;
         let to = range.end.max(zeros) - zeros;
@@ -352,6 +376,7 @@ impl<'a> Reading<'a> {
                         info.elements
                     )));
                 }
+                self.charge(u64::from(info.elements) * codec.kind.decoded_size())?;
                 let decoded = read_page(self.file, codec, info, nt.anchor.max_key_size)?;
                 self.pages.insert(column, (cluster, page, decoded));
             }
