@@ -6,15 +6,21 @@
 use serde_json::Value;
 
 use super::convert::extend_slice;
-use crate::formats::root::Values;
+use super::fields::Shape;
+use crate::formats::FormatError;
+use crate::formats::root::{LeafType, Values};
 
 /// Values of a field for consecutive entries (or items, inside another).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldData {
     /// One value per item: numbers, bools or strings.
     Values(Values),
-    /// `size` consecutive items of `items` per item.
-    Array { size: usize, items: Box<FieldData> },
+    /// `len` items of `size` consecutive items of `items` each.
+    Array {
+        size: usize,
+        len: usize,
+        items: Box<FieldData>,
+    },
     /// Item `i` holds `items[offsets[i]..offsets[i + 1]]`; `offsets` starts
     /// at 0. An optional holds at most one.
     List {
@@ -44,7 +50,7 @@ impl FieldData {
     pub fn len(&self) -> usize {
         match self {
             FieldData::Values(v) => v.len(),
-            FieldData::Array { size, items } => items.len().checked_div(*size).unwrap_or(0),
+            FieldData::Array { len, .. } => *len,
             FieldData::List { offsets, .. } => offsets.len().saturating_sub(1),
             FieldData::Record { len, .. } => *len,
             FieldData::Variant { tags, .. } => tags.len(),
@@ -55,13 +61,59 @@ impl FieldData {
         self.len() == 0
     }
 
+    /// No items of a field of this shape.
+    pub(super) fn empty(shape: &Shape) -> Result<FieldData, FormatError> {
+        Ok(match shape {
+            Shape::Leaf { prim, .. } | Shape::Cardinality { prim, .. } => {
+                FieldData::Values(Values::empty(LeafType::Prim(*prim)))
+            }
+            Shape::Str { .. } => FieldData::Values(Values::Str(Vec::new())),
+            Shape::Array { size, item } => FieldData::Array {
+                size: usize::try_from(*size).unwrap_or(usize::MAX),
+                len: 0,
+                items: Box::new(FieldData::empty(item)?),
+            },
+            Shape::Collection { item, optional, .. } => FieldData::List {
+                offsets: vec![0],
+                items: Box::new(FieldData::empty(item)?),
+                optional: *optional,
+            },
+            Shape::Record { members, tuple } => FieldData::Record {
+                names: members.iter().map(|m| m.name.clone()).collect(),
+                fields: members
+                    .iter()
+                    .map(|m| FieldData::empty(&m.shape))
+                    .collect::<Result<_, _>>()?,
+                tuple: *tuple,
+                len: 0,
+            },
+            Shape::Variant { alternatives, .. } => FieldData::Variant {
+                tags: Vec::new(),
+                indices: Vec::new(),
+                alternatives: alternatives
+                    .iter()
+                    .map(FieldData::empty)
+                    .collect::<Result<_, _>>()?,
+            },
+            Shape::Unsupported(why) => return Err(FormatError::Unsupported(why.clone())),
+        })
+    }
+
     /// Appends the items of `more`, read from the same field (a later
     /// cluster).
     pub(super) fn append(&mut self, more: FieldData) {
         match (self, more) {
             (FieldData::Values(a), FieldData::Values(b)) => extend_slice(a, &b, 0..b.len()),
-            (FieldData::Array { items, .. }, FieldData::Array { items: more, .. }) => {
-                items.append(*more)
+            (
+                FieldData::Array { items, len, .. },
+                FieldData::Array {
+                    items: more,
+                    len: more_len,
+                    ..
+                },
+            ) => {
+                items.append(*more);
+                *len += more_len;
             }
             (
                 FieldData::List { offsets, items, .. },
@@ -127,7 +179,7 @@ impl FieldData {
     pub fn json(&self, i: usize) -> Value {
         match self {
             FieldData::Values(v) => value_json(v, i),
-            FieldData::Array { size, items } => {
+            FieldData::Array { size, items, .. } => {
                 Value::Array((i * size..(i + 1) * size).map(|k| items.json(k)).collect())
             }
             FieldData::List {

@@ -80,6 +80,9 @@ impl<'a> Reading<'a> {
                 entries.start, entries.end, self.nt.entries
             )));
         }
+        if entries.start == entries.end {
+            return FieldData::empty(shape);
+        }
         let first = self
             .nt
             .clusters
@@ -165,6 +168,7 @@ impl<'a> Reading<'a> {
                 let items = self.read(item, cluster, scaled.0..scaled.1)?;
                 Ok(FieldData::Array {
                     size: usize::try_from(*size).map_err(|_| corrupt("array too large"))?,
+                    len: (range.end - range.start) as usize,
                     items: Box::new(items),
                 })
             }

@@ -327,6 +327,10 @@ fn enums_and_unique_pointers_are_read() {
             serde_json::json!(-2.25)
         ]
     );
+    let none = file
+        .ntuple_field(&nt, nt.field("maybe").unwrap(), 1..1)
+        .unwrap();
+    assert_eq!(none.len(), 0);
     let colour = nt.column("colour").unwrap();
     assert_eq!(colour.type_name, "int16");
     let maybe = nt.column("maybe").unwrap();
