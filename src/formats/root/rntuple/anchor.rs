@@ -8,7 +8,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::bytes::corrupt;
+use super::bytes::{corrupt, mismatch};
 use crate::formats::FormatError;
 
 /// The smallest anchor: class version 2 (6 + 64 bytes) and its checksum.
@@ -53,7 +53,7 @@ pub(super) fn parse_anchor(object: &[u8]) -> Result<Anchor, FormatError> {
     let (checked, sum) = object.split_at(object.len() - 8);
     let want = u64::from_be_bytes(sum.try_into().expect("8 bytes"));
     let got = xxh3_64(&checked[6..]);
-    if want != got {
+    if mismatch(got, want) {
         return Err(corrupt(format!(
             "RNTuple anchor checksum mismatch ({got:016x} computed, {want:016x} stored)"
         )));

@@ -30,6 +30,13 @@ pub(super) enum FrameKind {
     List(u32),
 }
 
+/// Whether a checksum that does not match refuses the data. Always, except
+/// in the fuzzer's build (`cfg(fuzzing)`), where inputs mutated past their
+/// checksums must reach the parsers behind them.
+pub(super) fn mismatch(computed: u64, stored: u64) -> bool {
+    computed != stored && !cfg!(fuzzing)
+}
+
 pub(super) fn corrupt(why: impl Into<String>) -> FormatError {
     FormatError::Corrupt(why.into())
 }

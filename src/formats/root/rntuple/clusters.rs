@@ -2,7 +2,7 @@
 //! the cluster groups) and each group's page list envelope: its clusters'
 //! entry ranges and, per cluster and column, where each page lies.
 
-use super::bytes::{Le, Locator, corrupt, plausible};
+use super::bytes::{Le, Locator, corrupt, mismatch, plausible};
 use super::envelope::{PAGE_LIST, read_envelope};
 use super::schema::{Schema, read_schema_lists, refuse_features};
 use crate::formats::FormatError;
@@ -92,7 +92,7 @@ pub(super) fn read_footer(
 }
 
 fn check_header_checksum(found: u64, header: u64, envelope: &str) -> Result<(), FormatError> {
-    if found != header {
+    if mismatch(found, header) {
         return Err(corrupt(format!(
             "RNTuple {envelope} belongs to another header (checksum {found:016x}, header {header:016x})"
         )));

@@ -71,23 +71,20 @@ pub(super) fn flat_columns(fields: &[NtupleField]) -> Vec<NtupleColumn> {
 /// The collections' index columns each column's counter stands for, to
 /// name the counter after a cardinality field when one exists.
 pub(super) fn name_counters(columns: &mut [NtupleColumn], fields: &[NtupleField]) {
-    let cardinality: Vec<(&str, &Reprs)> = fields
-        .iter()
-        .filter_map(|f| match &f.shape {
-            Shape::Cardinality { columns, .. } => Some((f.name.as_str(), columns)),
-            _ => None,
-        })
-        .collect();
+    // Physical index column -> the first cardinality field over it.
+    let mut cardinality: std::collections::HashMap<usize, &str> = Default::default();
+    for f in fields {
+        if let Shape::Cardinality { columns, .. } = &f.shape {
+            for &id in columns.iter().flatten() {
+                cardinality.entry(id).or_insert(f.name.as_str());
+            }
+        }
+    }
     for c in columns.iter_mut() {
         let Some(index) = collection_columns(&c.shape) else {
             continue;
         };
-        if let Some((name, _)) = cardinality.iter().find(|(_, reprs)| {
-            reprs
-                .iter()
-                .flatten()
-                .any(|id| index.iter().flatten().any(|i| i == id))
-        }) {
+        if let Some(name) = index.iter().flatten().find_map(|id| cardinality.get(id)) {
             c.counter = Some((*name).to_string());
         }
     }

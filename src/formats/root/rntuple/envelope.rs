@@ -6,7 +6,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::bytes::{Le, Locator, corrupt};
+use super::bytes::{Le, Locator, corrupt, mismatch};
 use crate::formats::FormatError;
 use crate::formats::root::RootFile;
 use crate::formats::root::compression::decompress_into;
@@ -172,7 +172,7 @@ pub(super) fn check_envelope(bytes: Vec<u8>, kind: u16) -> Result<Envelope, Form
     let (body, sum) = bytes.split_at(bytes.len() - 8);
     let want = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
     let checksum = xxh3_64(body);
-    if checksum != want {
+    if mismatch(checksum, want) {
         return Err(corrupt(format!(
             "RNTuple {name} envelope checksum mismatch ({checksum:016x} computed, {want:016x} stored)"
         )));

@@ -348,9 +348,13 @@ fn unique_names(found: &[Found]) -> Vec<String> {
                 .zip(&prefixes)
                 .map(|(&i, &p)| named(i, p))
                 .collect();
+            let mut counts: std::collections::HashMap<&str, usize> = Default::default();
+            for name in &current {
+                *counts.entry(name.as_str()).or_default() += 1;
+            }
             let mut clashing = false;
             for (k, name) in current.iter().enumerate() {
-                if current.iter().filter(|n| *n == name).count() > 1 {
+                if counts[name.as_str()] > 1 {
                     prefixes[k] += 1;
                     clashing = true;
                 }

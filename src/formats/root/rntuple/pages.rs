@@ -8,7 +8,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::bytes::{Locator, corrupt};
+use super::bytes::{Locator, corrupt, mismatch};
 use super::clusters::Page;
 use super::envelope::{read_located, unzip};
 use super::schema::ColumnRecord;
@@ -262,7 +262,7 @@ pub(super) fn read_page(
         let sum = stored.split_off(stored.len() - 8);
         let want = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
         let got = xxh3_64(&stored);
-        if got != want {
+        if mismatch(got, want) {
             return Err(corrupt(format!(
                 "RNTuple page checksum mismatch ({got:016x} computed, {want:016x} stored)"
             )));
