@@ -286,12 +286,17 @@ fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 fn u64s(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// An enum over an int16 (a leaf without columns over its `_0`) and a
-/// `std::unique_ptr<float>` (a collection of at most one), 3 entries.
+/// An enum over an int16 (a leaf without columns over its `_0`, an Int16
+/// column) and a `std::unique_ptr<float>` (a collection of at most one, its
+/// offsets in an Index32 column), 3 entries.
 fn enum_and_pointer() -> Spec {
     Spec::new(
         vec![
@@ -302,13 +307,13 @@ fn enum_and_pointer() -> Spec {
         ],
         vec![
             column(0x05, 16, 1),
-            column(0x0F, 64, 2),
+            column(0x0E, 32, 2),
             column(0x0C, 32, 3),
         ],
         3,
         vec![
             vec![page(3, i16s(&[3, -1, 7]))],
-            vec![page(3, u64s(&[1, 1, 2]))],
+            vec![page(3, u32s(&[1, 1, 2]))],
             vec![page(2, f32s(&[1.5, -2.25]))],
         ],
     )
