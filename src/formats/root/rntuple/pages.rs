@@ -173,7 +173,11 @@ impl ColumnCodec {
         if record.unknown_flags() != 0 {
             return Err(format!("column flags {:#06x}", record.flags));
         }
-        if kind == T::Real32Quant && record.range.is_none_or(|(lo, hi)| !(lo <= hi)) {
+        if kind == T::Real32Quant
+            && record
+                .range
+                .is_none_or(|(lo, hi)| lo.partial_cmp(&hi).is_none_or(|o| o.is_gt()))
+        {
             return Err("a quantized column without a valid value range".into());
         }
         Ok(ColumnCodec {
