@@ -3,6 +3,8 @@
 #   - the official Python SDK (tests/clients/sdk_client.py): stdio in its auto, legacy and
 #     pinned 2026-07-28 modes and as a relay to `quarry serve`; every tool called and its
 #     result validated against its outputSchema; the error shape of a bad call;
+#   - tasks (tests/clients/tasks_client.py): a long call as a task through the SDK's
+#     extension API, polled, cancelled, and fetched again after a reconnect;
 #   - the MCP Inspector CLI: tools/list and a tools/call through a config file.
 # The SDK and the Inspector are installed once into a cache outside the repository
 # (QUARRY_TEST_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/quarry-test), in folders named
@@ -50,6 +52,8 @@ export XDG_DATA_HOME="$work/xdg-data"
 cp -r testdata "$work/data"
 
 "$venv/bin/python" tests/clients/sdk_client.py --quarry "$quarry" --root "$work/data"
+# Long calls as MCP tasks (2026 Tasks extension and 2025-11-25 tasks) through the SDK.
+"$venv/bin/python" tests/clients/tasks_client.py --quarry "$quarry"
 
 # The Inspector launches quarry from a config file: its own --catalog flag would
 # swallow quarry's if the command were given on its command line.

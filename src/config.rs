@@ -26,6 +26,9 @@
 //! max_concurrent_calls = 8     # tool calls running at once, over all connections
 //! idle_timeout_secs = 10       # a connection silent this long before its first message is closed
 //! max_message_bytes = 4194304  # longest JSON-RPC line accepted
+//! max_tasks = 32               # tool calls running as MCP tasks at once; more are refused
+//! task_timeout_secs = 3600     # longest a task's work runs (calls: call_timeout_secs)
+//! task_results_mib = 64        # finished tasks' results kept; the oldest are dropped past it
 //!
 //! [index]
 //! threads = 2        # default: the machine's cores
@@ -124,6 +127,9 @@ struct TransportConfig {
     max_concurrent_calls: Option<usize>,
     idle_timeout_secs: Option<f64>,
     max_message_bytes: Option<usize>,
+    max_tasks: Option<usize>,
+    task_timeout_secs: Option<u64>,
+    task_results_mib: Option<usize>,
 }
 
 impl TransportConfig {
@@ -152,6 +158,15 @@ impl TransportConfig {
                     .unwrap_or(d.connection.max_message_bytes)
                     .max(1024),
                 idle_timeout,
+            },
+            tasks: crate::mcp::tasks::TaskSettings {
+                max_live: self.max_tasks.unwrap_or(d.tasks.max_live).max(1),
+                results_bytes: self
+                    .task_results_mib
+                    .map_or(d.tasks.results_bytes, |m| m.max(1) << 20),
+                timeout: self
+                    .task_timeout_secs
+                    .map_or(d.tasks.timeout, |s| Duration::from_secs(s.max(1))),
             },
         })
     }

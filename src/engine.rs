@@ -86,7 +86,8 @@ impl Engine {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());
         Ok(QuarryServer::new(context)?
-            .with_concurrent_calls(settings.transport.max_concurrent_calls))
+            .with_concurrent_calls(settings.transport.max_concurrent_calls)
+            .with_tasks(settings.transport.tasks.clone()))
     }
 }
 
@@ -126,11 +127,30 @@ pub fn limit_malloc_arenas() {
 /// burst of requests can start hundreds of threads.
 const MAX_BLOCKING_THREADS: usize = 32;
 
+/// Stack of every thread a tool call may evaluate an expression on (tokio's
+/// blocking threads, rayon's pool). Checking and evaluating a cut recurse over
+/// its tree, which `analysis::syntax::MAX_TREE_DEPTH` bounds (and defines twice
+/// that); a debug build spends tens of KB a level, more than the 2 MiB default
+/// holds, and an overflow aborts the process. The memory is only reserved: pages
+/// a thread never touches cost nothing.
+pub const CALL_STACK_BYTES: usize = 64 << 20;
+
+/// Gives rayon's global pool, where the analysis engine evaluates, stacks of
+/// `CALL_STACK_BYTES`. Call once before any parallel work.
+pub fn size_thread_stacks() {
+    // An error means the pool exists already (a test harness built it): it then
+    // keeps its own stacks.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .stack_size(CALL_STACK_BYTES)
+        .build_global();
+}
+
 /// The async runtime quarry's servers run on.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_stack_size(CALL_STACK_BYTES)
         .thread_name("quarry-rt")
         .enable_all()
         .build()?)

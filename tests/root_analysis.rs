@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use quarry::analysis::dataset::Member;
 use quarry::analysis::ops::{Axis, HistRequest, count_selected, histogram, histogram_2d};
 use quarry::analysis::{AnalysisError, Plan, TreeColumns};
 use quarry::formats::root::{RootFile, Tree, latest};
@@ -49,6 +50,7 @@ fn error_code(e: &AnalysisError) -> &'static str {
         AnalysisError::UnsupportedType { .. } => "unsupported_type",
         AnalysisError::Format(_) => "corrupted_file",
         AnalysisError::Stopped { .. } => "timeout",
+        AnalysisError::TooLarge { .. } => "limit_exceeded",
     }
 }
 
@@ -63,8 +65,9 @@ fn cuts_select_what_awkward_selects() {
             let cut = c["cut"].as_str().unwrap();
             let plan =
                 Plan::new(cut, &columns).unwrap_or_else(|e| panic!("{}: {cut}: {e}", f["file"]));
-            let n = count_selected(&file, &columns, &plan, &job)
-                .unwrap_or_else(|e| panic!("{}: {cut}: {e}", f["file"]));
+            let n = count_selected(&Member::single(&file, &columns), &plan, &job)
+                .unwrap_or_else(|e| panic!("{}: {cut}: {e}", f["file"]))
+                .0;
             assert_eq!(n.scanned, f["entries"].as_u64().unwrap());
             assert_eq!(
                 n.selected,
@@ -77,7 +80,9 @@ fn cuts_select_what_awkward_selects() {
         for e in f["errors"].as_array().unwrap() {
             let cut = e["cut"].as_str().unwrap();
             let got = Plan::new(cut, &columns)
-                .and_then(|p| count_selected(&file, &columns, &p, &job).map(|_| ()))
+                .and_then(|p| {
+                    count_selected(&Member::single(&file, &columns), &p, &job).map(|_| ())
+                })
                 .expect_err(cut);
             assert_eq!(
                 error_code(&got),
@@ -115,7 +120,7 @@ fn histograms_match_numpy_bin_by_bin() {
                 lo: h["range"][0].as_f64().unwrap(),
                 hi: h["range"][1].as_f64().unwrap(),
             };
-            let got = histogram(&file, &columns, &req, axis, &job).unwrap();
+            let got = histogram(&Member::single(&file, &columns), &req, axis, &job).unwrap();
             assert_close(&axis.edges(), &h["bin_edges"], &what);
             assert_close(&got.counts, &h["bin_counts"], &what);
             let errors: Vec<f64> = got.sumw2.iter().map(|s| s.sqrt()).collect();
@@ -164,7 +169,7 @@ fn histograms_match_numpy_bin_by_bin() {
                 axis(&h["bins"][0], &h["x_range"]),
                 axis(&h["bins"][1], &h["y_range"]),
             );
-            let got = histogram_2d(&file, &columns, &req, &y, axes, &job).unwrap();
+            let got = histogram_2d(&Member::single(&file, &columns), &req, &y, axes, &job).unwrap();
             assert_eq!(got.entries, h["entries"].as_u64().unwrap(), "{what}");
             let want = h["counts"].as_array().unwrap();
             assert_eq!(got.counts.len(), want.len(), "{what}");
@@ -182,7 +187,7 @@ fn a_stopped_job_stops_the_scan() {
     let plan = Plan::new("NMuon > 0", &columns).unwrap();
     let job = Job::default();
     job.cancel();
-    let e = count_selected(&file, &columns, &plan, &job).unwrap_err();
+    let e = count_selected(&Member::single(&file, &columns), &plan, &job).unwrap_err();
     assert!(
         matches!(
             e,
@@ -279,7 +284,7 @@ fn random_cuts_never_panic() {
             .collect();
         let cut = cut.join(if next() % 2 == 0 { " " } else { "" });
         if let Ok(plan) = Plan::new(&cut, &columns) {
-            let _ = count_selected(&file, &columns, &plan, &job);
+            let _ = count_selected(&Member::single(&file, &columns), &plan, &job);
             evaluated += 1;
         }
     }
@@ -326,7 +331,15 @@ fn stats_and_exact_quantiles_match_numpy() {
                 (20, Some(short)),
             ] {
                 let what = format!("{}: {s} (buffer of {cap}, range {range:?})", f["file"]);
-                let got = branch_stats(&file, &columns, &req, &qs, cap, range, &job).unwrap();
+                let got = branch_stats(
+                    &Member::single(&file, &columns),
+                    &req,
+                    &qs,
+                    cap,
+                    range,
+                    &job,
+                )
+                .unwrap();
                 passes.push(got.passes);
                 assert_eq!(got.count, s["count"].as_u64().unwrap(), "{what}");
                 if cap == 20 && range.is_none() {

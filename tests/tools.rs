@@ -62,6 +62,7 @@ fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
         | "sample_tree"
         | "apply_selection"
         | "get_branch_stats"
+        | "list_root_datasets"
         | "read_dataset_slice"
         | "find_datasets"
         | "get_dataset_stats"
@@ -91,6 +92,10 @@ fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
         // Writes output_path under the export folder, replacing a file already
         // there; the same request writes the same file again.
         "export_branches" => (false, true, true, false),
+        // Saves a dataset definition in quarry's catalog, which the user sees
+        // again, replacing one of the same name; the same call again changes
+        // nothing more.
+        "define_dataset" => (false, true, true, false),
         // Each call adds a new file (a session; a document named by time and
         // content), replacing nothing.
         "create_chat_session" | "ingest_document" => (false, false, false, false),

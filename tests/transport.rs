@@ -172,13 +172,18 @@ fn check_malformed_lines<W: Write>(
     close_input: impl FnOnce(W),
 ) {
     let mut send = |bytes: &[u8]| out.write_all(bytes).unwrap();
-    let mut recv = || {
+    // The next answer; notifications (resources/list_changed when indexing
+    // ends meanwhile) may come between answers at any time, as to any client.
+    let mut recv = || loop {
         let mut line = String::new();
         assert!(
             input.read_line(&mut line).unwrap() > 0,
             "the server closed its output"
         );
-        serde_json::from_str::<Value>(&line).unwrap()
+        let v = serde_json::from_str::<Value>(&line).unwrap();
+        if v.get("id").is_some() || v.get("method").is_none() {
+            return v;
+        }
     };
     send(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n");
     assert_eq!(recv()["id"], 0);

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use quarry::analysis::eval::{Inputs, SlotData, Val, count_passing, entry_mask, evaluate, truth};
+use quarry::analysis::dataset::Member;
 use quarry::analysis::ops::count_selected;
 use quarry::analysis::predicate::{Predicate, Rows};
 use quarry::analysis::prune::BasketSpan;
@@ -26,6 +27,8 @@ static HZZ: &[u8] = include_bytes!("../../testdata/root/uproot-HZZ.root");
 fn file_and_tree() -> &'static (RootFile, Tree) {
     static CELL: OnceLock<(RootFile, Tree)> = OnceLock::new();
     CELL.get_or_init(|| {
+        // Cuts are evaluated on rayon's threads, with the stacks the daemon gives them.
+        quarry::engine::size_thread_stacks();
         let file = RootFile::from_bytes(HZZ.to_vec()).expect("the test file");
         let keys = file.walk().expect("its keys");
         let key = latest(&keys, "events", Some("TTree"))
@@ -169,10 +172,10 @@ fuzz_target!(|data: &[u8]| {
     predicate_agrees(&plan, whole, plain.entries as usize);
     let job = Job::default();
     let (a, b) = (
-        count_selected(file, &plain, &plan, &job),
-        count_selected(file, &bounded, &plan, &job),
+        count_selected(&Member::single(file, &plain), &plan, &job),
+        count_selected(&Member::single(file, &bounded), &plan, &job),
     );
-    if let (Ok(a), Ok(b)) = (a, b) {
+    if let (Ok((a, _)), Ok((b, _))) = (a, b) {
         assert_eq!(
             a.selected, b.selected,
             "cluster skipping changed the count of {text:?}"

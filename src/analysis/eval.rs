@@ -11,6 +11,7 @@ use super::AnalysisError;
 use super::plan::{Aggregate, Fn1, Node, mixed_collections};
 use super::scan::{map_f64, to_f64};
 use super::syntax::{BinOp, UnOp};
+use super::vecops;
 use crate::formats::root::Values;
 
 /// Runs `$body` with `$g` bound to the operator `$op` as a closure of a
@@ -224,6 +225,13 @@ pub fn evaluate(node: &Node, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> 
                 .transpose()?;
             aggregate(*kind, value, condition, inputs)?
         }
+        Node::Vec(op, args) => {
+            let values = args
+                .iter()
+                .map(|a| evaluate(a, inputs))
+                .collect::<Result<Vec<_>, _>>()?;
+            vecops::apply(*op, values, inputs)?
+        }
     })
 }
 
@@ -383,27 +391,7 @@ pub fn zip(
             },
         ) => {
             if !Arc::ptr_eq(&offsets, &wo) && offsets != wo {
-                let entry = offsets
-                    .windows(2)
-                    .zip(wo.windows(2))
-                    .position(|(a, b)| a[1] - a[0] != b[1] - b[0])
-                    .unwrap_or(0);
-                let AnalysisError::InvalidSelection {
-                    column,
-                    expected,
-                    message,
-                } = mixed_collections(&name, &wname, 0)
-                else {
-                    unreachable!("an invalid selection")
-                };
-                return Err(AnalysisError::InvalidSelection {
-                    column,
-                    expected,
-                    message: format!(
-                        "{message} (entry {} has different lengths)",
-                        inputs.first_entry + entry as u64
-                    ),
-                });
+                return Err(different_lengths((&name, &offsets), (&wname, &wo), inputs));
             }
             v.iter_mut().zip(&w).for_each(|(x, y)| *x = f(*x, *y));
             Val::Jagged {
@@ -414,6 +402,36 @@ pub fn zip(
             }
         }
     })
+}
+
+/// The error for two collections found to differ in length in an entry
+/// (vectors, or lengths computed entry by entry), naming the first such entry.
+pub(super) fn different_lengths(
+    (a, a_offsets): (&str, &[usize]),
+    (b, b_offsets): (&str, &[usize]),
+    inputs: &Inputs<'_>,
+) -> AnalysisError {
+    let entry = a_offsets
+        .windows(2)
+        .zip(b_offsets.windows(2))
+        .position(|(x, y)| x[1] - x[0] != y[1] - y[0])
+        .unwrap_or(0);
+    let AnalysisError::InvalidSelection {
+        column,
+        expected,
+        message,
+    } = mixed_collections(a, b, 0)
+    else {
+        unreachable!("an invalid selection")
+    };
+    AnalysisError::InvalidSelection {
+        column,
+        expected,
+        message: format!(
+            "{message} (entry {} has different lengths)",
+            inputs.first_entry + entry as u64
+        ),
+    }
 }
 
 fn alt(primary: Val, alternative: Val, inputs: &Inputs<'_>) -> Result<Val, AnalysisError> {

@@ -27,11 +27,14 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::AnalysisError;
-use super::eval::{Inputs, SlotData};
-use super::plan::{Plan, TreeColumns};
+use super::computed::{Computed, ReadColumns, Source};
+use super::dataset::{Member, chain_entries};
+use super::eval::{Inputs, SlotData, evaluate};
+use super::plan::Plan;
 use super::predicate::{Predicate, mask_cut};
+use super::quantities::{Named, Quantity};
 use super::scan::{ColumnPart, WINDOW, scan};
-use crate::formats::root::{Column, RootFile, Values};
+use crate::formats::root::Values;
 use crate::job::Job;
 
 /// The file formats `export` writes.
@@ -77,80 +80,83 @@ impl From<arrow_schema::ArrowError> for ExportError {
 }
 
 /// What an export did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exported {
     /// Entries read (the clusters the cut ruled out are not read).
     pub entries_scanned: u64,
     pub entries_written: u64,
-    /// The entry the export stopped before: the tree's entry count when it
-    /// went through, less when the limit stopped it.
+    /// The entry (numbered in the chain of members) the export stopped
+    /// before: the entry count when it went through, less when the limit
+    /// stopped it.
     pub stopped_at: u64,
+    /// Each member's entries read and written (`selected`).
+    pub by_member: Vec<super::ops::Counted>,
 }
 
-/// Writes the entries passing `cut` (all without one), at most `limit`, of the
-/// columns `columns` (names as the file shows them, indices into
-/// `tree.columns`) to `out` in `format`; returns `out` once complete.
+/// Writes the entries of the members passing `cut` (all without one), at most
+/// `limit`, of the named `columns` (branches as stored, expressions computed
+/// in double; indices into each member's `tree.columns`) to `out` in
+/// `format`, member after member; returns `out` once complete.
 #[allow(clippy::too_many_arguments)]
 pub fn export<W: Write + Send + 'static>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
-    columns: &[(String, usize)],
+    members: &[Member<'_>],
+    columns: &[Named],
     cut: Option<&Plan>,
     limit: u64,
     format: ExportFormat,
     out: W,
     job: &Job,
 ) -> Result<(Exported, W), ExportError> {
-    // The scan reads the exported columns, then the cut's that are not among them.
-    let mut read: Vec<usize> = columns.iter().map(|&(_, c)| c).collect();
-    let cut_slots: Vec<usize> = cut.map_or(Vec::new(), |p| {
-        p.columns
-            .iter()
-            .map(|c| match read.iter().position(|r| r == c) {
-                Some(i) => i,
-                None => {
-                    read.push(*c);
-                    read.len() - 1
-                }
-            })
-            .collect()
-    });
-    let mut layouts = Vec::with_capacity(columns.len());
-    for &(_, c) in columns {
-        let info = &tree.columns[c];
-        layouts.push(
-            file.column_reader(info.branch, info.leaf)
-                .map_err(AnalysisError::from)?
-                .empty_column(),
-        );
+    let Some(first) = members.first() else {
+        return Err(ExportError::Write("no file to export from".into()));
+    };
+    let read = ReadColumns::new(columns, cut);
+    let mut types = Vec::with_capacity(columns.len());
+    for n in columns {
+        types.push(match &n.quantity {
+            Quantity::Branch(c) => {
+                let info = &first.tree.columns[*c];
+                let empty = first
+                    .file
+                    .column_reader(info.branch, info.leaf)
+                    .map_err(AnalysisError::from)?
+                    .empty_column();
+                arrow_type(&empty.values, empty.counts.is_some() || empty.inner > 1)
+            }
+            Quantity::Expression(plan) => arrow_type(&Values::F64(Vec::new()), plan.is_jagged()),
+        });
     }
-    let names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
-    let mut writer = Writer::new(format, out, &names, &layouts)?;
-    let mut done = Exported::default();
+    let names: Vec<String> = columns.iter().map(|n| n.name.clone()).collect();
+    let mut writer = Writer::new(format, out, &names, &types)?;
+    let total = chain_entries(members);
+    let mut done = Exported {
+        by_member: vec![Default::default(); members.len()],
+        ..Exported::default()
+    };
     let mut failure: Option<ExportError> = None;
-    let map: Vec<usize> = (0..cut_slots.len()).collect();
     let predicate = cut.and_then(|p| Predicate::of(&p.root));
     // Without a cut the entries written are the first `limit`: the scan stops
     // there instead of decoding (ahead, beside the writer) a cluster past it.
     let entries = match cut {
-        Some(_) => 0..tree.entries,
-        None => 0..limit.min(tree.entries),
+        Some(_) => 0..total,
+        None => 0..limit.min(total),
     };
-    let scanned = scan(file, tree, &read, entries, cut, job, |w| {
+    let scanned = scan(members, &read.columns, entries, cut, job, |w| {
+        let slots: Vec<SlotData> = (0..read.columns.len()).map(|i| w.slot_data(i)).collect();
+        let inputs = |map| Inputs {
+            entries: w.len(),
+            first_entry: w.global_start(),
+            slots: &slots,
+            map,
+        };
         let mask = match cut {
-            Some(plan) => {
-                let slots: Vec<SlotData> = cut_slots.iter().map(|&i| w.slot_data(i)).collect();
-                let inputs = Inputs {
-                    entries: w.len(),
-                    first_entry: w.entries.start,
-                    slots: &slots,
-                    map: &map,
-                };
-                Some(mask_cut(predicate.as_ref(), &plan.root, &inputs)?)
-            }
+            Some(plan) => Some(mask_cut(
+                predicate.as_ref(),
+                &plan.root,
+                &inputs(&read.cut_map),
+            )?),
             None => None,
         };
-        done.stopped_at = w.entries.end;
         let room = (limit - done.entries_written) as usize;
         let rows: Vec<usize> = match &mask {
             Some(m) => m
@@ -162,13 +168,34 @@ pub fn export<W: Write + Send + 'static>(
                 .collect(),
             None => (0..w.len().min(room)).collect(),
         };
+        // Expressions are computed before anything is written: a window the
+        // evaluator refuses (`TooLarge`) is handed over again in parts.
+        let computed = if rows.is_empty() {
+            Vec::new()
+        } else {
+            read.plans
+                .iter()
+                .zip(&read.plan_maps)
+                .map(|(plan, map)| Ok(Computed::of(evaluate(&plan.root, &inputs(map))?, w.len())))
+                .collect::<Result<Vec<_>, AnalysisError>>()?
+        };
+        done.stopped_at = w.first_entry + w.entries.end;
+        done.by_member[w.member].scanned += w.len() as u64;
         if !rows.is_empty() {
-            let parts: Vec<ColumnPart> = (0..columns.len()).map(|i| w.part(i)).collect();
+            let parts: Vec<ColumnPart> = read
+                .sources
+                .iter()
+                .map(|source| match source {
+                    Source::Stored(i) => w.part(*i),
+                    Source::Computed(k) => computed[*k].part(),
+                })
+                .collect();
             if let Err(e) = writer.window(&parts, &rows) {
                 failure = Some(e);
                 return Ok(false);
             }
             done.entries_written += rows.len() as u64;
+            done.by_member[w.member].selected += rows.len() as u64;
         }
         Ok(done.entries_written < limit)
     });
@@ -184,7 +211,7 @@ pub fn export<W: Write + Send + 'static>(
         }
     }
     if done.entries_written < limit {
-        done.stopped_at = tree.entries;
+        done.stopped_at = total;
     }
     Ok((done, writer.finish()?))
 }
@@ -217,14 +244,14 @@ impl<W: Write + Send + 'static> Writer<W> {
         format: ExportFormat,
         out: W,
         names: &[String],
-        layouts: &[Column],
+        types: &[DataType],
     ) -> Result<Writer<W>, ExportError> {
         match format {
             ExportFormat::Parquet => {
                 let fields: Vec<Field> = names
                     .iter()
-                    .zip(layouts)
-                    .map(|(n, c)| Field::new(n, arrow_type(c), false))
+                    .zip(types)
+                    .map(|(n, t)| Field::new(n, t.clone(), false))
                     .collect();
                 let schema = Arc::new(Schema::new(fields));
                 // Dictionary encoding is off: event data (floats, event
@@ -316,8 +343,8 @@ impl<W: Write + Send + 'static> Writer<W> {
                             if i > 0 {
                                 line.push(b',');
                             }
-                            let is_list = p.column.counts.is_some() || p.column.inner > 1;
-                            let quoted = is_list || matches!(p.column.values, Values::Str(_));
+                            let is_list = p.is_list();
+                            let quoted = is_list || matches!(p.values, Values::Str(_));
                             if quoted {
                                 let mut text = Vec::new();
                                 cell(&mut text, p, r, is_list);
@@ -482,18 +509,17 @@ fn csv_quoted(s: &str) -> String {
 /// text (`nan`, `inf`, `-inf`; strings bare, quoted by the caller).
 fn cell(out: &mut Vec<u8>, p: &ColumnPart<'_>, r: usize, json: bool) {
     let Range { start: a, end: b } = p.entry(r);
-    let is_list = p.column.counts.is_some() || p.column.inner > 1;
-    if is_list {
+    if p.is_list() {
         out.push(b'[');
         for i in a..b {
             if i > a {
                 out.push(b',');
             }
-            number(out, &p.column.values, i, true);
+            number(out, p.values, i, true);
         }
         out.push(b']');
     } else {
-        number(out, &p.column.values, a, json);
+        number(out, p.values, a, json);
     }
 }
 
@@ -560,9 +586,9 @@ fn value_type(values: &Values) -> DataType {
 
 /// A column's Arrow type: its values', or a list of them for a collection or
 /// a fixed array.
-fn arrow_type(c: &Column) -> DataType {
-    let inner = value_type(&c.values);
-    if c.counts.is_some() || c.inner > 1 {
+fn arrow_type(values: &Values, list: bool) -> DataType {
+    let inner = value_type(values);
+    if list {
         DataType::List(Arc::new(Field::new("item", inner, false)))
     } else {
         inner
@@ -583,7 +609,7 @@ fn gather(p: &ColumnPart<'_>, rows: &[usize], ty: &DataType) -> ArrayRef {
         }};
     }
     let elements = || runs.iter().flat_map(|run| run.clone());
-    let values: ArrayRef = match &p.column.values {
+    let values: ArrayRef = match p.values {
         Values::Bool(v) => {
             let mut b = BooleanBuilder::with_capacity(total);
             elements().for_each(|i| b.append_value(v[i]));

@@ -2,27 +2,38 @@
 //! checked into a plan (`syntax`, `plan`), evaluated column by column over
 //! windows of entries that line the named branches up (`eval`, `scan`; the
 //! commonest cuts, comparisons with constants, in `predicate`), and the
-//! operations the data tools are built from (`ops`). It reads files through
-//! `formats::root` and knows nothing of the catalog or of MCP.
+//! operations the data tools are built from (`ops`). Quantities are branches
+//! or expressions (`quantities`), with named expressions (`defines`) and
+//! ROOT::VecOps' functions over collections (`vecops`, `kinematics`,
+//! `pairs`). It reads files through `formats::root` and knows nothing of the
+//! catalog or of MCP.
 
+mod computed;
 mod counted;
+pub mod dataset;
+pub mod defines;
 pub mod eval;
 pub mod export;
 mod fills;
 mod kept;
+mod kinematics;
 pub mod ops;
+mod pairs;
 pub mod plan;
 pub mod plot;
 pub mod predicate;
 pub mod prune;
 pub mod quantiles;
+pub mod quantities;
 pub mod rows;
 pub mod scan;
 pub mod syntax;
+pub mod vecops;
 
 use crate::formats::FormatError;
 use crate::job::Stop;
 
+pub use defines::Defines;
 pub use plan::{Plan, TreeColumns};
 
 /// Why an analysis could not be done; the front end maps each to the spec's
@@ -44,6 +55,10 @@ pub enum AnalysisError {
     Format(FormatError),
     /// The job was stopped after `entries_done` entries.
     Stopped { stop: Stop, entries_done: u64 },
+    /// An expression would make more values than a window may hold (the
+    /// pairs of a large collection): a scan retries a window of several
+    /// entries in smaller parts, so only one entry's alone reaches a caller.
+    TooLarge { message: String },
 }
 
 impl AnalysisError {
@@ -86,6 +101,7 @@ impl std::fmt::Display for AnalysisError {
             AnalysisError::Stopped { entries_done, .. } => {
                 write!(f, "stopped after {entries_done} entries")
             }
+            AnalysisError::TooLarge { message } => f.write_str(message),
         }
     }
 }

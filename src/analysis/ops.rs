@@ -3,24 +3,24 @@
 //! the columns its plans name.
 
 use super::AnalysisError;
+use super::dataset::Member;
 use super::eval::{Inputs, SlotData, Val, evaluate, zip};
 use super::fills::{Fills, bare_fills, fills, predicate_fills};
-use super::plan::{Node, Plan, TreeColumns};
+use super::plan::{Node, Plan};
 use super::predicate::{Predicate, count_cut};
 use super::scan::{Parts, Window, scan_parallel};
-use crate::formats::root::RootFile;
 use crate::job::Job;
 
 /// Plans evaluated together over one scan: the union of their columns, and
 /// each plan's slots mapped into it.
-struct Together<'p> {
+pub(super) struct Together<'p> {
     plans: Vec<&'p Plan>,
-    columns: Vec<usize>,
+    pub(super) columns: Vec<usize>,
     maps: Vec<Vec<usize>>,
 }
 
 impl<'p> Together<'p> {
-    fn new(plans: Vec<&'p Plan>) -> Together<'p> {
+    pub(super) fn new(plans: Vec<&'p Plan>) -> Together<'p> {
         let mut columns: Vec<usize> = Vec::new();
         let maps = plans
             .iter()
@@ -48,14 +48,14 @@ impl<'p> Together<'p> {
     fn inputs<'a>(&'a self, i: usize, slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs<'a> {
         Inputs {
             entries: w.len(),
-            first_entry: w.entries.start,
+            first_entry: w.global_start(),
             slots,
             map: &self.maps[i],
         }
     }
 
     /// Evaluates every plan over a window's columns.
-    fn evaluate(
+    pub(super) fn evaluate(
         &self,
         slots: &[SlotData<'_>],
         w: &Window<'_, '_>,
@@ -74,33 +74,36 @@ pub struct Counted {
     pub selected: u64,
 }
 
-/// Counts the entries that pass `cut` (an entry passes when any of its
-/// elements does), reading clusters in parallel and skipping those the cut
-/// rules out.
+/// Counts the entries of the members that pass `cut` (an entry passes when
+/// any of its elements does), reading clusters in parallel and skipping those
+/// the cut rules out; with each member's own count.
 pub fn count_selected(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     cut: &Plan,
     job: &Job,
-) -> Result<Counted, AnalysisError> {
+) -> Result<(Counted, Vec<Counted>), AnalysisError> {
     let together = Together::new(vec![cut]);
     let predicate = Predicate::of(&cut.root);
-    let mut selected = 0;
+    let mut by_member = vec![Counted::default(); members.len()];
     let scanned = scan_parallel(
-        file,
-        tree,
+        members,
         (&together.columns, Some(cut)),
         (job, Parts::Small),
-        || 0u64,
+        Counted::default,
         |n, w| {
             let slots = window_slots(&together, w);
             let inputs = together.inputs(0, &slots, w);
-            *n += count_cut(predicate.as_ref(), &cut.root, &inputs)?;
+            n.selected += count_cut(predicate.as_ref(), &cut.root, &inputs)?;
+            n.scanned += w.len() as u64;
             Ok(())
         },
-        |n| selected += n,
+        |m, n| {
+            by_member[m].scanned += n.scanned;
+            by_member[m].selected += n.selected;
+        },
     )?;
-    Ok(Counted { scanned, selected })
+    let selected = by_member.iter().map(|c| c.selected).sum();
+    Ok((Counted { scanned, selected }, by_member))
 }
 
 /// A window's inputs for combining values the plans already evaluated
@@ -108,14 +111,14 @@ pub fn count_selected(
 fn evaluated_inputs<'a>(slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs<'a> {
     Inputs {
         entries: w.len(),
-        first_entry: w.entries.start,
+        first_entry: w.global_start(),
         slots,
         map: &[],
     }
 }
 
 /// A window's columns as the evaluator takes them.
-fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
+pub(super) fn window_slots<'s>(together: &Together<'_>, w: &Window<'s, '_>) -> Vec<SlotData<'s>> {
     (0..together.columns.len())
         .map(|i| w.slot_data(i))
         .collect()
@@ -195,6 +198,8 @@ pub struct Hist1 {
     /// Entries scanned, and entries with at least one value filled.
     pub scanned: u64,
     pub selected: u64,
+    /// Each member's share (all but the bins), in member order.
+    pub by_member: Vec<Hist1>,
 }
 
 impl Hist1 {
@@ -208,12 +213,18 @@ impl Hist1 {
 
     /// Adds another part's fills (the same axis).
     fn merge(&mut self, other: Hist1) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
-        for (a, b) in self.sumw2.iter_mut().zip(other.sumw2) {
+        for (a, b) in self.sumw2.iter_mut().zip(&other.sumw2) {
             *a += b;
         }
+        self.add_totals(&other);
+    }
+
+    /// Adds another part's totals (all but the bins).
+    fn add_totals(&mut self, other: &Hist1) {
+        self.scanned += other.scanned;
         self.underflow += other.underflow;
         self.overflow += other.overflow;
         self.entries += other.entries;
@@ -413,31 +424,36 @@ fn plans_of<'p>(req: &HistRequest<'p>, extra: Option<&'p Plan>) -> Vec<&'p Plan>
     plans
 }
 
-/// Fills a 1-D histogram in one pass, clusters in parallel.
+/// Fills a 1-D histogram of the members in one pass, clusters in parallel,
+/// with each member's totals.
 pub fn histogram(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     axis: Axis,
     job: &Job,
 ) -> Result<Hist1, AnalysisError> {
     let filling = Filling::new(req);
     let mut h = Hist1::empty(&axis);
+    let mut by_member = vec![Hist1::default(); members.len()];
     let scanned = scan_parallel(
-        file,
-        tree,
+        members,
         (&filling.together.columns, req.cut),
         (job, Parts::Small),
         || (Hist1::empty(&axis), Fills::default()),
         |(part, f), w| {
             filling.window(w, f)?;
             part.selected += f.entries_selected;
+            part.scanned += w.len() as u64;
             part.fill_all(&axis, f);
             Ok(())
         },
-        |(part, _)| h.merge(part),
+        |m, (part, _)| {
+            by_member[m].add_totals(&part);
+            h.merge(part);
+        },
     )?;
     h.scanned = scanned;
+    h.by_member = by_member;
     Ok(h)
 }
 
@@ -446,31 +462,30 @@ pub fn histogram(
 /// values to a part made by `init`, and the parts are handed to `merge` in
 /// entry order.
 pub fn fold_values<A: Send>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     job: &Job,
     init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, &[f64]) + Sync,
-    mut merge: impl FnMut(A),
+    mut merge: impl FnMut(usize, A, Counted) + Send,
 ) -> Result<Counted, AnalysisError> {
     let filling = Filling::new(req);
     let mut selected = 0;
     let scanned = scan_parallel(
-        file,
-        tree,
+        members,
         (&filling.together.columns, req.cut),
         (job, Parts::Large),
-        || (init(), 0u64, Fills::default()),
-        |(part, selected, f), w| {
+        || (init(), Counted::default(), Fills::default()),
+        |(part, counted, f), w| {
             filling.window(w, f)?;
-            *selected += f.entries_selected;
+            counted.selected += f.entries_selected;
+            counted.scanned += w.len() as u64;
             each(part, &f.values);
             Ok(())
         },
-        |(part, part_selected, _)| {
-            selected += part_selected;
-            merge(part);
+        |m, (part, counted, _)| {
+            selected += counted.selected;
+            merge(m, part, counted);
         },
     )?;
     Ok(Counted { scanned, selected })
@@ -479,8 +494,7 @@ pub fn fold_values<A: Send>(
 /// The smallest and largest finite value a request would fill (for a range
 /// the caller did not give), with the entries scanned.
 pub fn value_range(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     job: &Job,
 ) -> Result<Option<(f64, f64)>, AnalysisError> {
@@ -490,8 +504,7 @@ pub fn value_range(
     };
     let mut range: Option<(f64, f64)> = None;
     scan_parallel(
-        file,
-        tree,
+        members,
         (&filling.together.columns, req.cut),
         (job, Parts::Small),
         || (None, Fills::default()),
@@ -504,7 +517,7 @@ pub fn value_range(
             }
             Ok(())
         },
-        |(part, _)| {
+        |_, (part, _)| {
             if let Some(p) = part {
                 range = widen(range, p);
             }
@@ -522,6 +535,8 @@ pub struct Hist2 {
     pub outside: f64,
     pub scanned: u64,
     pub selected: u64,
+    /// Each member's share (all but the cells), in member order.
+    pub by_member: Vec<Hist2>,
 }
 
 impl Hist2 {
@@ -533,11 +548,16 @@ impl Hist2 {
     }
 
     fn merge(&mut self, other: Hist2) {
-        for (row, more) in self.counts.iter_mut().zip(other.counts) {
+        for (row, more) in self.counts.iter_mut().zip(&other.counts) {
             for (a, b) in row.iter_mut().zip(more) {
                 *a += b;
             }
         }
+        self.add_totals(&other);
+    }
+
+    fn add_totals(&mut self, other: &Hist2) {
+        self.scanned += other.scanned;
         self.entries += other.entries;
         self.outside += other.outside;
         self.selected += other.selected;
@@ -547,8 +567,7 @@ impl Hist2 {
 /// Fills a 2-D histogram of `req.value` (x) against `y` in one pass, clusters
 /// in parallel; x and y are per entry, or of one collection.
 pub fn histogram_2d(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     y: &Plan,
     axes: (Axis, Axis),
@@ -557,9 +576,9 @@ pub fn histogram_2d(
     let together = Together::new(plans_of(req, Some(y)));
     let (ax, ay) = axes;
     let mut h = Hist2::empty(&axes);
+    let mut by_member = vec![Hist2::default(); members.len()];
     let scanned = scan_parallel(
-        file,
-        tree,
+        members,
         (&together.columns, req.cut),
         (job, Parts::Small),
         || Hist2::empty(&axes),
@@ -578,6 +597,7 @@ pub fn histogram_2d(
             fills(paired_x, (cut.clone(), None), true, &inputs, &mut xs)?;
             fills(paired_y, (cut, None), true, &inputs, &mut ys)?;
             part.selected += xs.entries_selected;
+            part.scanned += w.len() as u64;
             for (&x, &y) in xs.values.iter().zip(&ys.values) {
                 part.entries += 1;
                 match (ax.bin(x), ay.bin(y)) {
@@ -587,9 +607,13 @@ pub fn histogram_2d(
             }
             Ok(())
         },
-        |part| h.merge(part),
+        |m, part| {
+            by_member[m].add_totals(&part);
+            h.merge(part);
+        },
     )?;
     h.scanned = scanned;
+    h.by_member = by_member;
     Ok(h)
 }
 

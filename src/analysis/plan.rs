@@ -3,8 +3,10 @@
 //! per element of a collection), into a `Plan` the evaluator runs.
 
 use super::AnalysisError;
+use super::defines::Defines;
 use super::prune::Bounds;
 use super::syntax::{BinOp, Expr, UnOp, parse};
+use super::vecops::{self, VecOp};
 use crate::formats::root::{Branch, ColumnLayout, LeafType, Tree, column_layout};
 
 /// A column of a tree: a branch, or one leaf of a leaf list (`point.x`).
@@ -90,7 +92,7 @@ impl<'t> TreeColumns<'t> {
             .collect()
     }
 
-    fn is_path_prefix(&self, prefix: &str) -> bool {
+    pub(super) fn is_path_prefix(&self, prefix: &str) -> bool {
         self.columns.iter().any(|c| {
             c.path == prefix
                 || c.path
@@ -130,7 +132,7 @@ fn add_columns<'t>(branches: &'t [Branch], parent: &str, out: &mut Vec<ColumnInf
     }
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -150,13 +152,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// Which collection a per-element value runs over. Two values of the same
 /// collection pair up element by element; `certain` collections (a counter
 /// leaf, a fixed size) are known to differ from other certain ones, the others
-/// (`std::vector` branches) are compared entry by entry.
+/// (`std::vector` branches, computed lengths) are compared entry by entry.
+/// The pairs of a collection (`PairFirst`) are a collection of their own,
+/// never of the length of a collection of elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Collection {
     pub key: String,
     pub certain: bool,
-    /// A branch of the collection, for messages.
+    /// A branch of the collection (or the expression making it), for messages.
     pub branch: String,
+    pub pairs: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,6 +277,8 @@ pub enum Node {
     Aggregate(Aggregate, Box<Node>, Option<Box<Node>>),
     /// `Alt$(primary, alternative)`: the alternative where the primary is missing.
     Alt(Box<Node>, Box<Node>),
+    /// A ROOT::VecOps function of its arguments (`vecops`).
+    Vec(VecOp, Vec<Node>),
 }
 
 /// A checked cut (or value expression): its tree, and the columns it reads.
@@ -288,11 +295,18 @@ pub struct Plan {
 impl Plan {
     /// Parses and checks a cut or value expression against a tree's columns.
     pub fn new(text: &str, tree: &TreeColumns<'_>) -> Result<Plan, AnalysisError> {
+        Plan::with_defines(text, tree, &Defines::default())
+    }
+
+    /// `new`, where names may also be those of `defines` (expressions named
+    /// by the call, RDataFrame's `Define`), which the plan computes in place.
+    pub fn with_defines(
+        text: &str,
+        tree: &TreeColumns<'_>,
+        defines: &Defines,
+    ) -> Result<Plan, AnalysisError> {
         let expr = parse(text, &|p| tree.is_path_prefix(p))?;
-        let mut checker = Checker {
-            tree,
-            columns: Vec::new(),
-        };
+        let mut checker = Checker::new(tree, defines);
         let (root, shape) = checker.check(&expr)?;
         Ok(Plan {
             root,
@@ -305,10 +319,8 @@ impl Plan {
     /// A plan that reads one column as it is (a histogrammed or read branch).
     pub fn column(name: &str, tree: &TreeColumns<'_>) -> Result<Plan, AnalysisError> {
         let index = tree.require(name)?;
-        let mut checker = Checker {
-            tree,
-            columns: Vec::new(),
-        };
+        let none = Defines::EMPTY;
+        let mut checker = Checker::new(tree, &none);
         let (root, shape) = checker.column(index, name, 0)?;
         Ok(Plan {
             root,
@@ -323,12 +335,55 @@ impl Plan {
     }
 }
 
-struct Checker<'a, 't> {
+/// Nodes one plan may have once its defines are expanded in place: defines
+/// that each use the last twice would otherwise double it at every step.
+const MAX_NODES: usize = 100_000;
+/// Calls and unary operators nested in one another at most: what one cut
+/// string can reach (`syntax` nests at most 64 deep), so defines written out
+/// in place never nest deeper than a cut could. And nodes deep at most
+/// inside a define's expansion (a cut alone chains up to `MAX_LEN / 2`
+/// operators; defines of chains of defines would multiply that): the
+/// checking, evaluation and pruning walk the tree recursively.
+const MAX_CALL_NESTING: usize = 64;
+const MAX_DEFINED_DEPTH: usize = 256;
+
+pub(super) struct Checker<'a, 't> {
     tree: &'a TreeColumns<'t>,
     columns: Vec<usize>,
+    defines: &'a Defines,
+    /// The defines being expanded, outermost first (a cycle's path).
+    expanding: Vec<String>,
+    nodes: usize,
+    /// The node being checked: how deep, and inside how many calls and
+    /// unary operators.
+    depth: usize,
+    calls: usize,
 }
 
-type Checked = (Node, Shape);
+pub(super) type Checked = (Node, Shape);
+
+impl<'a, 't> Checker<'a, 't> {
+    fn new(tree: &'a TreeColumns<'t>, defines: &'a Defines) -> Checker<'a, 't> {
+        Checker {
+            tree,
+            columns: Vec::new(),
+            defines,
+            expanding: Vec::new(),
+            nodes: 0,
+            depth: 0,
+            calls: 0,
+        }
+    }
+
+    /// A define's expression checked in place of its name.
+    fn define(&mut self, name: &str, at: usize) -> Result<Checked, AnalysisError> {
+        let expr = self.defines.enter(name, &self.expanding, self.tree, at)?;
+        self.expanding.push(name.to_string());
+        let checked = self.check(&expr);
+        self.expanding.pop();
+        checked.map_err(|e| Defines::located(name, e))
+    }
+}
 
 impl Checker<'_, '_> {
     fn slot(&mut self, column: usize) -> usize {
@@ -341,12 +396,50 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn check(&mut self, e: &Expr) -> Result<Checked, AnalysisError> {
+    pub(super) fn check(&mut self, e: &Expr) -> Result<Checked, AnalysisError> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(AnalysisError::invalid(
+                0,
+                &format!("an expression of at most {MAX_NODES} parts"),
+                format!(
+                    "the expression has more than {MAX_NODES} parts once its defines are written out; \
+use each define fewer times"
+                ),
+            ));
+        }
+        let nests = matches!(e, Expr::Unary(..) | Expr::Call { .. });
+        self.depth += 1;
+        self.calls += usize::from(nests);
+        let too_deep = !self.expanding.is_empty() && self.depth > MAX_DEFINED_DEPTH;
+        let checked = if self.calls > MAX_CALL_NESTING || too_deep {
+            Err(AnalysisError::invalid(
+                first_column(e),
+                "an expression no deeper than one cut can be",
+                format!(
+                    "the expression nests more than {MAX_CALL_NESTING} calls (or {MAX_DEFINED_DEPTH} operations) \
+deep once its defines are written out; nest the defines less"
+                ),
+            ))
+        } else {
+            self.check_node(e)
+        };
+        self.depth -= 1;
+        self.calls -= usize::from(nests);
+        checked
+    }
+
+    fn check_node(&mut self, e: &Expr) -> Result<Checked, AnalysisError> {
         match e {
             Expr::Num(n) => Ok((Node::Const(*n), Shape::Scalar)),
+            Expr::Name { name, at } if self.defines.get(name).is_some() => self.define(name, *at),
             Expr::Name { name, at } => {
                 let index = self.tree.find(name).ok_or_else(|| self.not_found(name))?;
                 self.column(index, name, *at)
+            }
+            Expr::Index { name, index, at } if self.defines.get(name).is_some() => {
+                let (node, shape) = self.define(name, *at)?;
+                vecops::element(node, shape, (name, *index), *at)
             }
             Expr::Index { name, index, at } => {
                 // ROOT keeps a fixed array's size in its branch name
@@ -396,7 +489,7 @@ impl Checker<'_, '_> {
     fn not_found(&self, name: &str) -> AnalysisError {
         AnalysisError::BranchNotFound {
             name: name.to_string(),
-            closest: self.tree.closest(name),
+            closest: self.defines.closest_with(name, self.tree.closest(name)),
         }
     }
 
@@ -436,11 +529,13 @@ impl Checker<'_, '_> {
                     key: format!("counter:{counter}"),
                     certain: true,
                     branch: info.path.clone(),
+                    pairs: false,
                 },
                 None => Collection {
                     key: format!("branch:{}", info.path),
                     certain: false,
                     branch: info.path.clone(),
+                    pairs: false,
                 },
             })
         } else if layout.inner > 1 {
@@ -448,6 +543,7 @@ impl Checker<'_, '_> {
                 key: format!("fixed:{}", layout.inner),
                 certain: true,
                 branch: info.path.clone(),
+                pairs: false,
             })
         } else {
             Shape::Scalar
@@ -458,20 +554,7 @@ impl Checker<'_, '_> {
 
     fn call(&mut self, func: &str, args: &[Expr], at: usize) -> Result<Checked, AnalysisError> {
         let bare = func.strip_prefix("TMath::").unwrap_or(func);
-        let arity = |n: usize| -> Result<(), AnalysisError> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(AnalysisError::invalid(
-                    at,
-                    &format!("{n} argument(s) for {func}"),
-                    format!(
-                        "at column {at}: {func} takes {n} argument(s), got {}",
-                        args.len()
-                    ),
-                ))
-            }
-        };
+        let arity = |n: usize| arity(func, args, n, at);
         if let Some(value) = constant(func) {
             arity(0)?;
             return Ok((Node::Const(value), Shape::Scalar));
@@ -502,17 +585,21 @@ impl Checker<'_, '_> {
                 let shape = combine(&sa, &sb, at)?;
                 return Ok((Node::Alt(Box::new(a), Box::new(b)), shape));
             }
-            _ => {
-                return Err(AnalysisError::invalid(
-                    at,
-                    "a known function",
-                    format!(
-                        "at column {at}: unknown function '{func}' (cuts know abs sqrt exp log log10 pow sin cos tan \
-asin acos atan atan2 sinh cosh tanh min max floor ceil hypot, their TMath:: spellings, TMath::Pi(), and Length$ Sum$ \
-Min$ Max$ MinIf$ MaxIf$ Alt$)"
-                    ),
-                ));
-            }
+            _ => match vecops::named(func) {
+                Some(f) => return vecops::check(self, f, (func, args), at),
+                None => {
+                    return Err(AnalysisError::invalid(
+                        at,
+                        "a known function",
+                        format!(
+                            "at column {at}: unknown function '{func}' (cuts know abs sqrt exp log log10 pow sin cos tan \
+asin acos atan atan2 sinh cosh tanh min max floor ceil hypot, their TMath:: spellings, TMath::Pi(), Length$ Sum$ \
+Min$ Max$ MinIf$ MaxIf$ Alt$, and ROOT::VecOps' {})",
+                            vecops::NAMES.join(" ")
+                        ),
+                    ));
+                }
+            },
         };
         let conditional = matches!(aggregate, Aggregate::MinIf | Aggregate::MaxIf);
         arity(if conditional { 2 } else { 1 })?;
@@ -531,8 +618,24 @@ Min$ Max$ MinIf$ MaxIf$ Alt$)"
     }
 }
 
+/// `func`'s arguments counted: `n`, or an error saying so.
+pub(super) fn arity(func: &str, args: &[Expr], n: usize, at: usize) -> Result<(), AnalysisError> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(AnalysisError::invalid(
+            at,
+            &format!("{n} argument(s) for {func}"),
+            format!(
+                "at column {at}: {func} takes {n} argument(s), got {}",
+                args.len()
+            ),
+        ))
+    }
+}
+
 /// The column where an expression starts, for messages.
-fn first_column(e: &Expr) -> usize {
+pub(super) fn first_column(e: &Expr) -> usize {
     match e {
         Expr::Num(_) => 0,
         Expr::Name { at, .. } | Expr::Index { at, .. } | Expr::Call { at, .. } => *at,
@@ -545,13 +648,17 @@ fn first_column(e: &Expr) -> usize {
 }
 
 /// The shape of an element-wise combination: scalars broadcast over a
-/// collection; two collections must be the same one.
-fn combine(a: &Shape, b: &Shape, at: usize) -> Result<Shape, AnalysisError> {
+/// collection; two collections must be the same one. Pairs and elements
+/// never line up (n elements make n(n-1)/2 pairs), even where the lengths
+/// are only known entry by entry.
+pub(super) fn combine(a: &Shape, b: &Shape, at: usize) -> Result<Shape, AnalysisError> {
     match (a, b) {
         (Shape::Scalar, s) | (s, Shape::Scalar) => Ok(s.clone()),
         (Shape::Jagged(x), Shape::Jagged(y)) => {
-            if x.key == y.key || !(x.certain && y.certain) {
+            if x.key == y.key || (!(x.certain && y.certain) && x.pairs == y.pairs) {
                 Ok(a.clone())
+            } else if x.pairs != y.pairs {
+                Err(vecops::pairs_and_elements(x, y, at))
             } else {
                 Err(mixed_collections(&x.branch, &y.branch, at))
             }

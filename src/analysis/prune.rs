@@ -9,7 +9,8 @@
 //! Every rule here must over-approximate: a span may hold values that never
 //! occur, never miss one that does. NaN is tracked apart (it fails every
 //! comparison but `!=`, and is true as a truth value), and anything not
-//! modelled (aggregates, `Alt$`, periodic functions, `%`) is "any value".
+//! modelled (aggregates, `Alt$`, periodic functions, `%`, the VecOps functions
+//! but pairs, `Sort` and `Reverse`) is "any value".
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -17,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::plan::{Curve, Fn1, Node, Pair, Plan};
 use super::syntax::{BinOp, UnOp};
+use super::vecops::VecOp;
 
 /// One basket of a column: the entries it holds, and the range of its values
 /// as the statistics pass found them.
@@ -139,7 +141,15 @@ impl Bounds {
                     Pair::Other => frame.any(),
                 }
             }
-            Node::Aggregate(..) | Node::Alt(..) => Span::ANY,
+            // Pairs, sorted and reversed collections hold elements of their
+            // argument (none when it has none); no other VecOps function is
+            // bounded (a sum of no element is 0 even where its argument has
+            // no value at all).
+            Node::Vec(
+                VecOp::PairFirst | VecOp::PairSecond | VecOp::Sort | VecOp::Reverse,
+                args,
+            ) => self.eval(&args[0], plan, entries),
+            Node::Aggregate(..) | Node::Alt(..) | Node::Vec(..) => Span::ANY,
         }
     }
 }

@@ -10,9 +10,8 @@ use super::AnalysisError;
 use super::kept::Kept;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::dataset::Member;
 use super::ops::{Counted, HistRequest, fold_values};
-use super::plan::TreeColumns;
-use crate::formats::root::RootFile;
 use crate::job::Job;
 
 /// Values held at once by default: 48 MB, 6.3M f64 or 12.6M f32 (a 10M-entry
@@ -36,6 +35,24 @@ pub struct Stats {
     pub selected: u64,
     /// Passes over the data it took.
     pub passes: usize,
+    /// Each member's count, mean, std, min and max (no quantiles), with
+    /// its entries scanned and selected, in member order.
+    pub by_member: Vec<Stats>,
+}
+
+impl Stats {
+    /// The count, mean, std, min and max of some moments (none of no value).
+    fn of_moments(m: &Moments) -> Stats {
+        let any = m.n > 0;
+        Stats {
+            count: m.n,
+            mean: any.then_some(m.mean),
+            std: any.then(|| (m.m2 / m.n as f64).sqrt()),
+            min: any.then_some(m.min),
+            max: any.then_some(m.max),
+            ..Stats::default()
+        }
+    }
 }
 
 /// Lanes the sums are taken in: value k goes to lane k % 4, so the lanes stay
@@ -84,7 +101,7 @@ impl Sums {
 
 /// Count, mean, sum of squared deviations, minimum and maximum of finite
 /// values, built batch by batch and merged pairwise.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Moments {
     n: u64,
     mean: f64,
@@ -141,8 +158,7 @@ impl Moments {
 /// minimum and maximum of a branch read without a cut), lets the first pass
 /// also count the values in bins, saving the narrowing passes one pass.
 pub fn branch_stats(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     quantiles: &[f64],
     cap: usize,
@@ -155,9 +171,9 @@ pub fn branch_stats(
     // With a known range the first pass also counts bins once the values
     // turn out not to fit, which lead to the quantiles in one more pass.
     let mut first = First::default();
+    let mut by_member = vec![(Moments::default(), Counted::default()); members.len()];
     let counted: Counted = fold_values(
-        file,
-        tree,
+        members,
         req,
         job,
         First::default,
@@ -179,8 +195,12 @@ pub fn branch_stats(
                 }
             }
         },
-        |mut part| {
+        |member, mut part, counted| {
             part.flush(range, cap, &kept_total);
+            let (m, c) = &mut by_member[member];
+            m.merge(part.m);
+            c.scanned += counted.scanned;
+            c.selected += counted.selected;
             first.merge(part, range);
         },
     )?;
@@ -196,15 +216,23 @@ pub fn branch_stats(
         scanned: counted.scanned,
         selected: counted.selected,
         passes: 1,
+        by_member: by_member
+            .into_iter()
+            .map(|(m, c)| Stats {
+                scanned: c.scanned,
+                selected: c.selected,
+                ..Stats::of_moments(&m)
+            })
+            .collect(),
         ..Stats::default()
     };
     if m.n == 0 {
         stats.quantiles = vec![None; quantiles.len()];
         return Ok(stats);
     }
-    stats.mean = Some(m.mean);
-    stats.std = Some((m.m2 / m.n as f64).sqrt());
-    (stats.min, stats.max) = (Some(m.min), Some(m.max));
+    let moments = Stats::of_moments(&m);
+    (stats.mean, stats.std) = (moments.mean, moments.std);
+    (stats.min, stats.max) = (moments.min, moments.max);
     // The order statistics each quantile interpolates between.
     let ranks: Vec<(u64, u64, f64)> = quantiles
         .iter()
@@ -225,7 +253,7 @@ pub fn branch_stats(
             (Some((lo, hi)), Some(b)) if lo <= m.min && m.max <= hi => ((lo, hi), Some(b)),
             _ => ((m.min, m.max), None),
         };
-        let (found, passes) = order_statistics(file, tree, req, span, binned, &wanted, cap, job)?;
+        let (found, passes) = order_statistics(members, req, span, binned, &wanted, cap, job)?;
         stats.passes += passes;
         found
     } else {
@@ -404,8 +432,7 @@ impl First {
 /// The values at the wanted ranks (0-based, ascending), by narrowing passes.
 #[allow(clippy::too_many_arguments)]
 fn order_statistics(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     (min, max): (f64, f64),
     mut binned: Option<Vec<Bins>>,
@@ -437,8 +464,7 @@ fn order_statistics(
             None => {
                 let mut bins = empty_bins(spans.len());
                 fold_values(
-                    file,
-                    tree,
+                    members,
                     req,
                     job,
                     || empty_bins(spans.len()),
@@ -451,7 +477,7 @@ fn order_statistics(
                             }
                         }
                     },
-                    |part| add_bins(&mut bins, part),
+                    |_, part, _| add_bins(&mut bins, part),
                 )?;
                 passes += 1;
                 bins
@@ -492,7 +518,7 @@ fn order_statistics(
             }
         }
         if !gather.is_empty() {
-            found.extend(collect_spans(file, tree, req, &gather, job)?);
+            found.extend(collect_spans(members, req, &gather, job)?);
             passes += 1;
         }
         spans = narrow;
@@ -504,8 +530,7 @@ fn order_statistics(
 /// The wanted ranks of spans small enough to hold: their values gathered in one
 /// pass, sorted, and picked.
 fn collect_spans(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     req: &HistRequest<'_>,
     spans: &[Span],
     job: &Job,
@@ -513,8 +538,7 @@ fn collect_spans(
     let empty = || -> Vec<Vec<f64>> { spans.iter().map(|_| Vec::new()).collect() };
     let mut held = empty();
     fold_values(
-        file,
-        tree,
+        members,
         req,
         job,
         empty,
@@ -527,7 +551,7 @@ fn collect_spans(
                 }
             }
         },
-        |part| {
+        |_, part, _| {
             for (h, p) in held.iter_mut().zip(part) {
                 h.extend(p);
             }

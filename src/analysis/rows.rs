@@ -6,8 +6,9 @@
 use std::ops::Range;
 
 use super::counted::{CountedReader, open_readers};
-use super::eval::{Inputs, SlotData};
-use super::ops::Counted;
+use super::dataset::{Member, chain_entries, locate};
+use super::eval::{Inputs, SlotData, Val};
+use super::ops::{Counted, Together, window_slots};
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::scan;
@@ -26,58 +27,96 @@ pub enum Cell {
     List(Vec<Cell>),
 }
 
-/// The entries at positions `offset..offset + limit` among those passing `cut`
-/// (all entries without one), with how many were scanned and selected.
+/// The entries (numbered in the chain of members) at positions from `offset`,
+/// `limit` of them, among those passing `cut` (all entries without one), with
+/// how many were scanned and selected, in all and in each member.
 pub fn page_entries(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     cut: Option<&Plan>,
     offset: u64,
     limit: u64,
     job: &Job,
-) -> Result<(Vec<u64>, Counted), AnalysisError> {
+) -> Result<(Vec<u64>, Counted, Vec<Counted>), AnalysisError> {
+    let total = chain_entries(members);
     let Some(cut) = cut else {
         // Without a cut only the page's entries are read.
-        let start = offset.min(tree.entries);
-        let end = offset.saturating_add(limit).min(tree.entries);
+        let start = offset.min(total);
+        let end = offset.saturating_add(limit).min(total);
         let counted = Counted {
             scanned: end - start,
-            selected: tree.entries,
+            selected: total,
         };
-        return Ok(((start..end).collect(), counted));
+        let by_member = members
+            .iter()
+            .map(|m| {
+                let first = m.first_entry;
+                let mine = first..first + m.tree.entries;
+                let read = start.max(mine.start)..end.min(mine.end);
+                Counted {
+                    scanned: read.end.saturating_sub(read.start),
+                    selected: m.tree.entries,
+                }
+            })
+            .collect();
+        return Ok(((start..end).collect(), counted, by_member));
     };
     let map: Vec<usize> = (0..cut.columns.len()).collect();
     let predicate = Predicate::of(&cut.root);
     let mut page = Vec::new();
     let mut selected = 0;
-    let scanned = scan(
-        file,
-        tree,
-        &cut.columns,
-        0..tree.entries,
-        Some(cut),
-        job,
-        |w| {
-            let slots: Vec<SlotData> = (0..cut.columns.len()).map(|i| w.slot_data(i)).collect();
-            let inputs = Inputs {
-                entries: w.len(),
-                first_entry: w.entries.start,
-                slots: &slots,
-                map: &map,
-            };
-            let mask = mask_cut(predicate.as_ref(), &cut.root, &inputs)?;
-            for (i, pass) in mask.into_iter().enumerate() {
-                if pass {
-                    if selected >= offset && selected - offset < limit {
-                        page.push(w.entries.start + i as u64);
-                    }
-                    selected += 1;
+    let mut by_member = vec![Counted::default(); members.len()];
+    let scanned = scan(members, &cut.columns, 0..total, Some(cut), job, |w| {
+        let slots: Vec<SlotData> = (0..cut.columns.len()).map(|i| w.slot_data(i)).collect();
+        let inputs = Inputs {
+            entries: w.len(),
+            first_entry: w.global_start(),
+            slots: &slots,
+            map: &map,
+        };
+        let mask = mask_cut(predicate.as_ref(), &cut.root, &inputs)?;
+        let mine = &mut by_member[w.member];
+        mine.scanned += w.len() as u64;
+        for (i, pass) in mask.into_iter().enumerate() {
+            if pass {
+                if selected >= offset && selected - offset < limit {
+                    page.push(w.global_start() + i as u64);
                 }
+                selected += 1;
+                mine.selected += 1;
             }
-            Ok(true)
-        },
-    )?;
-    Ok((page, Counted { scanned, selected }))
+        }
+        Ok(true)
+    })?;
+    Ok((page, Counted { scanned, selected }, by_member))
+}
+
+/// `read_rows` of entries numbered in the chain of members (ascending): each
+/// member's entries read from its own file, the rows in the order given.
+pub fn read_chain_rows(
+    members: &[Member<'_>],
+    columns: &[usize],
+    entries: &[u64],
+    job: &Job,
+) -> Result<Vec<Vec<Cell>>, AnalysisError> {
+    let mut rows = Vec::with_capacity(entries.len());
+    let mut rest = entries;
+    while let Some(&first) = rest.first() {
+        let Some((m, _)) = locate(members, first) else {
+            return Err(AnalysisError::Format(crate::formats::FormatError::Corrupt(
+                format!("no file of the dataset holds entry {first}"),
+            )));
+        };
+        let member = &members[m];
+        let end = member.first_entry + member.tree.entries;
+        let mine = rest.partition_point(|&e| e < end);
+        let local: Vec<u64> = rest[..mine]
+            .iter()
+            .map(|e| e - member.first_entry)
+            .collect();
+        rows.extend(read_rows(member.file, member.tree, columns, &local, job)?);
+        rest = &rest[mine..];
+    }
+    Ok(rows)
 }
 
 /// The values of `columns` (indices into `tree.columns`) at `entries`
@@ -131,6 +170,71 @@ pub fn read_rows(
         }
     }
     Ok(rows)
+}
+
+/// The values of expressions (`plans`) at `entries` (ascending, numbered in
+/// the chain of members):
+/// `rows[i][k]` is plan `k` at entry `entries[i]`, a number (NaN where it has
+/// no value) or, for a collection, a list (empty where it has no value).
+/// The columns the plans read are scanned from the first entry to the last,
+/// and only the windows holding a wanted entry are evaluated.
+pub fn read_computed(
+    members: &[Member<'_>],
+    plans: &[&Plan],
+    entries: &[u64],
+    job: &Job,
+) -> Result<Vec<Vec<Cell>>, AnalysisError> {
+    let mut rows: Vec<Vec<Cell>> = entries
+        .iter()
+        .map(|_| Vec::with_capacity(plans.len()))
+        .collect();
+    let (Some(&first), Some(&last)) = (entries.first(), entries.last()) else {
+        return Ok(rows);
+    };
+    let together = Together::new(plans.to_vec());
+    let mut next = 0;
+    scan(
+        members,
+        &together.columns,
+        first..last + 1,
+        None,
+        job,
+        |w| {
+            // Entries numbered in the chain of members, as `entries` are.
+            let start = w.global_start();
+            let end = start + w.len() as u64;
+            let wanted = next..next + entries[next..].partition_point(|&e| e < end);
+            if wanted.is_empty() {
+                return Ok(true);
+            }
+            let slots = window_slots(&together, w);
+            let values = together.evaluate(&slots, w)?;
+            for i in wanted.clone() {
+                let r = (entries[i] - start) as usize;
+                rows[i].extend(values.iter().map(|v| computed_cell(v, r)));
+            }
+            next = wanted.end;
+            Ok(next < entries.len())
+        },
+    )?;
+    Ok(rows)
+}
+
+/// An evaluated value at a window's entry `r` as a cell.
+fn computed_cell(v: &Val, r: usize) -> Cell {
+    let missing = |valid: &Option<Vec<bool>>| valid.as_ref().is_some_and(|m| !m[r]);
+    match v {
+        Val::Const(c) => Cell::Float(*c),
+        Val::Scalar { valid, .. } if missing(valid) => Cell::Float(f64::NAN),
+        Val::Scalar { v, .. } => Cell::Float(v[r]),
+        Val::Jagged { valid, .. } if missing(valid) => Cell::List(Vec::new()),
+        Val::Jagged { v, offsets, .. } => Cell::List(
+            v[offsets[r]..offsets[r + 1]]
+                .iter()
+                .map(|&x| Cell::Float(x))
+                .collect(),
+        ),
+    }
 }
 
 /// The stored bytes of a column's baskets read for `entries` (ascending),

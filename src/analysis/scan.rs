@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::AnalysisError;
 use super::counted::{CountedReader, open_readers};
+use super::dataset::{Member, cluster_bytes, clusters_of, in_member};
 use super::eval::SlotData;
 use super::plan::{Plan, TreeColumns};
 use crate::formats::root::by_number;
@@ -22,9 +23,6 @@ use crate::job::Job;
 /// basket's worth (hundreds of thousands of entries) would be fresh pages
 /// every time. Without columns (a constant cut) it is the cluster size.
 pub(super) const WINDOW: u64 = 1 << 13;
-
-/// Entries per cluster when no column is read.
-const EMPTY_CLUSTER: u64 = 1 << 16;
 
 struct Stream<'f> {
     reader: CountedReader<'f>,
@@ -176,32 +174,62 @@ fn lay_out_collection(
 
 /// One window of entries, with each column's part of it.
 pub struct Window<'s, 'f> {
+    /// The entries, numbered within the member's tree.
     pub entries: Range<u64>,
+    /// The member (of those scanned) the entries are of, and the chain's
+    /// number of its entry 0.
+    pub member: usize,
+    pub first_entry: u64,
     streams: &'s [Stream<'f>],
 }
 
-/// A column's part of a window: values `elements` of `column`.
+/// A column's part of a window: values `elements` of `values`, laid out by
+/// entry through `offsets` (a collection) or `inner` values per entry.
 pub struct ColumnPart<'a> {
-    pub column: &'a Column,
+    pub values: &'a Values,
     pub elements: Range<usize>,
     /// Each entry's start relative to `elements.start`, for a collection.
     offsets: &'a [usize],
+    counted: bool,
+    inner: usize,
 }
 
-impl ColumnPart<'_> {
-    /// The values of the window's entry `r` in `column.values`.
+impl<'a> ColumnPart<'a> {
+    /// Values computed for a window (an expression's): one per entry, or
+    /// laid out by `offsets` (from 0, one more than the entries).
+    pub fn computed(values: &'a Values, offsets: Option<&'a [usize]>) -> ColumnPart<'a> {
+        ColumnPart {
+            values,
+            elements: 0..values.len(),
+            offsets: offsets.unwrap_or(&[]),
+            counted: offsets.is_some(),
+            inner: 1,
+        }
+    }
+
+    /// The values of the window's entry `r` in `values`.
     pub fn entry(&self, r: usize) -> Range<usize> {
         let start = self.elements.start;
-        if self.column.counts.is_some() {
+        if self.counted {
             start + self.offsets[r]..start + self.offsets[r + 1]
         } else {
-            let inner = self.column.inner;
+            let inner = self.inner;
             start + r * inner..start + (r + 1) * inner
         }
+    }
+
+    /// Whether each entry holds a list (a collection or a fixed array).
+    pub fn is_list(&self) -> bool {
+        self.counted || self.inner > 1
     }
 }
 
 impl<'s, 'f> Window<'s, 'f> {
+    /// The chain's number of the window's first entry (`Entry$`).
+    pub fn global_start(&self) -> u64 {
+        self.first_entry + self.entries.start
+    }
+
     pub fn len(&self) -> usize {
         (self.entries.end - self.entries.start) as usize
     }
@@ -214,9 +242,11 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn part(&self, i: usize) -> ColumnPart<'s> {
         let s = &self.streams[i];
         ColumnPart {
-            column: &s.column,
+            values: &s.column.values,
             elements: s.window_elements.clone(),
             offsets: &s.window_offsets,
+            counted: s.column.counts.is_some(),
+            inner: s.column.inner,
         }
     }
 
@@ -225,9 +255,9 @@ impl<'s, 'f> Window<'s, 'f> {
     pub fn slot_data(&self, i: usize) -> SlotData<'s> {
         let part = self.part(i);
         let s = &self.streams[i];
-        let is_collection = part.column.counts.is_some() || part.column.inner > 1;
+        let is_collection = part.is_list();
         SlotData {
-            values: &part.column.values,
+            values: part.values,
             elements: part.elements.clone(),
             offsets: is_collection.then(|| s.window_offsets.clone()),
             name: s.name.clone(),
@@ -262,16 +292,20 @@ pub fn to_f64(values: &Values, r: Range<usize>) -> Vec<f64> {
     map_f64(values, r, |x| x)
 }
 
-/// Progress shared by the clusters of one scan: entries done out of `total`.
+/// Progress shared by the clusters of one scan: units (the bytes of the
+/// baskets to read, or entries when there are none) done out of `total`, and
+/// the entries done, which a stop reports.
 struct Progress<'j> {
     job: &'j Job,
     done: AtomicU64,
     total: u64,
+    entries_done: AtomicU64,
 }
 
 impl Progress<'_> {
-    fn add(&self, entries: u64) {
-        let done = self.done.fetch_add(entries, Ordering::Relaxed) + entries;
+    fn add(&self, units: u64, entries: u64) {
+        self.entries_done.fetch_add(entries, Ordering::Relaxed);
+        let done = self.done.fetch_add(units, Ordering::Relaxed) + units;
         self.job.progress(done, Some(self.total));
     }
 
@@ -280,16 +314,87 @@ impl Progress<'_> {
         match self.job.stopped() {
             Some(stop) => Err(AnalysisError::Stopped {
                 stop,
-                entries_done: self.done.load(Ordering::Relaxed),
+                entries_done: self.entries_done.load(Ordering::Relaxed),
             }),
             None => Ok(()),
         }
     }
 }
 
-/// The streams of `columns`; `windowed` ones keep a basket of numbers (one
-/// per entry) as stored and convert each window's entries as it comes (see
-/// `scan_parallel`).
+/// A cluster to read: its member, its entries there, and its share of the
+/// scan's progress.
+#[derive(Debug, Clone)]
+struct Item {
+    member: usize,
+    entries: Range<u64>,
+    weight: u64,
+}
+
+/// The clusters of the chain's entries `within` that `cut` does not rule out
+/// (by each member's bounds), in chain order, and the scan's progress, the
+/// clusters ruled out counted done already. Each member's bounds note what
+/// this scan reads and skips of it.
+fn work<'j>(
+    members: &[Member<'_>],
+    (columns, cut): (&[usize], Option<&Plan>),
+    within: Range<u64>,
+    job: &'j Job,
+) -> Result<(Vec<Item>, Progress<'j>), AnalysisError> {
+    let mut all: Vec<(Item, bool)> = Vec::new();
+    for (m, member) in members.iter().enumerate() {
+        let start = within.start.saturating_sub(member.first_entry);
+        let end = within.end.saturating_sub(member.first_entry);
+        let local = start.min(member.tree.entries)..end.min(member.tree.entries);
+        if local.is_empty() {
+            continue;
+        }
+        let (mut read, mut skipped) = (0, 0);
+        let clusters =
+            clusters_of(member.tree, columns, local).map_err(|e| in_member(e, member))?;
+        let weights = cluster_bytes(member.tree, columns, &clusters);
+        for (cluster, weight) in clusters.into_iter().zip(weights) {
+            let keep = member.tree.bounds.must_read(cut, &cluster);
+            if keep {
+                read += 1;
+            } else {
+                skipped += 1;
+            }
+            let item = Item {
+                member: m,
+                entries: cluster,
+                weight,
+            };
+            all.push((item, keep));
+        }
+        member.tree.bounds.record_scan(read, skipped);
+    }
+    // Progress in bytes; in entries when the baskets hold none (all kept in
+    // the tree objects, or no column read).
+    if all.iter().all(|(item, _)| item.weight == 0) {
+        for (item, _) in &mut all {
+            item.weight = item.entries.end - item.entries.start;
+        }
+    }
+    let progress = Progress {
+        job,
+        done: AtomicU64::new(0),
+        total: all.iter().map(|(item, _)| item.weight).sum(),
+        entries_done: AtomicU64::new(0),
+    };
+    let mut kept = Vec::with_capacity(all.len());
+    for (item, keep) in all {
+        if keep {
+            kept.push(item);
+        } else {
+            progress.add(item.weight, item.entries.end - item.entries.start);
+        }
+    }
+    Ok((kept, progress))
+}
+
+/// The streams of `columns` of one member; `windowed` ones keep a basket of
+/// numbers (one per entry) as stored and convert each window's entries as it
+/// comes (see `scan_parallel`).
 fn open_streams<'f>(
     file: &'f RootFile,
     tree: &TreeColumns<'f>,
@@ -315,45 +420,30 @@ fn open_streams<'f>(
         .collect())
 }
 
-/// The clusters of `entries`: runs of entries whose baskets start and end
-/// together in every stream (ROOT's clusters, in a file written with them).
-/// Without streams (a constant cut) they are runs of `EMPTY_CLUSTER` entries.
-fn clusters(streams: &[Stream<'_>], entries: Range<u64>) -> Vec<Range<u64>> {
-    let mut cuts: Vec<u64> = match streams.first() {
-        Some(s) => s.reader.basket_ranges().iter().map(|r| r.start).collect(),
-        None => (entries.start..entries.end)
-            .step_by(EMPTY_CLUSTER as usize)
-            .collect(),
-    };
-    for s in streams.iter().skip(1) {
-        let starts = s.reader.basket_ranges();
-        cuts.retain(|c| starts.binary_search_by(|r| r.start.cmp(c)).is_ok());
-    }
-    cuts.retain(|c| entries.contains(c) && *c > entries.start);
-    let mut out = Vec::with_capacity(cuts.len() + 1);
-    let mut at = entries.start;
-    for c in cuts.into_iter().chain(std::iter::once(entries.end)) {
-        if c > at {
-            out.push(at..c);
-            at = c;
-        }
-    }
-    out
-}
-
-/// Hands `each` the windows of `cluster`, in entry order; false when `each`
-/// asked to stop. With `side_by_side`, columns needing their next basket
+/// Hands `each` the windows of a cluster, in entry order; false when `each`
+/// asked to stop. A window `each` finds `TooLarge` is handed over again in
+/// halves (so `each` must fail before it changes anything). With
+/// `side_by_side`, columns needing their next basket
 /// decode it in parallel (for a scan that is not already one of many).
 fn scan_cluster(
     streams: &mut [Stream<'_>],
-    (cluster, side_by_side): (Range<u64>, bool),
+    (item, first_entry, side_by_side): (&Item, u64, bool),
     progress: &Progress<'_>,
     each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<bool, AnalysisError> {
+    let cluster = &item.entries;
+    let len = cluster.end - cluster.start;
+    // The share of the cluster's weight done once `at` is reached.
+    let share = |at: u64| {
+        (u128::from(item.weight) * u128::from(at - cluster.start) / u128::from(len.max(1))) as u64
+    };
     let mut at = cluster.start;
+    // Entries per window at most: fewer, for the rest of the cluster, once
+    // a window made more values than the evaluator allows (pairs).
+    let mut span = WINDOW;
     while at < cluster.end {
         progress.check()?;
-        let mut window_end = cluster.end.min(at + WINDOW);
+        let mut window_end = cluster.end.min(at + span);
         if side_by_side && streams.iter().filter(|s| !s.range().contains(&at)).count() > 1 {
             use rayon::prelude::*;
             streams.par_iter_mut().try_for_each(|s| s.seek(at))?;
@@ -367,10 +457,20 @@ fn scan_cluster(
         }
         let window = Window {
             entries: at..window_end,
+            member: item.member,
+            first_entry,
             streams,
         };
-        let go_on = each(&window)?;
-        progress.add(window_end - at);
+        let go_on = match each(&window) {
+            // `each` leaves no trace of a window it failed on, so the same
+            // entries are handed over again, in halves.
+            Err(AnalysisError::TooLarge { .. }) if window_end - at > 1 => {
+                span = (window_end - at) / 2;
+                continue;
+            }
+            went => went?,
+        };
+        progress.add(share(window_end) - share(at), window_end - at);
         at = window_end;
         if !go_on {
             return Ok(false);
@@ -379,60 +479,75 @@ fn scan_cluster(
     Ok(true)
 }
 
-/// Hands `each` the windows covering `entries` of the columns `columns` (indices
-/// into `tree.columns`), in entry order, leaving out the clusters `cut` cannot
-/// select (by `tree.bounds`). Checks `job` between windows (a stop is
-/// `AnalysisError::Stopped` with the entries done) and reports progress in
-/// entries. `each` returns whether to go on.
+/// Hands `each` the windows covering the chain's entries `entries` of the
+/// columns `columns` (indices into each member's `tree.columns`), in chain
+/// order, leaving out the clusters `cut` cannot select (by each member's
+/// bounds). Checks `job` between windows (a stop is `AnalysisError::Stopped`
+/// with the entries done) and reports progress in the bytes of the baskets
+/// read. `each` returns whether to go on.
 ///
-/// While `each` works through a cluster, the next cluster's first baskets are
-/// decoded beside it into a second set of streams, so the decoding of a
-/// sequential scan (an export, a page of a selection) overlaps its
-/// consumer's work instead of alternating with it.
+/// While `each` works through a cluster, the next cluster's first baskets
+/// (in the same member or the next) are decoded beside it into a second set
+/// of streams, so the decoding of a sequential scan (an export, a page of a
+/// selection) overlaps its consumer's work instead of alternating with it.
 ///
 /// Returns the entries read: those of the windows handed to `each` (not the
 /// clusters left out, nor what lay past the point where `each` stopped).
 pub fn scan(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+    members: &[Member<'_>],
     columns: &[usize],
     entries: Range<u64>,
     cut: Option<&Plan>,
     job: &Job,
     mut each: impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<u64, AnalysisError> {
-    let mut streams = open_streams(file, tree, columns, false)?;
-    let mut ahead = open_streams(file, tree, columns, false)?;
-    let entries = entries.start..entries.end.min(tree.entries);
-    let progress = Progress {
-        job,
-        done: AtomicU64::new(0),
-        total: entries.end.saturating_sub(entries.start),
-    };
-    let all = clusters(&streams, entries);
-    let kept: Vec<bool> = all.iter().map(|c| tree.bounds.must_read(cut, c)).collect();
-    let (mut read, mut skipped, mut entries_read) = (0, 0, 0);
+    let (items, progress) = work(members, (columns, cut), entries, job)?;
+    let mut entries_read = 0;
     let mut each = |w: &Window<'_, '_>| {
-        entries_read += w.entries.end - w.entries.start;
-        each(w)
-    };
-    for (k, cluster) in all.iter().enumerate() {
-        if !kept[k] {
-            skipped += 1;
-            progress.add(cluster.end - cluster.start);
-            continue;
+        let went = each(w);
+        if went.is_ok() {
+            entries_read += w.entries.end - w.entries.start;
         }
-        read += 1;
-        let next = (k + 1..all.len()).find(|&n| kept[n]).map(|n| all[n].start);
+        went
+    };
+    let open = |m: usize| {
+        let member = &members[m];
+        open_streams(member.file, member.tree, columns, false).map_err(|e| in_member(e, member))
+    };
+    // The streams of the cluster to read next, and a spare set, each with its member.
+    let mut current: Option<(usize, Vec<Stream<'_>>)> = None;
+    let mut spare: Option<(usize, Vec<Stream<'_>>)> = None;
+    for (k, item) in items.iter().enumerate() {
+        let mut streams = match current.take() {
+            Some((m, s)) if m == item.member => s,
+            _ => open(item.member)?,
+        };
+        let next = items.get(k + 1);
+        let mut ahead = match (spare.take(), next) {
+            (Some((m, s)), Some(n)) if m == n.member => Some(s),
+            (_, Some(n)) => Some(open(n.member)?),
+            (_, None) => None,
+        };
         let consumer_stopped = AtomicBool::new(false);
+        let first_entry = members[item.member].first_entry;
         // The consumer stays on the calling thread: it may block (an export
         // waits for its encoder), which a pool thread must never do, as the
         // pool's work could then wait behind it.
         let (went_on, prefetched) = std::thread::scope(|threads| {
-            let ahead = &mut ahead;
             let stop = &consumer_stopped;
-            let prefetching = next.map(|start| threads.spawn(move || prefetch(ahead, start, stop)));
-            let went_on = scan_cluster(&mut streams, (cluster.clone(), true), &progress, &mut each);
+            let prefetching = match (ahead.as_mut(), next) {
+                (Some(a), Some(n)) => {
+                    let start = n.entries.start;
+                    Some(threads.spawn(move || prefetch(a, start, stop)))
+                }
+                _ => None,
+            };
+            let went_on = scan_cluster(
+                &mut streams,
+                (item, first_entry, true),
+                &progress,
+                &mut each,
+            );
             if !matches!(went_on, Ok(true)) {
                 consumer_stopped.store(true, Ordering::Relaxed);
             }
@@ -442,13 +557,16 @@ pub fn scan(
             });
             (went_on, prefetched)
         });
-        if !went_on? {
+        let member = &members[item.member];
+        if !went_on.map_err(|e| in_member(e, member))? {
             break;
         }
-        prefetched?;
-        std::mem::swap(&mut streams, &mut ahead);
+        if let (Err(e), Some(n)) = (prefetched, next) {
+            return Err(in_member(e, &members[n.member]));
+        }
+        spare = Some((item.member, streams));
+        current = next.zip(ahead).map(|(n, a)| (n.member, a));
     }
-    tree.bounds.record_scan(read, skipped);
     Ok(entries_read)
 }
 
@@ -494,13 +612,48 @@ impl Parts {
     }
 }
 
+/// The parts of finished runs, handed on to `merge` in run order as soon as
+/// every run before them is merged: the parts held at once are those of the
+/// runs finished ahead of a slower one (fewer than the threads' worth), not
+/// those of the whole scan.
+struct InOrder<A, F> {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, Vec<(usize, A)>>,
+    merge: F,
+    /// The earliest run that failed, with its error.
+    failed: Option<(usize, AnalysisError)>,
+}
+
+impl<A, F: FnMut(usize, A)> InOrder<A, F> {
+    fn deliver(&mut self, run: usize, parts: Result<Vec<(usize, A)>, AnalysisError>) {
+        match parts {
+            Ok(parts) => {
+                self.waiting.insert(run, parts);
+            }
+            Err(e) => {
+                if self.failed.as_ref().is_none_or(|(r, _)| *r > run) {
+                    self.failed = Some((run, e));
+                }
+            }
+        }
+        while let Some(parts) = self.waiting.remove(&self.next) {
+            for (member, part) in parts {
+                (self.merge)(member, part);
+            }
+            self.next += 1;
+        }
+    }
+}
+
 /// `scan` for work whose parts combine: of the columns, the clusters the cut
-/// does not rule out are split into runs of about equal entries, read in
-/// parallel, each run folding its windows into a fresh `init()` with `each`;
-/// the parts are handed to `merge` in entry order, so the result is the same
-/// whatever the threads did. Memory holds one basket per column per thread,
-/// and one partial result per run. Returns the entries read: those of the
-/// clusters not ruled out.
+/// does not rule out (in every member) are split into runs of about equal
+/// entries, read in parallel, each run folding its windows into a fresh
+/// `init()` with `each` (a fresh one again where it passes from one member to
+/// the next); the parts are handed to `merge` with their member in chain
+/// order, so the result is the same whatever the threads did. Memory holds
+/// one basket per column per thread, and the parts of the runs finished
+/// ahead of a slower one: the same for a hundred files as for one. Returns
+/// the entries read: those of the clusters not ruled out.
 ///
 /// A basket of numbers (one per entry, or a fixed array of them) stays as
 /// stored and each window's entries are converted to native values as the
@@ -508,80 +661,114 @@ impl Parts {
 /// core's cache: the basket's values are read from memory once, not written
 /// back converted and read again. (A sequential `scan` converts whole
 /// baskets, on the thread that decodes ahead of its consumer.)
-pub fn scan_parallel<A: Send>(
-    file: &RootFile,
-    tree: &TreeColumns<'_>,
+pub fn scan_parallel<'a, A: Send>(
+    members: &[Member<'a>],
     (columns, cut): (&[usize], Option<&Plan>),
     (job, part_cost): (&Job, Parts),
     init: impl Fn() -> A + Sync,
     each: impl Fn(&mut A, &Window<'_, '_>) -> Result<(), AnalysisError> + Sync,
-    mut merge: impl FnMut(A),
+    merge: impl FnMut(usize, A) + Send,
 ) -> Result<u64, AnalysisError> {
-    use rayon::prelude::*;
-    let progress = Progress {
-        job,
-        done: AtomicU64::new(0),
-        total: tree.entries,
+    let total = super::dataset::chain_entries(members);
+    let (kept, progress) = work(members, (columns, cut), 0..total, job)?;
+    let entries_read = kept.iter().map(|c| c.entries.end - c.entries.start).sum();
+    let threads = rayon::current_num_threads().max(1);
+    let runs = runs_of(kept, threads * part_cost.runs_per_thread());
+    // Sets of streams a finished run hands on to the next run over the same
+    // member: their buffers are then allocated once per thread, not once per
+    // run (fresh pages cost a fault each, a fifth of a fast scan's time when
+    // every run took new ones). At most one set per thread is kept.
+    let idle: std::sync::Mutex<Vec<(usize, Vec<Stream<'a>>)>> = Default::default();
+    let take_idle = |m: usize| {
+        let mut idle = idle.lock().expect("idle streams");
+        let at = idle.iter().position(|(owner, _)| *owner == m)?;
+        Some(idle.remove(at).1)
     };
-    let mut kept = Vec::new();
-    let mut skipped = 0;
-    for cluster in clusters(&open_streams(file, tree, columns, false)?, 0..tree.entries) {
-        if tree.bounds.must_read(cut, &cluster) {
-            kept.push(cluster);
-        } else {
-            skipped += 1;
-            progress.add(cluster.end - cluster.start);
+    let give_back = |m: usize, streams: Vec<Stream<'a>>| {
+        let mut idle = idle.lock().expect("idle streams");
+        idle.push((m, streams));
+        if idle.len() > threads {
+            idle.remove(0);
         }
-    }
-    tree.bounds.record_scan(kept.len() as u64, skipped);
-    let entries_read = kept.iter().map(|c| c.end - c.start).sum();
-    let runs = runs_of(
-        kept,
-        rayon::current_num_threads().max(1) * part_cost.runs_per_thread(),
-    );
-    // Sets of streams a finished run hands on to the next: their buffers are
-    // then allocated once per thread, not once per run (fresh pages cost a
-    // fault each, a fifth of a fast scan's time when every run took new ones).
-    let idle: std::sync::Mutex<Vec<Vec<Stream<'_>>>> = Default::default();
-    let parts: Vec<Result<A, AnalysisError>> = runs
-        .par_iter()
-        .map(|run| {
-            let reused = idle.lock().expect("idle streams").pop();
-            let mut streams = match reused {
-                Some(s) => s,
-                None => open_streams(file, tree, columns, true)?,
-            };
-            let mut acc = init();
-            for cluster in run {
-                scan_cluster(
-                    &mut streams,
-                    (cluster.clone(), false),
-                    &progress,
-                    &mut |w| each(&mut acc, w).map(|()| true),
-                )?;
+    };
+    let run_parts = |run: &[Item]| -> Result<Vec<(usize, A)>, AnalysisError> {
+        let mut parts = Vec::new();
+        let mut current: Option<(usize, Vec<Stream<'a>>, A)> = None;
+        for item in run {
+            if current.as_ref().is_none_or(|(m, _, _)| *m != item.member) {
+                if let Some((m, streams, acc)) = current.take() {
+                    parts.push((m, acc));
+                    give_back(m, streams);
+                }
+                let member = &members[item.member];
+                let streams = match take_idle(item.member) {
+                    Some(s) => s,
+                    None => open_streams(member.file, member.tree, columns, true)
+                        .map_err(|e| in_member(e, member))?,
+                };
+                current = Some((item.member, streams, init()));
             }
-            idle.lock().expect("idle streams").push(streams);
-            Ok(acc)
-        })
-        .collect();
-    for part in parts {
-        merge(part?);
+            let (_, streams, acc) = current.as_mut().expect("streams for the item");
+            let first_entry = members[item.member].first_entry;
+            scan_cluster(streams, (item, first_entry, false), &progress, &mut |w| {
+                each(acc, w).map(|()| true)
+            })
+            .map_err(|e| in_member(e, &members[item.member]))?;
+        }
+        if let Some((m, streams, acc)) = current {
+            parts.push((m, acc));
+            give_back(m, streams);
+        }
+        Ok(parts)
+    };
+    let merger = std::sync::Mutex::new(InOrder {
+        next: 0,
+        waiting: Default::default(),
+        merge,
+        failed: None,
+    });
+    let next_run = std::sync::atomic::AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Runs are handed out in order, one at a time, to one worker per thread:
+    // a part waits only for the runs begun before its own.
+    rayon::scope(|scope| {
+        for _ in 0..threads.min(runs.len()) {
+            scope.spawn(|_| {
+                loop {
+                    let r = next_run.fetch_add(1, Ordering::Relaxed);
+                    if r >= runs.len() || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let parts = run_parts(&runs[r]);
+                    if parts.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    merger.lock().expect("merger").deliver(r, parts);
+                }
+            });
+        }
+    });
+    match merger.into_inner().expect("merger").failed {
+        Some((_, e)) => Err(e),
+        None => Ok(entries_read),
     }
-    Ok(entries_read)
 }
 
 /// Consecutive clusters in at most `n` runs of about equal entries.
-fn runs_of(clusters: Vec<Range<u64>>, n: usize) -> Vec<Vec<Range<u64>>> {
-    let total: u64 = clusters.iter().map(|c| c.end - c.start).sum();
+fn runs_of(clusters: Vec<Item>, n: usize) -> Vec<Vec<Item>> {
+    let total: u64 = clusters
+        .iter()
+        .map(|c| c.entries.end - c.entries.start)
+        .sum();
     let share = total.div_ceil(n as u64).max(1);
-    let mut runs: Vec<Vec<Range<u64>>> = Vec::new();
+    let mut runs: Vec<Vec<Item>> = Vec::new();
     let mut in_run = 0;
     for c in clusters {
         if runs.is_empty() || in_run >= share {
             runs.push(Vec::new());
             in_run = 0;
         }
-        in_run += c.end - c.start;
+        in_run += c.entries.end - c.entries.start;
         runs.last_mut().expect("a run").push(c);
     }
     runs

@@ -10,6 +10,13 @@ use super::AnalysisError;
 pub const MAX_LEN: usize = 4096;
 /// Deepest nesting of parentheses, calls and unary operators.
 const MAX_DEPTH: usize = 64;
+/// Deepest expression tree a cut may parse into, chains of operators included
+/// (`a + b + c` is two levels deep). Every later pass over the tree (checking,
+/// planning, evaluating, bounding) recurses, and a thread's stack is finite: a
+/// 2,000-term chain within `MAX_LEN` overflowed it and aborted the daemon. Chains
+/// of `&&` and of `||` (run lists) are balanced as they are parsed, so they cost
+/// only the logarithm of their length.
+pub const MAX_TREE_DEPTH: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinOp {
@@ -266,7 +273,51 @@ pub fn parse(text: &str, is_path_prefix: PathPrefix<'_>) -> Result<Expr, Analysi
     }
     let e = p.binary(0)?;
     p.expect_end()?;
+    if tree_depth(&e) > MAX_TREE_DEPTH {
+        return Err(AnalysisError::syntax(
+            1,
+            &format!(
+                "a cut at most {MAX_TREE_DEPTH} operators deep (a chain of + - * / or comparisons counts one level per operator)"
+            ),
+            "a longer chain: split it with parentheses or a define",
+        ));
+    }
     Ok(e)
+}
+
+/// Levels of the deepest path from the root of `e` to a leaf, counted without
+/// recursion (the tree may be as deep as the cut is long).
+pub fn tree_depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((node, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        match node {
+            Expr::Unary(_, inner) => stack.push((inner, depth + 1)),
+            Expr::Binary(_, a, b) => {
+                stack.push((a, depth + 1));
+                stack.push((b, depth + 1));
+            }
+            Expr::Call { args, .. } => stack.extend(args.iter().map(|a| (a, depth + 1))),
+            Expr::Num(_) | Expr::Name { .. } | Expr::Index { .. } => {}
+        }
+    }
+    deepest
+}
+
+/// `terms` joined by `op` as a balanced tree, in their order: for the operators
+/// whose grouping cannot change the result (`&&`, `||`), a chain of n terms is
+/// log2(n) deep instead of n.
+fn balanced(op: BinOp, mut terms: Vec<Expr>) -> Expr {
+    if terms.len() == 1 {
+        return terms.pop().expect("one term");
+    }
+    let right = terms.split_off(terms.len() / 2);
+    Expr::Binary(
+        op,
+        Box::new(balanced(op, terms)),
+        Box::new(balanced(op, right)),
+    )
 }
 
 /// Binary operators by precedence level, loosest first (C's order).
@@ -342,15 +393,32 @@ impl Parser<'_> {
             return self.unary();
         }
         let mut left = self.binary(level + 1)?;
+        // A run of the same logical operator is gathered and balanced.
+        let mut run: Option<(BinOp, Vec<Expr>)> = None;
         while let Tok::Op(op) = self.peek() {
             let Some(&(_, bin)) = LEVELS[level].iter().find(|(s, _)| s == op) else {
                 break;
             };
             self.bump();
             let right = self.binary(level + 1)?;
+            if matches!(bin, BinOp::And | BinOp::Or) {
+                match &mut run {
+                    Some((_, terms)) => terms.push(right),
+                    None => {
+                        run = Some((
+                            bin,
+                            vec![std::mem::replace(&mut left, Expr::Num(0.0)), right],
+                        ))
+                    }
+                }
+                continue;
+            }
             left = Expr::Binary(bin, Box::new(left), Box::new(right));
         }
-        Ok(left)
+        Ok(match run {
+            Some((op, terms)) => balanced(op, terms),
+            None => left,
+        })
     }
 
     fn unary(&mut self) -> Result<Expr, AnalysisError> {
@@ -573,7 +641,29 @@ mod tests {
         assert!(p(&"(".repeat(10_000)).is_err());
         assert!(p(&"!".repeat(1000)).is_err());
         assert!(p(&"x+".repeat(3000)).is_err());
-        let long_but_flat = vec!["x"; 1000].join("+");
-        assert!(p(&long_but_flat).is_ok());
+        // A chain is as deep as it is long, and every later pass recurses.
+        let long_chain = vec!["x"; 1000].join("+");
+        assert!(p(&long_chain).is_err());
+        assert!(p(&vec!["x"; MAX_TREE_DEPTH].join("+")).is_ok());
+        // Run lists of || (and chains of &&) are balanced: 300 terms, 11 levels,
+        // in their order.
+        let run_list = (0..300).map(|k| format!("x=={k}")).collect::<Vec<_>>();
+        let e = p(&run_list.join(" || ")).unwrap();
+        assert_eq!(tree_depth(&e), 11);
+        let mut leaves = Vec::new();
+        let mut stack = vec![&e];
+        while let Some(node) = stack.pop() {
+            match node {
+                Expr::Binary(BinOp::Or, a, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                Expr::Binary(BinOp::Eq, _, k) => leaves.push((**k).clone()),
+                other => panic!("{other:?}"),
+            }
+        }
+        let want: Vec<Expr> = (0..300).map(|k| Expr::Num(k as f64)).collect();
+        assert_eq!(leaves, want);
+        assert_eq!(tree_depth(&p(&vec!["x"; 600].join(" && ")).unwrap()), 11);
     }
 }

@@ -5,7 +5,8 @@
 //! - `meta`: schema version, next file id, per-root scan completion times;
 //! - `roots`: root name -> directory, so a root that moved is re-indexed;
 //! - `files`: (root, relative path) -> `FileRecord`;
-//! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes.
+//! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes;
+//! - `root_datasets`: saved ROOT datasets by name, kept when the rest is emptied.
 //!
 //! Beside the database, `text-index/` holds the documents' full-text index
 //! (`documents::TextIndex`), which follows the committed tables; in memory, the
@@ -16,6 +17,7 @@
 
 mod activity;
 pub mod code;
+pub mod datasets;
 pub mod documents;
 mod file_list;
 pub mod hdf5;
@@ -44,7 +46,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -264,11 +266,15 @@ impl Catalog {
         self.recreate_tables()
     }
 
-    /// Drops every table and creates this version's, empty, in one transaction.
+    /// Drops every table and creates this version's, empty, in one transaction;
+    /// the saved datasets (the user's definitions, not a cache) are kept.
     fn recreate_tables(&self) -> anyhow::Result<()> {
         let txn = self.db.begin_write()?;
         for table in txn.list_tables()? {
             let name = table.name().to_string();
+            if name == datasets::DATASETS_NAME {
+                continue;
+            }
             txn.delete_table(table)
                 .with_context(|| format!("dropping table {name}"))?;
         }
@@ -279,6 +285,7 @@ impl Catalog {
             txn.open_table(ROOTS)?;
             txn.open_table(FILES)?;
             txn.open_table(skipped::SKIPPED)?;
+            txn.open_table(datasets::DATASETS)?;
             for t in KIND_TABLES {
                 txn.open_table(kind_table(t.name))?;
             }

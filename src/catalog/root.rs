@@ -9,7 +9,10 @@
 //! - `root_histograms`: sub-key = position in the file (u32 big-endian);
 //! - `root_stats`: sub-key as in `root_branches`; statistics computed after
 //!   indexing (eagerly or on first request) and dropped with the file's rows
-//!   when it changes.
+//!   when it changes;
+//! - `root_layouts`: sub-key = tree path; the tree's layout (`Tree::skeleton`:
+//!   branches, leaves, types and basket tables, without basket data), from
+//!   which a dataset's cost is estimated (`dry_run`) without opening the file.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +24,9 @@ pub const ROOT_TREES: &str = "root_trees";
 pub const ROOT_BRANCHES: &str = "root_branches";
 pub const ROOT_HISTOGRAMS: &str = "root_histograms";
 pub const ROOT_STATS: &str = "root_stats";
+pub const ROOT_LAYOUTS: &str = "root_layouts";
 
-pub const TABLES: [KindTable; 5] = [
+pub const TABLES: [KindTable; 6] = [
     KindTable {
         kind: Kind::Root,
         name: ROOT_FILE,
@@ -47,6 +51,11 @@ pub const TABLES: [KindTable; 5] = [
         kind: Kind::Root,
         name: ROOT_STATS,
         description: "branch statistics, keyed like root_branches; computed after indexing",
+    },
+    KindTable {
+        kind: Kind::Root,
+        name: ROOT_LAYOUTS,
+        description: "each tree's layout (branches, types, basket tables), by tree path",
     },
 ];
 

@@ -6,7 +6,7 @@ use std::fs::File;
 
 use crate::catalog::root::{
     Accumulator, BasketBounds, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS,
-    ROOT_STATS, ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
+    ROOT_LAYOUTS, ROOT_STATS, ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
@@ -141,6 +141,11 @@ pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
             for (i, b) in branches.iter().enumerate() {
                 rows.push(row(ROOT_BRANCHES, branch_key(&key_path, i as u32), b));
             }
+            rows.push(row(
+                ROOT_LAYOUTS,
+                key_path.as_bytes().to_vec(),
+                &tree.skeleton(),
+            ));
         } else if is_histogram(&k.key.class_name) {
             let h = file.histogram(&k.key)?;
             let bins = std::iter::once(h.x.nbins)

@@ -11,10 +11,18 @@
 //! apart from `LineReader`, which only frames. A well-formed message is checked
 //! in one pass over its text that builds nothing (`shape`) and then parsed once
 //! into rmcp's type; anything else is parsed into a `Value` and judged there.
+//!
+//! Requests about tasks (`tasks/*`, and a `tools/call` with a 2025-11-25 `task`
+//! member, which rmcp's type would drop) are handed on as custom requests with
+//! their params whole: quarry serves both generations of tasks itself
+//! (`mcp::tasks`).
 
 mod shape;
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ConstString as _};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ConstString as _, CustomRequest, JsonRpcMessage,
+    JsonRpcRequest,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -152,6 +160,10 @@ fn text_of(line: &[u8]) -> Result<&str, Inbound> {
 fn well_formed(text: &str) -> Option<ClientJsonRpcMessage> {
     let shape = shape::of(text)?;
     let method = shape.checked_method()?;
+    if shape.id.is_some() && is_task_request(method, shape.asks_for_task()) {
+        let request: JsonRpcRequest<CustomRequest> = serde_json::from_str(text).ok()?;
+        return Some(as_custom(request));
+    }
     let message: ClientJsonRpcMessage = serde_json::from_str(text).ok()?;
     if let ClientJsonRpcMessage::Request(r) = &message
         && matches!(r.request, ClientRequest::CustomRequest(_))
@@ -256,6 +268,22 @@ fn classify_value(value: Value) -> Inbound {
             format!("Invalid params: {why}"),
         ));
     }
+    if is_request
+        && let Some(m) = &method
+        && is_task_request(
+            m,
+            msg.get("params").is_some_and(|p| p.get("task").is_some()),
+        )
+    {
+        return match serde_json::from_value::<JsonRpcRequest<CustomRequest>>(Value::Object(msg)) {
+            Ok(request) => Inbound::Message(Box::new(as_custom(request))),
+            Err(e) => Inbound::Reply(error_reply(
+                id,
+                INVALID_PARAMS,
+                format!("Invalid params for {m}: {e}"),
+            )),
+        };
+    }
     let typed = serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(msg));
     match (typed, method) {
         (Ok(ClientJsonRpcMessage::Request(r)), Some(m))
@@ -295,9 +323,32 @@ fn bad_params(method: &str, params: Option<&Value>) -> Option<String> {
         None => return Some("tools/call needs \"name\", the tool to call".into()),
     }
     match params.get("arguments") {
-        None | Some(Value::Null | Value::Object(_)) => None,
-        Some(_) => Some("tools/call's \"arguments\" must be an object".into()),
+        None | Some(Value::Null | Value::Object(_)) => {}
+        Some(_) => return Some("tools/call's \"arguments\" must be an object".into()),
     }
+    match params.get("task") {
+        None | Some(Value::Object(_)) => None,
+        Some(_) => Some(
+            "tools/call's \"task\" must be an object (with an optional \"ttl\" in milliseconds)"
+                .into(),
+        ),
+    }
+}
+
+/// Requests quarry answers itself, whatever rmcp makes of them: every `tasks/*`
+/// method, and a `tools/call` that asks to run as a task.
+fn is_task_request(method: &str, asks_for_task: bool) -> bool {
+    method.starts_with("tasks/")
+        || (asks_for_task && method == rmcp::model::CallToolRequestMethod::VALUE)
+}
+
+/// A request as rmcp's custom request, params kept whole.
+fn as_custom(request: JsonRpcRequest<CustomRequest>) -> ClientJsonRpcMessage {
+    JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CustomRequest(request.request),
+    })
 }
 
 /// The client-to-server request methods rmcp knows (any other is a custom request
@@ -453,6 +504,54 @@ mod tests {
         ] {
             assert!(well_formed(line).is_some(), "{line}");
         }
+    }
+
+    #[test]
+    fn task_requests_reach_the_server_whole_as_custom_requests() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"t","_meta":{"k":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{},"task":{"ttl":5}}}"#,
+        ] {
+            let Inbound::Message(message) = classify(line.as_bytes()) else {
+                panic!("{line}")
+            };
+            let ClientJsonRpcMessage::Request(r) = *message else {
+                panic!("{line}")
+            };
+            let ClientRequest::CustomRequest(custom) = r.request else {
+                panic!("{line}: not a custom request")
+            };
+            let sent: Value = serde_json::from_str(line).unwrap();
+            let mut params = sent["params"].clone();
+            params.as_object_mut().unwrap().remove("_meta");
+            assert_eq!(custom.params, Some(params), "{line}");
+            assert!(
+                well_formed(line).is_some(),
+                "{line} left the one-pass route"
+            );
+            assert_same_as_parsed(line.as_bytes());
+        }
+        // A plain call is rmcp's typed request, as before.
+        let plain = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}"#;
+        let Inbound::Message(message) = classify(plain.as_bytes()) else {
+            panic!()
+        };
+        assert!(matches!(
+            *message,
+            ClientJsonRpcMessage::Request(JsonRpcRequest {
+                request: ClientRequest::CallToolRequest(_),
+                ..
+            })
+        ));
+        let v = reply(
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","task":5}}"#,
+        );
+        assert_eq!(v["error"]["code"], INVALID_PARAMS);
+        assert_same_as_parsed(
+            br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","task":5}}"#,
+        );
     }
 
     /// What the fuzz target checks, over mutations of a few seed messages (a

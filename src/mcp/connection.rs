@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt as _};
@@ -41,6 +42,7 @@ use tokio::time::Instant;
 
 use super::QuarryServer;
 use super::codec::{Frame, Inbound, LineReader, classify, too_long_reply};
+use super::tasks;
 
 /// What one connection is held to.
 #[derive(Debug, Clone)]
@@ -157,6 +159,33 @@ struct Outgoing {
 struct ServiceSide {
     incoming: mpsc::Receiver<ClientJsonRpcMessage>,
     outgoing: mpsc::Sender<Outgoing>,
+    /// The session was opened with `initialize` (MCP 2025-11-25 or earlier).
+    legacy: bool,
+}
+
+impl ServiceSide {
+    /// The line for `item`. A 2025-11-25 session's initialize and tools/list
+    /// results gain the task fields that rmcp, which serves the 2026 Tasks
+    /// extension, does not know (`tasks::wire`); these two answers go through
+    /// a `Value`, every other message is written straight from its type.
+    fn encode(&mut self, item: &ServerJsonRpcMessage) -> io::Result<String> {
+        let patch: fn(&mut serde_json::Value) = match item {
+            JsonRpcMessage::Response(r) => match &r.result {
+                ServerResult::InitializeResult(_) => {
+                    self.legacy = true;
+                    tasks::legacy_initialize_fields
+                }
+                ServerResult::ListToolsResult(_) if self.legacy => tasks::legacy_tools_fields,
+                _ => return serde_json::to_string(item).map_err(io::Error::other),
+            },
+            _ => return serde_json::to_string(item).map_err(io::Error::other),
+        };
+        let mut value = serde_json::to_value(item).map_err(io::Error::other)?;
+        if let Some(result) = value.get_mut("result") {
+            patch(result);
+        }
+        serde_json::to_string(&value).map_err(io::Error::other)
+    }
 }
 
 impl Transport<RoleServer> for ServiceSide {
@@ -167,13 +196,14 @@ impl Transport<RoleServer> for ServiceSide {
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let outgoing = self.outgoing.clone();
+        let answers = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let line = self.encode(&item);
         async move {
-            let answers = match &item {
-                JsonRpcMessage::Response(r) => Some(r.id.clone()),
-                JsonRpcMessage::Error(e) => e.id.clone(),
-                _ => None,
-            };
-            let line = serde_json::to_string(&item).map_err(io::Error::other)?;
+            let line = line?;
             outgoing
                 .send(Outgoing { line, answers })
                 .await
@@ -230,6 +260,7 @@ pub async fn serve_connection<S>(
     let side = ServiceSide {
         incoming: in_rx,
         outgoing: out_tx,
+        legacy: false,
     };
     match server.serve(side).await {
         Ok(running) => {

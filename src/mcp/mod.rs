@@ -8,6 +8,7 @@ pub mod relay;
 pub mod resources;
 pub mod response;
 mod server;
+pub mod tasks;
 pub mod tools;
 pub mod transport;
 

@@ -69,7 +69,9 @@ fn id_key(id: &Value) -> String {
 /// tool this quarry does not know).
 fn not_resendable(method: &str, params: Option<&Value>) -> Option<String> {
     if method != "tools/call" {
-        // quarry's other requests (initialize, ping, lists, resources/read) read.
+        // quarry's other requests (initialize, ping, lists, resources/read, tasks/*)
+        // read. A task dies with the process that ran it: sent again, tasks/get
+        // or tasks/result answers that the task is not found, which is the truth.
         return None;
     }
     let name = params

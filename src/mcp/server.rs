@@ -3,14 +3,14 @@
 //! the specs' shapes. One `QuarryServer` value serves any number of sessions.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -19,9 +19,12 @@ use tokio::sync::Semaphore;
 
 use super::resources;
 use super::response::ToolError;
+use super::tasks::{self, Tasks};
 use super::tools::{self, Context, ToolDef, Toolset};
 use crate::job::Job;
 use crate::panics::panic_message;
+
+mod task_calls;
 
 const INSTRUCTIONS: &str = "quarry answers questions about the user's data roots (CERN ROOT files, HDF5 files, \
 documents, C++/Python source) from a pre-built catalog. Start with list_files(kind='all') to see what is there, \
@@ -34,6 +37,8 @@ pub struct QuarryServer {
     /// Tool calls running at once, over every session: each holds a blocking
     /// thread and its working memory, so a flood of requests waits here.
     calls: Arc<Semaphore>,
+    /// Calls running as MCP tasks, shared by every session (`mcp::tasks`).
+    tasks: Tasks,
 }
 
 /// Tool calls run at once unless configured otherwise.
@@ -50,7 +55,14 @@ impl QuarryServer {
             ctx: Arc::new(ctx),
             tools: Arc::new(listed),
             calls: Arc::new(Semaphore::new(DEFAULT_CONCURRENT_CALLS)),
+            tasks: Tasks::default(),
         })
+    }
+
+    /// Holds tasks to `settings` (`[server]` in the config).
+    pub fn with_tasks(mut self, settings: tasks::TaskSettings) -> QuarryServer {
+        self.tasks = Tasks::new(settings);
+        self
     }
 
     /// Runs at most `n` tool calls at once (the others wait their turn).
@@ -71,17 +83,29 @@ impl QuarryServer {
             .map(|(d, _)| *d)
     }
 
+    /// The tool called `name`, else the error naming the tools there are.
+    fn tool(&self, name: &str) -> Result<&'static ToolDef, McpError> {
+        self.find(name).ok_or_else(|| {
+            let available: Vec<&str> = self.tools.iter().map(|(d, _)| d.name).collect();
+            McpError::invalid_params(
+                format!("unknown tool '{name}'"),
+                Some(json!({ "available_tools": available })),
+            )
+        })
+    }
+
     /// Runs a tool and shapes its answer; failures become tool errors. The work
-    /// stops (at its next check of `job`) when the call times out, when `job` is
-    /// cancelled, or when this future is dropped because the client went away.
+    /// stops (at its next check of `job`) when the call has run `limit`, when
+    /// `job` is cancelled, or when this future is dropped because the client
+    /// went away.
     pub async fn run_tool(
         &self,
         def: &'static ToolDef,
         args: JsonObject,
         job: Job,
+        limit: Duration,
     ) -> CallToolResult {
         let ctx = self.ctx.clone();
-        let limit = ctx.settings.limits.call_timeout;
         let _stop_on_drop = CancelOnDrop(job.clone());
         let calls = self.calls.clone();
         let work = async move {
@@ -157,11 +181,20 @@ fn over_budget(tool: &str, len: usize, cap: usize) -> Option<ToolError> {
 }
 
 /// Sends the job's progress reports to the client as `notifications/progress`
-/// for `token` (the request's `_meta.progressToken`). Reports come from the
-/// blocking thread doing the work, so each is handed to the runtime to send.
+/// for `token` (the request's `_meta.progressToken`).
 fn report_progress(job: &Job, token: ProgressToken, peer: Peer<RoleServer>) {
+    job.on_progress(progress_notifier(token, peer));
+}
+
+/// What sends one progress report as `notifications/progress` for `token`.
+/// Reports come from the blocking thread doing the work, so each is handed to
+/// the runtime to send.
+pub(super) fn progress_notifier(
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+) -> impl Fn(u64, Option<u64>) + Send + Sync + 'static {
     let runtime = tokio::runtime::Handle::current();
-    job.on_progress(move |done, total| {
+    move |done, total| {
         let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
         if let Some(total) = total {
             param = param.with_total(total as f64);
@@ -172,7 +205,7 @@ fn report_progress(job: &Job, token: ProgressToken, peer: Peer<RoleServer>) {
                 tracing::debug!("progress notification not sent: {e}");
             }
         });
-    });
+    }
 }
 
 /// Cancels a job when dropped: a call whose future is dropped (its client hung
@@ -223,14 +256,20 @@ pub const TOOLS_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 impl ServerHandler for QuarryServer {
     fn get_info(&self) -> ServerConfig {
+        // The Tasks extension (2026-07-28); 2025-11-25 clients are told of
+        // tasks as the initialize result is written (`connection`).
         let capabilities = if self.serves_resources() {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_tasks()
                 .build()
         } else {
-            ServerCapabilities::builder().enable_tools().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build()
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
@@ -310,21 +349,35 @@ impl ServerHandler for QuarryServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(def) = self.find(&request.name) else {
-            let available: Vec<&str> = self.tools.iter().map(|(d, _)| d.name).collect();
-            return Err(McpError::invalid_params(
-                format!("unknown tool '{}'", request.name),
-                Some(json!({ "available_tools": available })),
-            ));
-        };
-        let job = Job::new(Some(self.ctx.settings.limits.call_timeout));
+        let def = self.tool(&request.name)?;
+        // A 2026-07-28 client that declares the Tasks extension gets a task for
+        // a tool that can take long: quarry decides, as the extension has it.
+        if tasks::wants_extension_task(&context)
+            && tasks::support_of(def.name) == tasks::TaskSupport::Optional
+        {
+            let arguments = request.arguments.unwrap_or_default();
+            let task = self.start_task(def, arguments, None, None)?;
+            return Ok(
+                match tasks::CreatedTask::new(tasks::Generation::Extension, &task) {
+                    tasks::CreatedTask::Extension(created) => CallToolResponse::Task(created),
+                    tasks::CreatedTask::Legacy(_) => unreachable!("an extension task"),
+                },
+            );
+        }
+        let limit = self.ctx.settings.limits.call_timeout;
+        let job = Job::new(Some(limit));
         if let Some(token) = context.meta.get_progress_token() {
             report_progress(&job, token, context.peer.clone());
         }
         // notifications/cancelled for this request cancels rmcp's token; the
         // call then goes on until its work has noticed (no task of its own to
         // watch the token: one per call cost a spawn and a wake-up).
-        let run = self.run_tool(def, request.arguments.unwrap_or_default(), job.clone());
+        let run = self.run_tool(
+            def,
+            request.arguments.unwrap_or_default(),
+            job.clone(),
+            limit,
+        );
         tokio::pin!(run);
         let result = tokio::select! {
             result = &mut run => result,
@@ -335,7 +388,22 @@ impl ServerHandler for QuarryServer {
         };
         Ok(result.into())
     }
+
+    /// The requests rmcp does not know: `tasks/*` (the codec routes them all
+    /// here) and a 2025-11-25 `tools/call` that asks for a task.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method == CALL_TOOL {
+            return self.call_as_task(request, &context).await;
+        }
+        tasks::answer(&self.tasks, request, &context).await
+    }
 }
+
+const CALL_TOOL: &str = "tools/call";
 
 #[cfg(test)]
 mod tests {
@@ -360,7 +428,6 @@ mod tests {
     }
 
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
 
     static STARTED: AtomicUsize = AtomicUsize::new(0);
     static RUNNING: AtomicUsize = AtomicUsize::new(0);
@@ -411,7 +478,12 @@ mod tests {
                     tokio::spawn(async move {
                         let started = Instant::now();
                         let result = server
-                            .run_tool(&STUBBORN, JsonObject::new(), Job::new(None))
+                            .run_tool(
+                                &STUBBORN,
+                                JsonObject::new(),
+                                Job::new(None),
+                                Duration::from_millis(100),
+                            )
                             .await;
                         (result, started.elapsed())
                     })

@@ -136,6 +136,8 @@ pub struct TransportSettings {
     /// Tool calls running at once, over all connections.
     pub max_concurrent_calls: usize,
     pub connection: ConnectionLimits,
+    /// Calls running as MCP tasks (`mcp::tasks`).
+    pub tasks: crate::mcp::tasks::TaskSettings,
 }
 
 impl Default for TransportSettings {
@@ -148,6 +150,7 @@ impl Default for TransportSettings {
                 max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
                 idle_timeout: Some(Duration::from_secs(10)),
             },
+            tasks: crate::mcp::tasks::TaskSettings::default(),
         }
     }
 }

@@ -63,6 +63,9 @@ static SERVICE: Service = Service::new(
     &[
         ("HDF5_EXTFILE_PREFIX", super::NOWHERE),
         ("HDF5_VDS_PREFIX", super::NOWHERE),
+        // The workers only read: a file its writer still holds open is read as it
+        // is (and re-read when the writer's change is seen), not refused as locked.
+        ("HDF5_USE_FILE_LOCKING", "FALSE"),
     ],
 );
 

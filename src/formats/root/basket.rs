@@ -475,37 +475,9 @@ impl RootFile {
         Ok(out)
     }
 
-    /// The entries each basket of a branch holds, in basket order: the baskets
-    /// written as keys from the branch's entry table, then the embedded ones
-    /// from their headers (which are in memory already).
+    /// The entries each basket of a branch holds (`basket_ranges`).
     pub(super) fn basket_ranges(&self, branch: &Branch) -> Result<Vec<Range<u64>>, FormatError> {
-        let corrupt = || {
-            FormatError::Corrupt(format!(
-                "branch '{}' has an entry table out of order",
-                branch.name
-            ))
-        };
-        let mut ranges = Vec::with_capacity(branch.write_basket + branch.embedded_baskets.len());
-        let table = &branch.basket_entry;
-        for i in 0..branch.write_basket {
-            let (Some(&a), Some(&b)) = (table.get(i), table.get(i + 1)) else {
-                return Err(corrupt());
-            };
-            let (Ok(a), Ok(b)) = (u64::try_from(a), u64::try_from(b)) else {
-                return Err(corrupt());
-            };
-            if a > b {
-                return Err(corrupt());
-            }
-            ranges.push(a..b);
-        }
-        let mut at = ranges.last().map_or(0, |r| r.end);
-        for bytes in &branch.embedded_baskets {
-            let entries = Header::read(&mut Cursor::new(bytes, 0))?.entries as u64;
-            ranges.push(at..at + entries);
-            at += entries;
-        }
-        Ok(ranges)
+        basket_ranges(branch)
     }
 
     /// Reads and decompresses basket `index` of a branch (in the order of
@@ -588,6 +560,50 @@ impl RootFile {
         }
         Ok(())
     }
+}
+
+/// An embedded basket's header alone (its key and TBasket fields, not its
+/// data): all `basket_ranges` reads of it, a few dozen bytes.
+pub(super) fn header_only(bytes: &[u8]) -> Vec<u8> {
+    // The key header's length is the big-endian i16 at byte 14.
+    let key_len = bytes
+        .get(14..16)
+        .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
+    bytes[..key_len.min(bytes.len())].to_vec()
+}
+
+/// The entries each basket of a branch holds, in basket order: the baskets
+/// written as keys from the branch's entry table, then the embedded ones from
+/// their headers (in memory already, or kept alone by `Tree::skeleton`).
+/// Reads nothing from the file.
+pub fn basket_ranges(branch: &Branch) -> Result<Vec<Range<u64>>, FormatError> {
+    let corrupt = || {
+        FormatError::Corrupt(format!(
+            "branch '{}' has an entry table out of order",
+            branch.name
+        ))
+    };
+    let mut ranges = Vec::with_capacity(branch.write_basket + branch.embedded_baskets.len());
+    let table = &branch.basket_entry;
+    for i in 0..branch.write_basket {
+        let (Some(&a), Some(&b)) = (table.get(i), table.get(i + 1)) else {
+            return Err(corrupt());
+        };
+        let (Ok(a), Ok(b)) = (u64::try_from(a), u64::try_from(b)) else {
+            return Err(corrupt());
+        };
+        if a > b {
+            return Err(corrupt());
+        }
+        ranges.push(a..b);
+    }
+    let mut at = ranges.last().map_or(0, |r| r.end);
+    for bytes in &branch.embedded_baskets {
+        let entries = Header::read(&mut Cursor::new(bytes, 0))?.entries as u64;
+        ranges.push(at..at + entries);
+        at += entries;
+    }
+    Ok(ranges)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use basket::basket_ranges;
 pub use column::Column;
 pub use compression::decompress;
 pub use cursor::Cursor;

@@ -9,7 +9,9 @@ use super::object::{
 use super::streamer::Streamers;
 use crate::formats::FormatError;
 
-#[derive(Debug, Clone, PartialEq)]
+/// Serializable so the catalog can keep a tree's layout (`Tree::skeleton`) and
+/// plan over it without opening the file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
     pub name: String,
     pub title: String,
@@ -19,7 +21,7 @@ pub struct Tree {
     pub branches: Vec<Branch>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Branch {
     pub name: String,
     pub title: String,
@@ -43,8 +45,32 @@ pub struct Branch {
     pub element: Option<Element>,
 }
 
+impl Branch {
+    /// A copy without the baskets kept inside it and the branches below it
+    /// (which `Tree::skeleton` copies its own way).
+    fn clone_without_children(&self) -> Branch {
+        Branch {
+            name: self.name.clone(),
+            title: self.title.clone(),
+            class_name: self.class_name.clone(),
+            compress: self.compress,
+            entries: self.entries,
+            tot_bytes: self.tot_bytes,
+            zip_bytes: self.zip_bytes,
+            write_basket: self.write_basket,
+            basket_entry: self.basket_entry.clone(),
+            basket_seek: self.basket_seek.clone(),
+            basket_bytes: self.basket_bytes.clone(),
+            embedded_baskets: Vec::new(),
+            leaves: self.leaves.clone(),
+            branches: Vec::new(),
+            element: self.element.clone(),
+        }
+    }
+}
+
 /// What a TBranchElement adds: the class member it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Element {
     pub class_name: String,
     pub parent_name: String,
@@ -58,7 +84,7 @@ pub struct Element {
     pub member_type: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Leaf {
     pub name: String,
     pub title: String,
@@ -195,6 +221,43 @@ pub fn read_tree(bytes: &[u8], key_len: u16, origin: u64) -> Result<Tree, Format
 }
 
 impl Tree {
+    /// The tree without its embedded baskets' data (each keeps its header,
+    /// which says how many entries it holds): its layout, for keeping in the
+    /// catalog. Columns and plans are made from it as from the tree itself;
+    /// reading an embedded basket's values from it is an error, never wrong
+    /// values.
+    pub fn skeleton(&self) -> Tree {
+        fn strip(branches: &[Branch]) -> Vec<Branch> {
+            branches
+                .iter()
+                .map(|b| Branch {
+                    embedded_baskets: b
+                        .embedded_baskets
+                        .iter()
+                        .map(|e| super::basket::header_only(e))
+                        .collect(),
+                    branches: strip(&b.branches),
+                    ..b.clone_without_children()
+                })
+                .collect()
+        }
+        Tree {
+            branches: strip(&self.branches),
+            ..self.clone_without_branches()
+        }
+    }
+
+    fn clone_without_branches(&self) -> Tree {
+        Tree {
+            name: self.name.clone(),
+            title: self.title.clone(),
+            entries: self.entries,
+            tot_bytes: self.tot_bytes,
+            zip_bytes: self.zip_bytes,
+            branches: Vec::new(),
+        }
+    }
+
     /// Whether any branch holds a class member (TBranchElement).
     pub fn has_elements(&self) -> bool {
         fn any(branches: &[Branch]) -> bool {

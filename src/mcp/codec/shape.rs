@@ -40,13 +40,15 @@ pub(super) struct Shape {
     pub duplicate: bool,
 }
 
-/// The `params` member: its type and, for an object, the types of `name` and
-/// `arguments` (what `tools/call` checks).
+/// The `params` member: its type and, for an object, the types of `name`,
+/// `arguments` and `task` (what `tools/call` checks).
 #[derive(Debug)]
 pub(super) struct Params {
     pub kind: Type,
     pub name: Option<Type>,
     pub arguments: Option<Type>,
+    /// A 2025-11-25 client asking for the call to run as a task.
+    pub task: Option<Type>,
     pub duplicate: bool,
 }
 
@@ -246,6 +248,7 @@ impl ParamsSeed {
             kind,
             name: None,
             arguments: None,
+            task: None,
             duplicate: false,
         })
     }
@@ -282,12 +285,14 @@ impl<'de> Visitor<'de> for ParamsSeed {
             kind: Type::Object,
             name: None,
             arguments: None,
+            task: None,
             duplicate: false,
         };
         while let Some(key) = map.next_key_seed(ParamsKeySeed)? {
             let slot = match key {
                 ParamsKey::Name => &mut params.name,
                 ParamsKey::Arguments => &mut params.arguments,
+                ParamsKey::Task => &mut params.task,
                 ParamsKey::Other => {
                     map.next_value_seed(AnyValue)?;
                     continue;
@@ -300,10 +305,11 @@ impl<'de> Visitor<'de> for ParamsSeed {
     }
 }
 
-/// A key of `params`: the two `tools/call` checks, or another.
+/// A key of `params`: the three `tools/call` checks, or another.
 enum ParamsKey {
     Name,
     Arguments,
+    Task,
     Other,
 }
 
@@ -325,6 +331,7 @@ impl<'de> Visitor<'de> for ParamsKeySeed {
         Ok(match key {
             "name" => ParamsKey::Name,
             "arguments" => ParamsKey::Arguments,
+            "task" => ParamsKey::Task,
             _ => ParamsKey::Other,
         })
     }
@@ -416,12 +423,18 @@ impl Shape {
             let p = self.params.as_ref()?;
             let fits = p.kind == Type::Object
                 && p.name == Some(Type::String)
-                && matches!(p.arguments, None | Some(Type::Null | Type::Object));
+                && matches!(p.arguments, None | Some(Type::Null | Type::Object))
+                && matches!(p.task, None | Some(Type::Object));
             if !fits {
                 return None;
             }
         }
         Some(method)
+    }
+
+    /// Whether a `tools/call` asks to run as a task (a `task` member).
+    pub(super) fn asks_for_task(&self) -> bool {
+        self.params.as_ref().is_some_and(|p| p.task.is_some())
     }
 }
 

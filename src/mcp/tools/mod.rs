@@ -12,9 +12,14 @@ mod rag;
 mod resources;
 mod root;
 mod root_analysis;
+mod root_dataset;
+mod root_dataset_answers;
+mod root_dataset_files;
 mod root_export;
 mod root_plot;
+mod root_quantities;
 mod root_rows;
+mod root_saved_datasets;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -279,6 +284,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root_analysis::TOOLS)
         .chain(root_rows::TOOLS)
         .chain(root_export::TOOLS)
+        .chain(root_saved_datasets::TOOLS)
         .chain(documents::TOOLS)
         .chain(hdf5::TOOLS)
         .chain(code::TOOLS)

@@ -5,20 +5,25 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
+use super::root::corrupted;
+use super::root_dataset::{
+    DatasetArg, OpenTree, Reading, add_bounds, cached_range, open_tree, plan_tree, reading,
+};
+use super::root_dataset_answers::{
+    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
+};
 use super::root_plot::with_plot;
+use super::root_quantities::{
+    column_specs, defines_key, defines_of, expression_plan, quantity_plan, stored_branch,
+};
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
+use crate::analysis::dataset::Member;
 use crate::analysis::ops::{
     Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
 };
 use crate::analysis::plot::{Hist1Picture, Hist2Picture, png_1d, png_2d, text_1d, text_2d};
-use crate::analysis::prune::BasketSpan;
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
-use crate::catalog::root::{
-    BranchRow, ROOT_BRANCHES, ROOT_STATS, StatsRow, TreeRow, branch_prefix,
-};
-use crate::formats::root::{RootFile, Tree, latest};
 use crate::job::{Job, Stop};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -30,7 +35,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
 `Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
 element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry.",
+reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
+Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -40,7 +46,8 @@ reduce a collection to one value per entry.",
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch with an optional cut and weight branch: bins [lo, hi), \
+        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
+InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
 underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
 collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
 elements per entry. range defaults to the branch's cached min and max.",
@@ -53,7 +60,7 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches (one value per entry, or of one collection) with an \
+        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
 optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
@@ -65,8 +72,8 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
         description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches, optionally after a cut; a collection's elements are pooled (with a cut on it, the \
-passing elements). Non-finite values are left out. Memory stays bounded whatever the branch's size.",
+0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
+passing elements). Non-finite values are left out.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
         effects: Effects::READS,
@@ -88,119 +95,48 @@ const MAX_STATS_BRANCHES: usize = 100;
 const MAX_QUANTILES: usize = 100;
 const MAX_BINS_2D: i64 = 1_000;
 
-/// A tree opened for analysis: the file, its catalog rows and the TTree.
-pub(super) struct OpenTree {
-    pub(super) known: Known,
-    pub(super) row: TreeRow,
-    pub(super) file: RootFile,
-    /// The identity of the version `file` reads (its descriptor's fingerprint).
-    pub(super) fingerprint: u64,
-    pub(super) tree: Tree,
+/// Opens the file or dataset that a ROOT analysis tool's arguments name, for a
+/// dry run from the catalog alone when they ask for one: every such tool has the
+/// same `path`, `dataset`, `tree`, `skip_mismatched`, `dry_run` and `by_file`
+/// fields. Gives the tree and the `dry_run` and `by_file` flags.
+macro_rules! open_named {
+    ($ctx:expr, $tool:expr, $args:expr) => {{
+        let dry_run = $args.dry_run == Some(true);
+        let by_file = $args.by_file == Some(true);
+        let r = reading(
+            $tool,
+            &$args.path,
+            &$args.dataset,
+            &$args.tree,
+            $args.skip_mismatched,
+        );
+        open_for($ctx, &r, dry_run).map(|t| (t, dry_run, by_file))
+    }};
 }
+pub(super) use open_named;
 
-pub(super) fn open_tree(ctx: &Context, path: &str, tree: &str) -> Result<OpenTree, ToolError> {
-    let known = known_root_file(ctx, path)?;
-    let row = find_tree(ctx, &known, tree)?;
-    let Opened { file, fingerprint } = known.open(ctx)?;
-    let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
-    let key = latest(&keys, &row.path, Some("TTree"))
-        .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
-    let tree = file.tree(&key.key).map_err(|e| corrupted(&known.abs, &e))?;
-    Ok(OpenTree {
-        known,
-        row,
-        file,
-        fingerprint,
-        tree,
-    })
-}
-
-/// A tree's branch rows and their statistics rows, in the same order.
-type BranchStats = (Vec<BranchRow>, Vec<StatsRow>);
-
-/// The tree's branch rows and their statistics, when the catalog holds both
-/// for the very version of the file that is open; `None` otherwise (not
-/// computed yet, or the file changed since: another version's ranges would
-/// rule out clusters that hold passing entries now).
-fn stats_of_open_version(ctx: &Context, t: &OpenTree) -> Result<Option<BranchStats>, ToolError> {
-    let prefix = branch_prefix(&t.row.path);
-    let stats: Option<Vec<StatsRow>> =
-        t.known
-            .rows_of_version(ctx, ROOT_STATS, t.fingerprint, &prefix)?;
-    let branches: Option<Vec<BranchRow>> =
-        t.known
-            .rows_of_version(ctx, ROOT_BRANCHES, t.fingerprint, &prefix)?;
-    Ok(match (branches, stats) {
-        (Some(b), Some(s)) if b.len() == s.len() => Some((b, s)),
-        _ => None,
-    })
-}
-
-/// Gives the columns `cut` reads the value ranges the statistics pass recorded
-/// for their baskets (when it has run on the version of the file that is open),
-/// so the scan can skip the clusters the cut rules out. Without a cut there is
-/// nothing to skip.
-pub(super) fn add_bounds(
+/// What a call reads, opened: the files, or for a dry run their layouts in
+/// the catalog (nothing opened).
+pub(super) fn open_for(
     ctx: &Context,
-    t: &OpenTree,
-    columns: &mut TreeColumns<'_>,
-    cut: Option<&Plan>,
-) -> Result<(), ToolError> {
-    let Some(cut) = cut else {
-        return Ok(());
-    };
-    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
-        return Ok(());
-    };
-    for &c in &cut.columns {
-        let info = &columns.columns[c];
-        if info.leaf.is_some() {
-            continue;
-        }
-        let Some(i) = branches.iter().position(|b| b.path == info.path) else {
-            continue;
-        };
-        let mut at = 0;
-        let spans = stats[i]
-            .baskets
-            .iter()
-            .map(|b| {
-                let start = at;
-                at += b.entries;
-                BasketSpan {
-                    entries: start..at,
-                    values: b.values,
-                    finite: b.finite,
-                    min: b.min,
-                    max: b.max,
-                }
-            })
-            .collect();
-        let entries = columns.entries;
-        columns.bounds.add_column(c, spans, entries);
+    r: &Reading<'_>,
+    dry_run: bool,
+) -> Result<OpenTree, ToolError> {
+    if dry_run {
+        plan_tree(ctx, r)
+    } else {
+        open_tree(ctx, r)
     }
-    Ok(())
-}
-
-/// The scan's cost in the metadata: clusters the cut ruled out unread, and
-/// the bytes read from the file.
-pub(super) fn scan_metadata(
-    out: ToolOutput,
-    t: &OpenTree,
-    columns: &TreeColumns<'_>,
-) -> ToolOutput {
-    let (_, skipped) = columns.bounds.clusters();
-    out.meta("clusters_skipped", skipped)
-        .meta("bytes_read", t.file.bytes_read())
 }
 
 /// An engine error as the spec's error object; `tool` and the open tree give
 /// the suggestions something concrete to name.
 pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&str>) -> ToolError {
+    let first = t.first();
     let list = format!(
         "list_branches(path='{}', tree='{}')",
-        t.known.abs.display(),
-        t.row.path
+        first.known.abs.display(),
+        first.row.path
     );
     match e {
         AnalysisError::InvalidSelection { column, expected, message } => ToolError::new(
@@ -216,7 +152,7 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
                 Some(best) => format!("Did you mean '{best}'? See the branches with {list}"),
                 None => format!("See the branches with {list}"),
             };
-            ToolError::new("branch_not_found", format!("no branch '{name}' in tree '{}'", t.row.path), hint)
+            ToolError::new("branch_not_found", format!("no branch '{name}' in tree '{}'", first.row.path), hint)
                 .details(json!({ "branch": name, "closest": closest }))
         }
         AnalysisError::UnsupportedType { name, why } => ToolError::new(
@@ -225,28 +161,52 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
             format!("Use a numeric branch instead (types in {list}); read strings with read_branches"),
         )
         .details(json!({ "branch": name })),
-        AnalysisError::Format(f) => corrupted(&t.known.abs, &f),
+        // A dataset's error names its file already (`dataset::in_member`).
+        AnalysisError::Format(f) if t.is_dataset() => match f {
+            crate::formats::FormatError::Unsupported(why) => {
+                ToolError::new("unsupported_type", why, "Skip this branch; quarry cannot decode it yet")
+            }
+            other => ToolError::new(
+                "corrupted_file",
+                other.to_string(),
+                "Verify that file's integrity, or leave it out of the dataset",
+            ),
+        },
+        AnalysisError::Format(f) => corrupted(&first.known.abs, &f),
         AnalysisError::Stopped { stop, entries_done } => {
             let (code, why) = match stop {
                 Stop::TimedOut => ("timeout", "took longer than the call's time limit"),
                 Stop::Cancelled => ("cancelled", "was cancelled"),
             };
+            let total = t.entries();
             ToolError::new(
                 code,
-                format!("the scan {why} after {entries_done} of {} entries", t.row.entries),
-                "Reduce the scope: a tighter selection, or a smaller file",
+                format!("the scan {why} after {entries_done} of {total} entries"),
+                "Reduce the scope: a tighter selection, or fewer or smaller files",
             )
-            .details(json!({ "entries_done": entries_done, "entries_total": t.row.entries }))
+            .details(json!({ "entries_done": entries_done, "entries_total": total }))
         }
+        AnalysisError::TooLarge { message } => ToolError::new(
+            "limit_exceeded",
+            message,
+            "Pair fewer elements: cut the collection's entries first (a selection on its size, e.g. nJet < 50), \
+or reduce it with Sum/Max/Any before pairing",
+        )
+        .details(json!({ "selection": selection })),
     }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SelectionArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     selection: String,
+    define: Option<Value>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn apply_selection(
@@ -254,46 +214,79 @@ fn apply_selection(
     job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: SelectionArgs = parse_args("apply_selection", args)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let plan = plan_of(Some(&args.selection), &columns, &t)?.expect("a cut was given");
+    let tool = "apply_selection";
+    let args: SelectionArgs = parse_args(tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let plan = expression_plan(Some(&args.selection), &columns[0], &defines, &t)?
+        .expect("a cut was given");
     add_bounds(ctx, &t, &mut columns, Some(&plan))?;
-    let counted = count_selected(&t.file, &columns, &plan, job)
+    if dry_run {
+        return dry_run_answer(
+            ctx,
+            tool,
+            &t,
+            &columns,
+            (&plan.columns, Some(&plan)),
+            by_file,
+        );
+    }
+    let members = t.members(&columns);
+    let (counted, by_member) = count_selected(&members, &plan, job)
         .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
     // The fraction of the whole tree: the clusters the cut ruled out unread
     // hold no passing entry, but their entries count.
-    let total = columns.entries;
-    let efficiency = if total == 0 {
-        0.0
-    } else {
-        counted.selected as f64 / total as f64
+    let total = t.entries();
+    let fraction = |selected: u64, total: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            selected as f64 / total as f64
+        }
     };
-    let path = t.known.abs.display().to_string();
-    let out = ToolOutput::new(json!({
+    let efficiency = fraction(counted.selected, total);
+    let mut data = json!({
         "entries_total": total,
         "entries_selected": counted.selected,
         "efficiency": efficiency,
         "selection": args.selection,
-    }))
-    .meta("entries_scanned", counted.scanned)
-    .suggest(format!(
-        "{:.3}% of entries pass ({}/{total})",
-        efficiency * 100.0,
-        counted.selected,
-    ))
-    .suggest(format!(
-        "Histogram with compute_histogram(path='{path}', tree='{}', branch=..., bins=50, selection='{}')",
-        t.row.path, args.selection
-    ));
-    Ok(scan_metadata(out, &t, &columns))
+    });
+    if by_file {
+        data["by_file"] = per_file(&t, |k| {
+            let (entries, c) = (columns[k].entries, by_member[k]);
+            json!({
+                "entries_total": entries,
+                "entries_selected": c.selected,
+                "efficiency": fraction(c.selected, entries),
+                "entries_scanned": c.scanned,
+            })
+        });
+    }
+    let out = ToolOutput::new(data)
+        .meta("entries_scanned", counted.scanned)
+        .suggest(format!(
+            "{:.3}% of entries pass ({}/{total})",
+            efficiency * 100.0,
+            counted.selected,
+        ))
+        .suggest(format!(
+            "Histogram with compute_histogram({}, tree='{}', branch=..., bins=50, selection='{}')",
+            t.source_args(),
+            t.first().row.path,
+            args.selection
+        ));
+    let mut out = scan_metadata(out, &t, &columns);
+    fit_by_file(ctx, tool, &mut out);
+    Ok(out)
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HistogramArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     branch: String,
     bins: i64,
     range: Option<[f64; 2]>,
@@ -302,6 +295,10 @@ struct HistogramArgs {
     flatten: Option<bool>,
     plot: Option<bool>,
     offset: Option<i64>,
+    define: Option<Value>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
@@ -336,32 +333,6 @@ fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
         ));
     }
     Ok((lo, hi))
-}
-
-/// A branch's cached statistics (values, or multiplicity for `flatten=false`),
-/// when the catalog holds them for the version of the file that is open: a
-/// range without a pass over the file.
-fn cached_range(
-    ctx: &Context,
-    t: &OpenTree,
-    branch: &str,
-    multiplicity: bool,
-) -> Result<Option<(f64, f64)>, ToolError> {
-    let Some((branches, stats)) = stats_of_open_version(ctx, t)? else {
-        return Ok(None);
-    };
-    let Some(i) = branches
-        .iter()
-        .position(|b| b.path == branch || b.name == branch)
-    else {
-        return Ok(None);
-    };
-    let summary = if multiplicity {
-        &stats[i].multiplicity
-    } else {
-        &stats[i].values
-    };
-    Ok(summary.as_ref().map(|s| (s.min, s.max)))
 }
 
 /// An axis title: the branch's name and its title when it says more than the
@@ -401,8 +372,7 @@ fn covering(min: f64, max: f64) -> (f64, f64) {
 /// without a cut on a plain branch), else from a pass over the values.
 fn resolve_range(
     ctx: &Context,
-    t: &OpenTree,
-    columns: &TreeColumns<'_>,
+    (t, columns, members): (&OpenTree, &[TreeColumns<'_>], &[Member<'_>]),
     req: &HistRequest<'_>,
     given: Option<[f64; 2]>,
     job: &Job,
@@ -411,23 +381,16 @@ fn resolve_range(
         return Ok((checked_range("range", r)?, "given"));
     }
     let multiplicity = req.value.is_jagged() && !req.flatten;
-    if let Some((lo, hi)) = cached_range(ctx, t, &req.value.text, multiplicity)? {
+    if let Some(branch) = stored_branch(&columns[0], req.value)
+        && let Some((lo, hi)) = cached_range(ctx, t, columns, branch, multiplicity)?
+    {
         return Ok((covering(lo, hi), "catalog statistics"));
     }
-    let found = value_range(&t.file, columns, req, job).map_err(|e| analysis_error(e, t, None))?;
+    let found = value_range(members, req, job).map_err(|e| analysis_error(e, t, None))?;
     Ok((
         found.map_or((0.0, 1.0), |(lo, hi)| covering(lo, hi)),
         "a pass over the data",
     ))
-}
-
-pub(super) fn plan_of(
-    text: Option<&str>,
-    columns: &TreeColumns<'_>,
-    t: &OpenTree,
-) -> Result<Option<Plan>, ToolError> {
-    text.map(|s| Plan::new(s, columns).map_err(|e| analysis_error(e, t, Some(s))))
-        .transpose()
 }
 
 fn compute_histogram(
@@ -435,24 +398,36 @@ fn compute_histogram(
     job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let args: HistogramArgs = parse_args("compute_histogram", args)?;
+    let tool = "compute_histogram";
+    let args: HistogramArgs = parse_args(tool, args)?;
     let bins = checked_bins("bins", args.bins, MAX_BINS)?;
-    let offset = checked_offset("compute_histogram", "offset", args.offset)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let value = Plan::column(&args.branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
-    let weight = plan_of(args.weights.as_deref(), &columns, &t)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let value = quantity_plan(&args.branch, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
+    let weight = args
+        .weights
+        .as_deref()
+        .map(|w| quantity_plan(w, &columns[0], &defines, &t))
+        .transpose()?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
+    if dry_run {
+        let read = columns_read(&[], &[Some(&value), cut.as_ref(), weight.as_ref()]);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
     let req = HistRequest {
         value: &value,
         cut: cut.as_ref(),
         weight: weight.as_ref(),
         flatten: args.flatten.unwrap_or(true),
     };
-    let ((lo, hi), range_from) = resolve_range(ctx, &t, &columns, &req, args.range, job)?;
+    let ((lo, hi), range_from) =
+        resolve_range(ctx, (&t, &columns, &members), &req, args.range, job)?;
     let axis = Axis { bins, lo, hi };
-    let h = histogram(&t.file, &columns, &req, axis, job)
+    let h = histogram(&members, &req, axis, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
     let errors: Vec<f64> = h.sumw2.iter().map(|s| s.sqrt()).collect();
     let mut data = json!({
@@ -467,6 +442,24 @@ fn compute_histogram(
     });
     if weight.is_some() {
         data["sum_weights"] = json!(h.sum_w);
+    }
+    if by_file {
+        data["by_file"] = per_file(&t, |k| {
+            let m = &h.by_member[k];
+            let mut item = json!({
+                "entries_scanned": m.scanned,
+                "entries_selected": m.selected,
+                "entries": m.entries,
+                "underflow": m.underflow,
+                "overflow": m.overflow,
+                "mean": m.mean(),
+                "std": m.std(),
+            });
+            if weight.is_some() {
+                item["sum_weights"] = json!(m.sum_w);
+            }
+            item
+        });
     }
     let mut out = scan_metadata(ToolOutput::new(data), &t, &columns)
         .meta("entries_scanned", h.scanned)
@@ -484,7 +477,7 @@ fn compute_histogram(
     if args.plot == Some(true) {
         let edges = axis.edges();
         let multiplicity = value.is_jagged() && !req.flatten;
-        let x_title = axis_title(&columns, &args.branch, multiplicity);
+        let x_title = axis_title(&columns[0], &args.branch, multiplicity);
         let picture = Hist1Picture {
             title: &picture_title(&args.branch, args.selection.as_deref()),
             x_title: &x_title,
@@ -499,18 +492,20 @@ fn compute_histogram(
             overflow: h.overflow,
         };
         let key = format!(
-            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}",
-            t.known.abs.display(),
-            t.row.path,
+            "histogram|{}|{}|{}|{bins}|{lo}|{hi}|{:?}|{:?}|{}{}",
+            t.source_args(),
+            t.first().row.path,
             args.branch,
             args.selection,
             args.weights,
-            req.flatten
+            req.flatten,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
     }
     let mut out = out.suggest("bin_edges has one more element than bin_counts; bins are [lo, hi)");
-    let budget = ctx.budget("compute_histogram");
+    fit_by_file(ctx, tool, &mut out);
+    let budget = ctx.budget(tool);
     pages::page_1d(
         &budget,
         &mut out,
@@ -525,8 +520,9 @@ fn compute_histogram(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Histogram2dArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     x_branch: String,
     y_branch: String,
     x_bins: i64,
@@ -538,6 +534,10 @@ struct Histogram2dArgs {
     plot: Option<bool>,
     x_offset: Option<i64>,
     y_offset: Option<i64>,
+    define: Option<Value>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn compute_histogram_2d(
@@ -562,12 +562,18 @@ fn compute_histogram_2d(
             "Leave flatten out, or histogram Length$ counts with compute_histogram(flatten=false)",
         ));
     }
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let x = Plan::column(&args.x_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let y = Plan::column(&args.y_branch, &columns).map_err(|e| analysis_error(e, &t, None))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let x = quantity_plan(&args.x_branch, &columns[0], &defines, &t)?;
+    let y = quantity_plan(&args.y_branch, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
+    if dry_run {
+        let read = columns_read(&[], &[Some(&x), Some(&y), cut.as_ref()]);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
     let x_req = HistRequest {
         value: &x,
         cut: cut.as_ref(),
@@ -580,8 +586,9 @@ fn compute_histogram_2d(
         weight: None,
         flatten: true,
     };
-    let ((xlo, xhi), _) = resolve_range(ctx, &t, &columns, &x_req, args.x_range, job)?;
-    let ((ylo, yhi), _) = resolve_range(ctx, &t, &columns, &y_req, args.y_range, job)?;
+    let read = (&t, columns.as_slice(), members.as_slice());
+    let ((xlo, xhi), _) = resolve_range(ctx, read, &x_req, args.x_range, job)?;
+    let ((ylo, yhi), _) = resolve_range(ctx, read, &y_req, args.y_range, job)?;
     let axes = (
         Axis {
             bins: x_bins,
@@ -594,20 +601,32 @@ fn compute_histogram_2d(
             hi: yhi,
         },
     );
-    let h = histogram_2d(&t.file, &columns, &x_req, &y, axes, job)
+    let h = histogram_2d(&members, &x_req, &y, axes, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
     let (x_edges, y_edges) = (axes.0.edges(), axes.1.edges());
-    let mut out = ToolOutput::new(json!({
+    let mut data = json!({
         "x_edges": pages::from(&x_edges, at.x_offset),
         "y_edges": pages::from(&y_edges, at.y_offset),
         "counts": pages::window(&h.counts, at.x_offset, at.y_offset),
         "entries": h.entries,
         "outside": h.outside,
-    }));
+    });
+    if by_file {
+        data["by_file"] = per_file(&t, |k| {
+            let m = &h.by_member[k];
+            json!({
+                "entries_scanned": m.scanned,
+                "entries_selected": m.selected,
+                "entries": m.entries,
+                "outside": m.outside,
+            })
+        });
+    }
+    let mut out = ToolOutput::new(data);
     if args.plot == Some(true) {
         let (x_title, y_title) = (
-            axis_title(&columns, &args.x_branch, false),
-            axis_title(&columns, &args.y_branch, false),
+            axis_title(&columns[0], &args.x_branch, false),
+            axis_title(&columns[0], &args.y_branch, false),
         );
         let picture = Hist2Picture {
             title: &picture_title(
@@ -622,12 +641,13 @@ fn compute_histogram_2d(
             outside: h.outside,
         };
         let key = format!(
-            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}",
-            t.known.abs.display(),
-            t.row.path,
+            "histogram_2d|{}|{}|{}|{}|{x_bins}|{y_bins}|{xlo}|{xhi}|{ylo}|{yhi}|{:?}{}",
+            t.source_args(),
+            t.first().row.path,
             args.x_branch,
             args.y_branch,
-            args.selection
+            args.selection,
+            defines_key(&defines)
         );
         out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
     }
@@ -635,6 +655,7 @@ fn compute_histogram_2d(
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
         .suggest("counts are [y][x]; `outside` counts the pairs beyond either range");
+    fit_by_file(ctx, tool, &mut out);
     pages::page_2d(&ctx.budget(tool), &mut out, &["/counts"], at);
     Ok(out)
 }
@@ -642,12 +663,17 @@ fn compute_histogram_2d(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StatsArgs {
-    path: String,
-    tree: String,
-    branches: Vec<String>,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
+    branches: Value,
     selection: Option<String>,
     quantiles: Option<Vec<f64>>,
     offset: Option<i64>,
+    define: Option<Value>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn get_branch_stats(
@@ -656,14 +682,32 @@ fn get_branch_stats(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: StatsArgs = parse_args("get_branch_stats", args)?;
-    if args.branches.is_empty() || args.branches.len() > MAX_STATS_BRANCHES {
+    let specs = column_specs("get_branch_stats", &args.branches)?;
+    if specs.is_empty() || specs.len() > MAX_STATS_BRANCHES {
+        let first: Value = match &args.branches {
+            Value::Array(items) => items.iter().take(MAX_STATS_BRANCHES).cloned().collect(),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .take(MAX_STATS_BRANCHES)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
         return Err(ToolError::new(
             "limit_exceeded",
-            format!("branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}", args.branches.len()),
+            format!(
+                "branches must name 1 to {MAX_STATS_BRANCHES} branches, got {}",
+                specs.len()
+            ),
             "Ask for fewer branches per call",
         )
-        .retry_with(json!({ "branches": args.branches.iter().take(MAX_STATS_BRANCHES).collect::<Vec<_>>() })));
+        .retry_with(json!({ "branches": first })));
     }
+    let names: Vec<String> = specs
+        .iter()
+        .map(|(name, text)| name.clone().unwrap_or_else(|| text.clone()))
+        .collect();
     let quantiles = args.quantiles.clone().unwrap_or_default();
     if quantiles.len() > MAX_QUANTILES || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
         return Err(ToolError::new(
@@ -672,40 +716,56 @@ fn get_branch_stats(
             "Give quantiles as fractions, e.g. [0.25, 0.5, 0.75]",
         ));
     }
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let tool = "get_branch_stats";
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    let plans = args
-        .branches
+    let plans = specs
         .iter()
-        .map(|b| Plan::column(b, &columns).map_err(|e| analysis_error(e, &t, None)))
+        .map(|(_, text)| quantity_plan(text, &columns[0], &defines, &t))
         .collect::<Result<Vec<_>, _>>()?;
+    if dry_run {
+        let mut all: Vec<Option<&Plan>> = plans.iter().map(Some).collect();
+        all.push(cut.as_ref());
+        let read = columns_read(&[], &all);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
     // Branches are computed in the order given, from `offset`, while their
     // answer fits the budget; the rest wait for the next call.
-    let tool = "get_branch_stats";
     let offset = checked_offset(tool, "offset", args.offset)?;
     let budget = ctx.budget(tool);
-    let remaining = args.branches.len().saturating_sub(offset);
-    let answer = |statistics: &Map<String, Value>, kept: usize, counts: (u64, u64, u64)| {
+    let remaining = names.len().saturating_sub(offset);
+    // Each file's statistics of the branches kept so far (`by_file`).
+    let mut files: Vec<Map<String, Value>> = vec![Map::new(); t.parts.len()];
+    let answer = |statistics: &Map<String, Value>,
+                  files: &[Map<String, Value>],
+                  kept: usize,
+                  counts: (u64, u64, u64)| {
         let (scanned, selected, bytes_read) = counts;
-        let mut out = ToolOutput::new(json!({ "statistics": statistics }))
-            .meta("clusters_skipped", columns.bounds.clusters().1)
-            .meta("bytes_read", bytes_read)
+        let mut data = json!({ "statistics": statistics });
+        if by_file {
+            data["by_file"] = per_file(&t, |k| json!({ "statistics": files[k] }));
+        }
+        let out = ToolOutput::new(data)
             .meta("entries_scanned", scanned)
             .meta("entries_selected", selected)
             .suggest("std is the population standard deviation; quantiles interpolate linearly between order statistics (numpy's default)");
+        let mut out = scan_metadata(out, &t, &columns).meta("bytes_read", bytes_read);
         let cut = crate::mcp::budget::Cut {
             kept,
             total: remaining,
             shortened: false,
         };
         crate::mcp::budget::mark_offset(&mut out, cut, offset, tool, "branches");
+        fit_by_file(ctx, tool, &mut out);
         out
     };
     let mut statistics = Map::new();
     let (mut scanned, mut selected, mut kept) = (0, 0, 0);
-    for (name, plan) in args.branches.iter().zip(&plans).skip(offset) {
+    for (name, plan) in names.iter().zip(&plans).skip(offset) {
         let req = HistRequest {
             value: plan,
             cut: cut.as_ref(),
@@ -714,11 +774,14 @@ fn get_branch_stats(
         };
         // Without a cut every value of the branch counts: the catalog's range
         // of it (when cached) holds them all.
-        let range = match &cut {
-            None => cached_range(ctx, &t, name, false)?,
-            Some(_) => None,
+        let range = match (&cut, &plan.root) {
+            (None, _) => match stored_branch(&columns[0], plan) {
+                Some(branch) => cached_range(ctx, &t, &columns, branch, false)?,
+                None => None,
+            },
+            _ => None,
         };
-        let s = branch_stats(&t.file, &columns, &req, &quantiles, DEFAULT_CAP, range, job)
+        let s = branch_stats(&members, &req, &quantiles, DEFAULT_CAP, range, job)
             .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
         let mut entry =
             json!({ "count": s.count, "mean": s.mean, "std": s.std, "min": s.min, "max": s.max });
@@ -731,13 +794,21 @@ fn get_branch_stats(
             entry["quantiles"] = Value::Object(q);
         }
         let before = statistics.insert(name.clone(), entry);
+        let files_before = files.clone();
+        if by_file {
+            for (file, m) in files.iter_mut().zip(&s.by_member) {
+                let moments = json!({ "count": m.count, "mean": m.mean, "std": m.std, "min": m.min, "max": m.max });
+                file.insert(name.clone(), moments);
+            }
+        }
         // Counted with the widest counts the answer can end with.
         let widest = (u64::MAX, u64::MAX, u64::MAX);
-        if !budget.fits(&answer(&statistics, kept + 1, widest)) {
+        if !budget.fits(&answer(&statistics, &files, kept + 1, widest)) {
             match before {
                 Some(earlier) => statistics.insert(name.clone(), earlier),
                 None => statistics.remove(name),
             };
+            files = files_before;
             if kept == 0 {
                 return Err(ToolError::new(
                     "limit_exceeded",
@@ -752,7 +823,8 @@ fn get_branch_stats(
     }
     Ok(answer(
         &statistics,
+        &files,
         kept,
-        (scanned, selected, t.file.bytes_read()),
+        (scanned, selected, t.bytes_read()),
     ))
 }

@@ -7,11 +7,16 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{add_bounds, analysis_error, open_tree, plan_of, scan_metadata};
-use super::root_rows::columns_of;
+use super::root_analysis::{analysis_error, open_for, open_named};
+use super::root_dataset::{DatasetArg, add_bounds, reading};
+use super::root_dataset_answers::{
+    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
+};
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
-use crate::analysis::TreeColumns;
+use crate::analysis::Plan;
 use crate::analysis::export::{ExportError, ExportFormat, export};
+use crate::analysis::quantities::Quantity;
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::roots::{CreateError, create_pending};
@@ -20,9 +25,10 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
     title: "Export entries to a file",
     toolset: Toolset::Root,
-    description: "Writes the entries of a TTree passing an optional ROOT cut (branches chosen, up to 10,000,000 \
+    description: "Writes the entries of a TTree passing an optional ROOT cut (branches or expressions chosen, \
+'name=expression' naming a column; up to 10,000,000 \
 entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
-(collections as list columns; read with pandas.read_parquet or pyarrow). output_path is relative to the export folder.",
+(collections as list columns).",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
     output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
     // Replaces a file already at output_path; the same request writes the same
@@ -41,13 +47,18 @@ const EXPORT_MAX: i64 = 10_000_000;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExportArgs {
-    path: String,
-    tree: String,
-    branches: Vec<String>,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     output_format: String,
     output_path: String,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn refused(output_path: &str, why: &str) -> ToolError {
@@ -135,25 +146,40 @@ fn export_branches(
         )
         .retry_with(json!({ "limit": EXPORT_MAX })));
     }
-    if args.branches.is_empty() {
+    let specs = column_specs("export_branches", &args.branches)?;
+    if specs.is_empty() {
         return Err(ToolError::invalid_arguments(
             "export_branches",
             "branches must name at least one branch (see list_branches)",
         ));
     }
+    let tool = "export_branches";
     let (base, rel) = export_target(ctx, &args.output_path)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let named = named_columns(&specs, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
+    if dry_run {
+        let mut stored = Vec::new();
+        let mut plans: Vec<Option<&Plan>> = vec![cut.as_ref()];
+        for n in &named {
+            match &n.quantity {
+                Quantity::Branch(c) => stored.push(*c),
+                Quantity::Expression(p) => plans.push(Some(p)),
+            }
+        }
+        let read = columns_read(&stored, &plans);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
     let pending = create_pending(&base, &rel).map_err(|e| match e {
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),
         CreateError::Io(io) => refused(&args.output_path, &io.to_string()),
     })?;
     let (done, pending) = export(
-        &t.file,
-        &columns,
+        &members,
         &named,
         cut.as_ref(),
         limit as u64,
@@ -174,13 +200,23 @@ fn export_branches(
         .map_err(|e| refused(&args.output_path, &e.to_string()))?;
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
-    let truncated = done.entries_written == limit as u64 && done.stopped_at < columns.entries;
-    let out = ToolOutput::new(json!({
+    let truncated = done.entries_written == limit as u64 && done.stopped_at < t.entries();
+    let mut data = json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
         "entries_written": done.entries_written,
         "size_bytes": size,
-    }));
+    });
+    if by_file {
+        data["by_file"] = per_file(&t, |k| {
+            json!({
+                "entries_scanned": done.by_member[k].scanned,
+                "entries_written": done.by_member[k].selected,
+            })
+        });
+    }
+    let mut out = ToolOutput::new(data);
+    fit_by_file(ctx, tool, &mut out);
     let mut out = scan_metadata(out, &t, &columns)
         .meta("entries_scanned", done.entries_scanned)
         .meta("truncated", truncated)

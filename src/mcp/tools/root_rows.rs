@@ -6,12 +6,17 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{
-    OpenTree, add_bounds, analysis_error, open_tree, plan_of, scan_metadata,
+use super::root_analysis::{analysis_error, open_for, open_named};
+use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
+use super::root_dataset_answers::{
+    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata, with_files,
 };
+use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
-use crate::analysis::TreeColumns;
-use crate::analysis::rows::{Cell, page_entries, read_rows};
+use crate::analysis::dataset::{Member, locate};
+use crate::analysis::quantities::{Named, Quantity};
+use crate::analysis::rows::{Cell, page_entries, read_chain_rows, read_computed};
+use crate::analysis::{Plan, TreeColumns};
 use crate::job::Job;
 use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -21,10 +26,11 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_branches",
         title: "Read entries of a tree",
         toolset: Toolset::Root,
-        description: "Values of branches for the entries passing an optional ROOT cut, a page at a time (offset, \
+        description: "Values of branches or expressions ('pt=hypot(Muon_Px, Muon_Py)' names a column; define names \
+expressions) for the entries passing an optional ROOT cut, a page at a time (offset, \
 limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
 values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
-NaN and infinities are null. Large answers are cut at a row boundary: page with offset.",
+NaN and infinities are null.",
         input_schema: include_str!("../../../schema/tools/read_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/read_branches.output.json"),
         effects: Effects::READS,
@@ -55,14 +61,19 @@ const SAMPLE_DEFAULT_BRANCHES: usize = 64;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
-    path: String,
-    tree: String,
-    branches: Vec<String>,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
+    branches: Value,
+    define: Option<Value>,
     selection: Option<String>,
     limit: Option<i64>,
     offset: Option<i64>,
     flatten: Option<bool>,
     output_format: Option<String>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 fn checked_count(name: &str, value: Option<i64>, default: i64, max: i64) -> Result<u64, ToolError> {
@@ -83,14 +94,18 @@ pub(super) fn columns_of(
     t: &OpenTree,
     columns: &TreeColumns<'_>,
     names: Option<&[String]>,
-) -> Result<Vec<(String, usize)>, ToolError> {
+) -> Result<Vec<Named>, ToolError> {
+    let stored = |name: String, c: usize| Named {
+        name,
+        quantity: Quantity::Branch(c),
+    };
     match names {
         Some(names) => names
             .iter()
             .map(|n| {
                 columns
                     .require(n)
-                    .map(|c| (n.clone(), c))
+                    .map(|c| stored(n.clone(), c))
                     .map_err(|e| analysis_error(e, t, None))
             })
             .collect(),
@@ -105,7 +120,7 @@ pub(super) fn columns_of(
                         && c.branch.element.is_none())
             })
             .filter(|(_, c)| c.branch.branches.is_empty())
-            .map(|(i, c)| (c.path.clone(), i))
+            .map(|(i, c)| stored(c.path.clone(), i))
             .collect()),
     }
 }
@@ -348,19 +363,47 @@ fn read_branches(
     }
     let limit = checked_count("limit", args.limit, READ_LIMIT_DEFAULT, READ_LIMIT_MAX)?;
     let offset = checked_count("offset", args.offset, 0, i64::MAX)?;
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let mut columns = TreeColumns::new(&t.tree);
-    let named = columns_of(&t, &columns, Some(&args.branches))?;
-    let cut = plan_of(args.selection.as_deref(), &columns, &t)?;
+    let specs = column_specs("read_branches", &args.branches)?;
+    if specs.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "read_branches",
+            "branches must name at least one branch or expression (see list_branches)",
+        ));
+    }
+    let tool = "read_branches";
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let mut columns = t.columns();
+    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
+    let named = named_columns(&specs, &columns[0], &defines, &t)?;
+    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    let (page, counted) = page_entries(&t.file, &columns, cut.as_ref(), offset, limit, job)
+    if dry_run {
+        let (stored, plans) = split_named(&named);
+        let mut all: Vec<Option<&Plan>> = plans.into_iter().map(Some).collect();
+        all.push(cut.as_ref());
+        let read = columns_read(&stored, &all);
+        return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
+    }
+    let members = t.members(&columns);
+    let (page, counted, by_member) = page_entries(&members, cut.as_ref(), offset, limit, job)
         .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
-    let rows = read_page(&t, &columns, &named, &page, job)?;
+    let (names, rows) = read_page(&t, &members, &named, &page, job)?;
     let flatten = args.flatten.unwrap_or(false);
-    let budget = ctx.budget("read_branches");
-    let names = names_of(&named);
+    let budget = ctx.budget(tool);
+    let column_names = names_of(&named);
     let out = fit_rows(&budget, page.len(), |cap| {
-        let answer = rows_answer(&names, &rows, flatten, format, cap)?;
+        let mut answer = rows_answer(&names, &rows, flatten, format, cap)?;
+        answer.output.data["branches"] = json!(column_names);
+        if by_file {
+            answer.output.data["by_file"] = per_file(&t, |k| {
+                json!({
+                    "entries_total": columns[k].entries,
+                    "entries_selected": by_member[k].selected,
+                    "entries_scanned": by_member[k].scanned,
+                })
+            });
+            fit_by_file(ctx, tool, &mut answer.output);
+        }
         let more_selected = offset + (page.len() as u64) < counted.selected;
         let mut out = scan_metadata(answer.output, &t, &columns)
             .meta("entries_scanned", counted.scanned)
@@ -389,8 +432,8 @@ or summarise everything with compute_histogram or get_branch_stats",
     Ok(out)
 }
 
-fn names_of(named: &[(String, usize)]) -> Vec<String> {
-    named.iter().map(|(n, _)| n.clone()).collect()
+fn names_of(named: &[Named]) -> Vec<String> {
+    named.iter().map(|n| n.name.clone()).collect()
 }
 
 /// The answer `build(rows_cap)` makes, with the rows held to the most bytes
@@ -428,16 +471,68 @@ fn fit_rows(
     }
 }
 
-/// The values of the page's entries, for the named branches.
+/// Keys a dataset's rows carry besides their columns: the file, the entry in
+/// it, and the entry in the dataset (numbered across the files in order).
+const PROVENANCE: [&str; 3] = ["_file", "_entry", "_global_entry"];
+
+/// The branches read as stored and the expressions among named columns.
+fn split_named(named: &[Named]) -> (Vec<usize>, Vec<&Plan>) {
+    let mut stored = Vec::new();
+    let mut computed = Vec::new();
+    for n in named {
+        match &n.quantity {
+            Quantity::Branch(c) => stored.push(*c),
+            Quantity::Expression(plan) => computed.push(plan),
+        }
+    }
+    (stored, computed)
+}
+
+/// The values of the page's entries (numbered across the files), for the
+/// named branches and expressions (branches read as stored, expressions
+/// computed), in the order named; a dataset's rows also say where each entry
+/// is (`PROVENANCE`). Returns the keys of the rows with them.
 fn read_page(
     t: &OpenTree,
-    columns: &TreeColumns<'_>,
-    named: &[(String, usize)],
+    members: &[Member<'_>],
+    named: &[Named],
     page: &[u64],
     job: &Job,
-) -> Result<Vec<Vec<Cell>>, ToolError> {
-    let indices: Vec<usize> = named.iter().map(|&(_, c)| c).collect();
-    read_rows(&t.file, columns, &indices, page, job).map_err(|e| analysis_error(e, t, None))
+) -> Result<(Vec<String>, Vec<Vec<Cell>>), ToolError> {
+    let (stored, computed) = split_named(named);
+    let failed = |e| analysis_error(e, t, None);
+    let stored_rows = read_chain_rows(members, &stored, page, job).map_err(failed)?;
+    let mut rows = if computed.is_empty() {
+        stored_rows
+    } else {
+        let computed_rows = read_computed(members, &computed, page, job).map_err(failed)?;
+        stored_rows
+            .into_iter()
+            .zip(computed_rows)
+            .map(|(stored, computed)| {
+                let (mut stored, mut computed) = (stored.into_iter(), computed.into_iter());
+                named
+                    .iter()
+                    .map(|n| match n.quantity {
+                        Quantity::Branch(_) => stored.next(),
+                        Quantity::Expression(_) => computed.next(),
+                    })
+                    .map(|cell| cell.expect("a cell per column"))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut names = names_of(named);
+    if t.is_dataset() {
+        names.extend(PROVENANCE.map(String::from));
+        for (row, &global) in rows.iter_mut().zip(page) {
+            let (m, entry) = locate(members, global).expect("a page's entry is in a file");
+            row.push(Cell::Str(t.parts[m].shown.clone()));
+            row.push(Cell::UInt(entry));
+            row.push(Cell::UInt(global));
+        }
+    }
+    Ok((names, rows))
 }
 
 /// What a page of rows becomes: the output, how many entries it holds, and
@@ -482,13 +577,17 @@ fn rows_answer(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SampleArgs {
-    path: String,
-    tree: String,
+    path: Option<String>,
+    dataset: Option<DatasetArg>,
+    tree: Option<String>,
     size: Option<i64>,
     method: Option<String>,
     branches: Option<Vec<String>>,
     seed: Option<u64>,
     offset: Option<i64>,
+    skip_mismatched: Option<bool>,
+    by_file: Option<bool>,
+    dry_run: Option<bool>,
 }
 
 /// SplitMix64 (Steele, Lea and Flood 2014): a fixed generator, so a seed gives
@@ -545,9 +644,10 @@ fn sample_tree(
             "method must be 'first' or 'random'",
         ));
     }
-    let t = open_tree(ctx, &args.path, &args.tree)?;
-    let columns = TreeColumns::new(&t.tree);
-    let mut named = columns_of(&t, &columns, args.branches.as_deref())?;
+    let tool = "sample_tree";
+    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let columns = t.columns();
+    let mut named = columns_of(&t, &columns[0], args.branches.as_deref())?;
     let branches_total = named.len();
     let branches_cut = args.branches.is_none() && branches_total > SAMPLE_DEFAULT_BRANCHES;
     named.truncate(if branches_cut {
@@ -555,21 +655,38 @@ fn sample_tree(
     } else {
         branches_total
     });
+    if dry_run {
+        let (stored, _) = split_named(&named);
+        return dry_run_answer(ctx, tool, &t, &columns, (&stored, None), by_file);
+    }
+    let members = t.members(&columns);
     let seed = args.seed.unwrap_or(0);
+    let entries = t.entries();
     let sample: Vec<u64> = match method {
-        "random" => random_entries(columns.entries, size, seed),
-        _ => (0..size.min(columns.entries)).collect(),
+        "random" => random_entries(entries, size, seed),
+        _ => (0..size.min(entries)).collect(),
     };
     // `offset` skips the sample's first entries (a cut answer's next_offset).
-    let offset = checked_offset("sample_tree", "offset", args.offset)?;
+    let offset = checked_offset(tool, "offset", args.offset)?;
     let page = &sample[offset.min(sample.len())..];
-    let rows = read_page(&t, &columns, &named, page, job)?;
-    let names = names_of(&named);
-    let budget = ctx.budget("sample_tree");
+    let (names, rows) = read_page(&t, &members, &named, page, job)?;
+    let column_names = names_of(&named);
+    let budget = ctx.budget(tool);
     fit_rows(&budget, page.len(), |cap| {
-        let answer = rows_answer(&names, &rows, false, "records", cap)?;
-        let mut out = answer
-            .output
+        let mut answer = rows_answer(&names, &rows, false, "records", cap)?;
+        answer.output.data["branches"] = json!(column_names);
+        if by_file {
+            answer.output.data["by_file"] = per_file(&t, |k| {
+                let m = &members[k];
+                let mine = m.first_entry..m.first_entry + m.tree.entries;
+                json!({
+                    "entries_total": m.tree.entries,
+                    "entries_sampled": sample.iter().filter(|e| mine.contains(e)).count(),
+                })
+            });
+            fit_by_file(ctx, tool, &mut answer.output);
+        }
+        let mut out = with_files(answer.output, &t)
             .meta("entries_scanned", page.len())
             .meta("entries_returned", answer.entries_returned)
             .meta("truncated", answer.cut_short || branches_cut)
