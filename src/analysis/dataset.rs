@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use super::AnalysisError;
 use super::plan::{ColumnInfo, Plan, TreeColumns};
-use crate::formats::root::{Branch, basket_ranges, branch_type};
+use crate::formats::root::Branch;
 
 /// One file's tree among those read as one.
 #[derive(Clone, Copy)]
@@ -142,9 +142,16 @@ fn type_of(info: &ColumnInfo<'_>) -> String {
         .counter
         .as_ref()
         .map_or(String::new(), |c| format!(" counted by {c}"));
-    match (&info.layout, info.leaf) {
+    // An RNTuple's collections count themselves (no counter branch): its
+    // columns agree with a TTree's by type alone.
+    let counted = if info.origin.is_ntuple() {
+        String::new()
+    } else {
+        counted
+    };
+    match (&info.layout, info.origin.leaf()) {
         (Err(_), _) => "unsupported".into(),
-        (Ok(_), None) => format!("{}{counted}", branch_type(info.branch).name),
+        (Ok(_), None) => format!("{}{counted}", info.origin.type_name()),
         (Ok(l), Some(_)) => format!(
             "{:?}{}",
             l.leaf_type,
@@ -162,8 +169,19 @@ fn type_of(info: &ColumnInfo<'_>) -> String {
 /// two trees with the same one have the same columns in the same order, so
 /// lining them up needs no column by column comparison. Hashed within this
 /// process only (never stored).
-pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
+pub fn layout_signature(object: &super::TreeObject) -> u64 {
     use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    object.kind().hash(&mut h);
+    let tree = match object {
+        super::TreeObject::TTree(tree) => tree,
+        super::TreeObject::RNTuple(nt) => {
+            for c in &nt.columns {
+                (&c.path, &c.type_name, &c.counter).hash(&mut h);
+            }
+            return h.finish();
+        }
+    };
     fn branches(bs: &[Branch], h: &mut std::collections::hash_map::DefaultHasher) {
         bs.len().hash(h);
         for b in bs {
@@ -182,7 +200,6 @@ pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
             branches(&b.branches, h);
         }
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
     branches(&tree.branches, &mut h);
     h.finish()
 }
@@ -251,7 +268,7 @@ fn ranges_of(
 ) -> Result<Vec<Vec<Range<u64>>>, AnalysisError> {
     columns
         .iter()
-        .map(|&c| Ok(basket_ranges(tree.columns[c].branch)?))
+        .map(|&c| Ok(tree.columns[c].origin.entry_ranges()?))
         .collect()
 }
 
@@ -289,38 +306,28 @@ pub(super) fn cluster_cuts(ranges: &[Vec<Range<u64>>], entries: Range<u64>) -> V
     out
 }
 
-/// The branches the columns read, each once (the leaves of a leaf list share
-/// their branch).
-fn branches_of<'t>(tree: &TreeColumns<'t>, columns: &[usize]) -> Vec<&'t Branch> {
-    let mut out: Vec<&Branch> = Vec::new();
-    for &c in columns {
-        let b = tree.columns[c].branch;
-        if !out.iter().any(|o| std::ptr::eq(*o, b)) {
-            out.push(b);
-        }
-    }
-    out
-}
-
-/// The stored bytes of the baskets of the columns' branches (each once) that
-/// start within each of `clusters` (ascending, disjoint): what reading each
-/// reads. A basket kept inside the TTree object counts nothing (it came with
-/// the tree). One pass over each branch's basket table.
+/// The stored bytes of the chunks (baskets, or an RNTuple's clusters) of the
+/// columns' branches or RNTuple columns (each once) that start within each
+/// of `clusters` (ascending, disjoint): what reading each reads. A basket
+/// kept inside the TTree object counts nothing (it came with the tree).
 pub fn cluster_bytes(
     tree: &TreeColumns<'_>,
     columns: &[usize],
     clusters: &[Range<u64>],
 ) -> Vec<u64> {
     let mut bytes = vec![0; clusters.len()];
-    for b in branches_of(tree, columns) {
-        let written = b.write_basket.min(b.basket_bytes.len());
-        for (start, &size) in b.basket_entry.iter().zip(&b.basket_bytes[..written]) {
-            let Ok(start) = u64::try_from(*start) else {
-                continue;
-            };
+    let mut seen: Vec<*const ()> = Vec::new();
+    for &c in columns {
+        let origin = tree.columns[c].origin;
+        // The leaves of a leaf list share their branch's baskets.
+        if seen.contains(&origin.chunk_owner()) {
+            continue;
+        }
+        seen.push(origin.chunk_owner());
+        for (start, size) in origin.chunk_bytes() {
             let k = clusters.partition_point(|c| c.end <= start);
             if clusters.get(k).is_some_and(|c| c.contains(&start)) {
-                bytes[k] += u64::try_from(size).unwrap_or(0);
+                bytes[k] += size;
             }
         }
     }

@@ -13,7 +13,8 @@ use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::scan;
 use super::{AnalysisError, balanced_groups};
-use crate::formats::root::{Branch, Column, RootFile, Values};
+use super::source::Origin;
+use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
 /// One value as read, exactly (integers stay integers, uint64 included).
@@ -148,7 +149,7 @@ pub fn read_rows(
     let costs: Vec<u64> = columns
         .iter()
         .zip(&readers)
-        .map(|(&c, reader)| read_cost(reader, tree.columns[c].branch, entries))
+        .map(|(&c, reader)| read_cost(reader, tree.columns[c].origin, entries))
         .collect();
     let groups = balanced_groups(&costs, rayon::current_num_threads().max(1));
     let read: Vec<Vec<(usize, Vec<Cell>)>> = groups
@@ -240,8 +241,25 @@ fn computed_cell(v: &Val, r: usize) -> Cell {
 /// The stored bytes of a column's baskets read for `entries` (ascending),
 /// each up to the last entry wanted from it: what reading them costs, nearly
 /// all of it decompression.
-fn read_cost(reader: &CountedReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
+fn read_cost(reader: &CountedReader<'_>, origin: Origin<'_>, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
+    // A chunk's stored bytes: a branch's basket's, or for an RNTuple the
+    // cluster's spread evenly over the chunks (pages) within it.
+    let chunks = origin.chunk_bytes();
+    let chunk_bytes = |basket: usize, range: &std::ops::Range<u64>| -> u64 {
+        match origin.branch() {
+            Some(branch) => branch.basket_bytes.get(basket).copied().unwrap_or(0).max(0) as u64,
+            None => {
+                let k = chunks.partition_point(|(start, _)| *start <= range.start);
+                let in_cluster = ranges
+                    .iter()
+                    .filter(|r| k > 0 && r.start >= chunks[k - 1].0 && chunks.get(k).is_none_or(|c| r.start < c.0))
+                    .count()
+                    .max(1) as u64;
+                k.checked_sub(1).map_or(0, |k| chunks[k].1 / in_cluster)
+            }
+        }
+    };
     let mut cost = 0;
     let mut rest = entries;
     while let Some(&entry) = rest.first() {
@@ -251,7 +269,7 @@ fn read_cost(reader: &CountedReader<'_>, branch: &Branch, entries: &[u64]) -> u6
         };
         let within = rest.partition_point(|&e| e < range.end);
         let last = rest[within.max(1) - 1];
-        let bytes = branch.basket_bytes.get(basket).copied().unwrap_or(0).max(0) as u64;
+        let bytes = chunk_bytes(basket, range);
         let span = (range.end - range.start).max(1);
         cost += bytes * (last + 1 - range.start).min(span) / span;
         rest = &rest[within.max(1)..];

@@ -322,6 +322,26 @@ impl RNTuple {
             })
     }
 
+    /// Stored bytes of a column's own pages in each cluster, in cluster
+    /// order: what reading the column there reads (a scan's cost estimate).
+    pub fn column_cluster_bytes(&self, column: &NtupleColumn) -> Vec<u64> {
+        let mut ids = Vec::new();
+        own_columns(&column.shape, &mut ids);
+        self.clusters
+            .iter()
+            .map(|c| {
+                ids.iter()
+                    .filter_map(|&id| c.columns.get(id))
+                    .flat_map(|r| &r.pages)
+                    .map(|p| match p.locator {
+                        Loc::File { size, .. } => size,
+                        _ => 0,
+                    })
+                    .fold(0u64, u64::saturating_add)
+            })
+            .collect()
+    }
+
     /// The compression setting (algorithm * 100 + level) of the first page
     /// range stored, as a file's; None without pages.
     pub fn compression(&self) -> Option<u32> {
