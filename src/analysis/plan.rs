@@ -59,7 +59,12 @@ impl<'t> TreeColumns<'t> {
                 path: column.path.clone(),
                 origin: Origin::Ntuple { ntuple: nt, column },
                 layout: column.layout.clone(),
-                counter: column.counter.clone(),
+                // A collection that is the column itself (a top-level
+                // `std::vector<float>`) is known to match no other: its
+                // lengths are compared entry by entry, as a TTree branch's
+                // without a counter leaf. A cardinality field or a record's
+                // collection (`Muon` of `Muon.pt`) is a shared counter.
+                counter: column.counter.clone().filter(|c| *c != column.path),
             })
             .collect();
         TreeColumns {
