@@ -29,20 +29,6 @@ fn served_files(doc: &Value, form: Form) -> Vec<(String, &Value)> {
         .collect()
 }
 
-/// The test data root, its TTree files replaced by their RNTuple copies (of
-/// the same names, trees and data) in the RNTuple form.
-fn sandbox(form: Form) -> Sandbox {
-    let s = Sandbox::with_testdata();
-    if form == Form::RNTuple {
-        for entry in std::fs::read_dir(common::repo_testdata().join("root")).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            if let Some(copy) = form.source(&format!("testdata/root/{name}")) {
-                std::fs::copy(copy, s.root.join("root").join(&name)).unwrap();
-            }
-        }
-    }
-    s
-}
 
 async fn ok(client: &Client, tool: &str, args: Value) -> Value {
     let (v, is_error) = call(client, tool, args.clone()).await;
@@ -80,7 +66,7 @@ async fn analysis_tools_agree_with_uproot_on_rntuple() {
 }
 
 async fn analysis_tools_agree_with_uproot_in(form: Form) {
-    let s = sandbox(form);
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let doc = fixture();
@@ -196,7 +182,7 @@ async fn histogram_ranges_limits_and_errors_on_rntuple() {
 }
 
 async fn histogram_ranges_limits_and_errors_in(form: Form) {
-    let s = sandbox(form);
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let hzz = json!({"path": "root/uproot-HZZ.root", "tree": "events"});
@@ -339,7 +325,7 @@ async fn read_branches_pages_through_the_selection_on_rntuple() {
 }
 
 async fn read_branches_pages_through_the_selection_in(form: Form) {
-    let s = sandbox(form);
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let doc = fixture();
@@ -447,7 +433,7 @@ async fn samples_are_reproducible_and_answers_capped_on_rntuple() {
 }
 
 async fn samples_are_reproducible_and_answers_capped_in(form: Form) {
-    let s = sandbox(form);
+    let s = Sandbox::with_testdata_as(form);
     std::fs::write(
         s.tmp.path().join("quarry.toml"),
         "[limits]\nmax_result_bytes = 4000\n",

@@ -112,6 +112,22 @@ impl Sandbox {
         s
     }
 
+    /// `with_testdata`, its TTree files replaced by their RNTuple copies (of
+    /// the same names, trees and data) in the RNTuple form.
+    #[allow(dead_code)]
+    pub fn with_testdata_as(form: Form) -> Sandbox {
+        let s = Sandbox::with_testdata();
+        if form == Form::RNTuple {
+            for entry in std::fs::read_dir(repo_testdata().join("root")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(copy) = form.source(&format!("testdata/root/{name}")) {
+                    std::fs::copy(copy, s.root.join("root").join(&name)).unwrap();
+                }
+            }
+        }
+        s
+    }
+
     pub fn socket(&self) -> PathBuf {
         self.catalog.join("quarry.sock")
     }
