@@ -136,18 +136,13 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// A column's type as `list_branches` names it (a leaf of a leaf list by its
-/// layout), and its counter: what must agree between members.
-fn type_of(info: &ColumnInfo<'_>) -> String {
-    let counted = info
-        .counter
-        .as_ref()
-        .map_or(String::new(), |c| format!(" counted by {c}"));
-    // An RNTuple's collections count themselves (no counter branch): its
-    // columns agree with a TTree's by type alone.
-    let counted = if info.origin.is_ntuple() {
-        String::new()
-    } else {
-        counted
+/// layout), and its counter when `counted`: what must agree between members.
+/// An RNTuple's collections count themselves (no counter branch), so a
+/// TTree's column and an RNTuple's agree by type alone.
+fn type_of(info: &ColumnInfo<'_>, counted: bool) -> String {
+    let counted = match &info.counter {
+        Some(c) if counted => format!(" counted by {c}"),
+        _ => String::new(),
     };
     match (&info.layout, info.origin.leaf()) {
         (Err(_), _) => "unsupported".into(),
@@ -220,7 +215,9 @@ pub fn alignment(first: &TreeColumns<'_>, other: &TreeColumns<'_>) -> Result<Vec
         match by_path.get(c.path.as_str()) {
             None => mismatch.missing.push(c.path.clone()),
             Some(&i) => {
-                let (a, b) = (type_of(c), type_of(&other.columns[i]));
+                let o = &other.columns[i];
+                let counted = !c.origin.is_ntuple() && !o.origin.is_ntuple();
+                let (a, b) = (type_of(c, counted), type_of(o, counted));
                 if a != b {
                     mismatch.retyped.push((c.path.clone(), a, b));
                 }
