@@ -1,0 +1,89 @@
+//! The ROOT tools on what only an RNTuple holds: a field quarry cannot read
+//! as a column (a streamer field) is listed and refused with
+//! `unsupported_type` naming the field, never misread; the readable fields
+//! of the same RNTuple work. On tests/data/rntuple/root-written-kinds.root,
+//! written by ROOT 6.40 (scripts/fixtures/rntuple_root_write.py), whose
+//! values are formulas of the entry number.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Client, Sandbox, call, wait_indexed};
+use serde_json::{Value, json};
+
+const FILE: &str = "rntuple/kinds.root";
+
+async fn serving_kinds() -> (Sandbox, Client) {
+    let s = Sandbox::new();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rntuple/root-written-kinds.root");
+    s.write(FILE, &std::fs::read(data).unwrap());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    (s, client)
+}
+
+async fn answer(client: &Client, tool: &str, args: Value) -> (Value, bool) {
+    let (v, is_error) = call(client, tool, args.clone()).await;
+    common::assert_valid(&format!("{tool}.output.json"), &v);
+    (v, is_error)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_fields_are_refused_by_name_and_the_others_read() {
+    let (_s, client) = serving_kinds().await;
+    let base = json!({"path": FILE, "tree": "kinds"});
+    let with = |extra: Value| {
+        let mut a = base.clone();
+        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a
+    };
+    let (v, is_error) = answer(&client, "list_branches", with(json!({"limit": 100}))).await;
+    assert!(!is_error, "{v}");
+    let names: Vec<&str> = v["data"]["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"note") && names.contains(&"u16"), "{v}");
+    assert_eq!(v["data"]["total_entries"], 50);
+
+    // The streamer field, in a cut, as a value, read or summarised.
+    for (tool, args) in [
+        ("apply_selection", json!({"selection": "note > 0"})),
+        ("compute_histogram", json!({"branch": "note", "bins": 4})),
+        ("get_branch_stats", json!({"branches": ["note"]})),
+        ("read_branches", json!({"branches": ["note"], "limit": 3})),
+        ("sample_tree", json!({"branches": ["note"], "size": 3})),
+        (
+            "export_branches",
+            json!({"branches": ["note"], "output_format": "json", "output_path": "note.json"}),
+        ),
+    ] {
+        let (e, is_error) = call(&client, tool, with(args.clone())).await;
+        assert!(is_error, "{tool} {args}: {e}");
+        assert_eq!(e["error"], "unsupported_type", "{tool} {args}: {e}");
+        assert!(e["message"].as_str().unwrap().contains("note"), "{tool}: {e}");
+    }
+
+    // The uint16 field (SplitUInt16 pages): u16 = entry * 1000 % 65536 (the
+    // script's formula), 0 to 49,000 over the 50 entries: 21 under 21,000.
+    let (v, is_error) = answer(
+        &client,
+        "apply_selection",
+        with(json!({"selection": "u16 < 21000"})),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["data"]["entries_selected"], 21, "{v}");
+    let (v, is_error) = answer(
+        &client,
+        "read_branches",
+        with(json!({"branches": ["u16"], "offset": 10, "limit": 2})),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["data"]["records"], json!([{"u16": 10000}, {"u16": 11000}]), "{v}");
+    client.cancel().await.unwrap();
+}
