@@ -16,7 +16,8 @@ const FILE: &str = "rntuple/kinds.root";
 
 async fn serving_kinds() -> (Sandbox, Client) {
     let s = Sandbox::new();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rntuple/root-written-kinds.root");
+    let data =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rntuple/root-written-kinds.root");
     s.write(FILE, &std::fs::read(data).unwrap());
     let client = s.mcp().await;
     wait_indexed(&client).await;
@@ -35,7 +36,9 @@ async fn unreadable_fields_are_refused_by_name_and_the_others_read() {
     let base = json!({"path": FILE, "tree": "kinds"});
     let with = |extra: Value| {
         let mut a = base.clone();
-        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         a
     };
     let (v, is_error) = answer(&client, "list_branches", with(json!({"limit": 100}))).await;
@@ -64,7 +67,10 @@ async fn unreadable_fields_are_refused_by_name_and_the_others_read() {
         let (e, is_error) = call(&client, tool, with(args.clone())).await;
         assert!(is_error, "{tool} {args}: {e}");
         assert_eq!(e["error"], "unsupported_type", "{tool} {args}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("note"), "{tool}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("note"),
+            "{tool}: {e}"
+        );
     }
 
     // The uint16 field (SplitUInt16 pages): u16 = entry * 1000 % 65536 (the
@@ -84,6 +90,10 @@ async fn unreadable_fields_are_refused_by_name_and_the_others_read() {
     )
     .await;
     assert!(!is_error, "{v}");
-    assert_eq!(v["data"]["records"], json!([{"u16": 10000}, {"u16": 11000}]), "{v}");
+    assert_eq!(
+        v["data"]["records"],
+        json!([{"u16": 10000}, {"u16": 11000}]),
+        "{v}"
+    );
     client.cancel().await.unwrap();
 }

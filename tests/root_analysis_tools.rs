@@ -29,7 +29,6 @@ fn served_files(doc: &Value, form: Form) -> Vec<(String, &Value)> {
         .collect()
 }
 
-
 async fn ok(client: &Client, tool: &str, args: Value) -> Value {
     let (v, is_error) = call(client, tool, args.clone()).await;
     assert!(!is_error, "{tool} {args}: {v}");

@@ -146,7 +146,10 @@ async fn cuts_skip_only_clusters_where_nothing_passes_in(form: Form) {
 
     // A dry run says as much from the catalog (and an RNTuple's footer),
     // reading no data.
-    let narrow = cuts.iter().find(|c| c["cut"] == "event_number < 1000").unwrap();
+    let narrow = cuts
+        .iter()
+        .find(|c| c["cut"] == "event_number < 1000")
+        .unwrap();
     let v = ok(
         &client,
         "apply_selection",
@@ -159,7 +162,10 @@ async fn cuts_skip_only_clusters_where_nothing_passes_in(form: Form) {
     assert_eq!(d["clusters"], doc["clusters"], "{v}");
     assert_eq!(d["clusters_skipped"], narrow["clusters_with_none"], "{v}");
     let to_read = d["bytes_to_read"].as_u64().unwrap();
-    assert!(to_read > 0 && to_read * 20 <= doc["size_bytes"].as_u64().unwrap(), "{v}");
+    assert!(
+        to_read > 0 && to_read * 20 <= doc["size_bytes"].as_u64().unwrap(),
+        "{v}"
+    );
 
     // A cut on the first clusters reads a few percent of the file.
     let v = select(&client, "event_number < 1000").await;

@@ -40,7 +40,9 @@ fn sandbox_with_rntuples(doc: &Value, rntuples: &[&str]) -> Sandbox {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (rel, source) in doc["layout"].as_object().unwrap() {
         let source = if rntuples.contains(&rel.as_str()) {
-            Form::RNTuple.source("testdata/root/uproot-HZZ.root").unwrap()
+            Form::RNTuple
+                .source("testdata/root/uproot-HZZ.root")
+                .unwrap()
         } else {
             repo.join(source.as_str().unwrap())
         };

@@ -65,11 +65,19 @@ async fn inspect_file_lists_rntuples_as_trees_of_their_kind() {
     let client = s.mcp().await;
     wait_indexed(&client).await;
     for (name, ntuples) in doc["files"].as_object().unwrap() {
-        let v = ok(&client, "inspect_file", json!({"path": format!("rntuple/{name}")})).await;
+        let v = ok(
+            &client,
+            "inspect_file",
+            json!({"path": format!("rntuple/{name}")}),
+        )
+        .await;
         assert_valid("inspect_file.output.json", &v);
         let trees = v["data"]["trees"].as_array().unwrap();
         assert_eq!(trees.len(), ntuples.as_object().unwrap().len(), "{v}");
-        assert!(v["data"]["other_objects"].as_array().unwrap().is_empty(), "{v}");
+        assert!(
+            v["data"]["other_objects"].as_array().unwrap().is_empty(),
+            "{v}"
+        );
         for t in trees {
             let tree = t["path"].as_str().unwrap();
             let want = &ntuples[tree];
@@ -81,13 +89,16 @@ async fn inspect_file_lists_rntuples_as_trees_of_their_kind() {
             assert!(t["size_bytes"].as_u64().unwrap() > 0);
         }
     }
-    let v = ok(&client, "inspect_file", json!({"path": "ttree/uproot-HZZ.root"})).await;
+    let v = ok(
+        &client,
+        "inspect_file",
+        json!({"path": "ttree/uproot-HZZ.root"}),
+    )
+    .await;
     assert_eq!(v["data"]["trees"][0]["kind"], "ttree");
     assert!(v["data"]["trees"][0].get("clusters").is_none());
     // The same branches, in the same order, of the same types.
-    let list = |path: &str| {
-        json!({"path": path, "tree": "events", "limit": 1000})
-    };
+    let list = |path: &str| json!({"path": path, "tree": "events", "limit": 1000});
     let a = ok(&client, "list_branches", list("ttree/uproot-HZZ.root")).await;
     let b = ok(&client, "list_branches", list("rntuple/uproot-HZZ.root")).await;
     assert_valid("list_branches.output.json", &b);

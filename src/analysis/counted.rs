@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::AnalysisError;
 use super::plan::TreeColumns;
-use crate::formats::FormatError;
 use super::source::SourceReader;
+use crate::formats::FormatError;
 use crate::formats::root::{Column, LeafType, RootFile, StoredBasket, Values};
 
 /// A column's basket reader, with the counter that spares it inflating its

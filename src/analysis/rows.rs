@@ -12,8 +12,8 @@ use super::ops::{Counted, Together, window_slots};
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::scan;
-use super::{AnalysisError, balanced_groups};
 use super::source::Origin;
+use super::{AnalysisError, balanced_groups};
 use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
@@ -253,7 +253,11 @@ fn read_cost(reader: &CountedReader<'_>, origin: Origin<'_>, entries: &[u64]) ->
                 let k = chunks.partition_point(|(start, _)| *start <= range.start);
                 let in_cluster = ranges
                     .iter()
-                    .filter(|r| k > 0 && r.start >= chunks[k - 1].0 && chunks.get(k).is_none_or(|c| r.start < c.0))
+                    .filter(|r| {
+                        k > 0
+                            && r.start >= chunks[k - 1].0
+                            && chunks.get(k).is_none_or(|c| r.start < c.0)
+                    })
                     .count()
                     .max(1) as u64;
                 k.checked_sub(1).map_or(0, |k| chunks[k].1 / in_cluster)

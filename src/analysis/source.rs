@@ -83,7 +83,9 @@ impl<'t> Origin<'t> {
         't: 'f,
     {
         Ok(match *self {
-            Origin::Branch { branch, leaf } => SourceReader::Branch(file.column_reader(branch, leaf)?),
+            Origin::Branch { branch, leaf } => {
+                SourceReader::Branch(file.column_reader(branch, leaf)?)
+            }
             Origin::Ntuple { ntuple, column } => {
                 SourceReader::Ntuple(file.ntuple_reader(ntuple, column)?)
             }
@@ -111,7 +113,10 @@ impl<'t> Origin<'t> {
                     .iter()
                     .zip(&branch.basket_bytes[..written])
                     .filter_map(|(start, size)| {
-                        Some((u64::try_from(*start).ok()?, u64::try_from(*size).unwrap_or(0)))
+                        Some((
+                            u64::try_from(*start).ok()?,
+                            u64::try_from(*size).unwrap_or(0),
+                        ))
                     })
                     .collect()
             }

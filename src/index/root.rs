@@ -11,11 +11,11 @@ use crate::catalog::root::{
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
+use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{
     Branch, Column, PathedKey, RootFile, Values, branch_type, by_number, compression_name,
     is_histogram, latest,
 };
-use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::job::Job;
 
 use super::root_ntuple::{ntuple_rows, ntuple_stats_rows};
@@ -294,7 +294,8 @@ pub fn file_stats_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
     let file = RootFile::open(file)?;
     let keys = latest_cycles(file.walk()?);
     let mut rows = Vec::new();
-    let tree_like = |k: &&PathedKey| k.key.class_name == "TTree" || k.key.class_name == ANCHOR_CLASS;
+    let tree_like =
+        |k: &&PathedKey| k.key.class_name == "TTree" || k.key.class_name == ANCHOR_CLASS;
     for k in keys.iter().filter(tree_like) {
         let stats = tree_stats_rows(&file, &keys, &k.path(), &Job::default());
         // An RNTuple the index could not read has no rows to add to.

@@ -10,7 +10,9 @@ use crate::catalog::root::{
     TREE_KIND_RNTUPLE, TreeRow, branch_key,
 };
 use crate::formats::FormatError;
-use crate::formats::root::{Column, Key, LeafType, NtupleColumn, RNTuple, RootFile, compression_name};
+use crate::formats::root::{
+    Column, Key, LeafType, NtupleColumn, RNTuple, RootFile, compression_name,
+};
 use crate::job::Job;
 
 use super::root::{basket_bounds, row, stopped, summarize};
