@@ -17,7 +17,8 @@ use crate::formats::root::{
 #[derive(Debug)]
 pub enum TreeObject {
     TTree(Tree),
-    RNTuple(RNTuple),
+    // Boxed: the RNTuple struct is several times the Tree struct's size.
+    RNTuple(Box<RNTuple>),
 }
 
 impl TreeObject {

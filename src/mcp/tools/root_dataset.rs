@@ -385,7 +385,7 @@ fn read_object(
         ))
     })?;
     Ok(if ntuple {
-        TreeObject::RNTuple(file.rntuple(&key.key)?)
+        TreeObject::RNTuple(Box::new(file.rntuple(&key.key)?))
     } else {
         TreeObject::TTree(file.tree(&key.key)?)
     })
