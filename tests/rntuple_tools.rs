@@ -97,3 +97,45 @@ async fn unreadable_fields_are_refused_by_name_and_the_others_read() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A stopped job stops a scan of an RNTuple before it reads anything, as of
+/// a TTree (tests/data/rntuple/copies/dimuon.root, three clusters).
+#[test]
+fn a_stopped_job_stops_the_scan_of_an_rntuple() {
+    use quarry::analysis::dataset::Member;
+    use quarry::analysis::ops::count_selected;
+    use quarry::analysis::{AnalysisError, Plan, TreeColumns};
+    use quarry::formats::root::rntuple::ANCHOR_CLASS;
+    use quarry::formats::root::{RootFile, latest};
+    use quarry::job::Job;
+
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rntuple/copies/dimuon.root");
+    let file = RootFile::open(std::fs::File::open(p).unwrap()).unwrap();
+    let keys = file.walk().unwrap();
+    let key = latest(&keys, "Events", Some(ANCHOR_CLASS))
+        .unwrap()
+        .key
+        .clone();
+    let nt = file.rntuple(&key).unwrap();
+    let columns = TreeColumns::of_ntuple(&nt);
+    let plan = Plan::new("nMuon >= 2 && Sum$(Muon_pt > 20) > 0", &columns).unwrap();
+    let member = Member::single(&file, &columns);
+    // Unstopped, it reads every entry.
+    let (counted, _) = count_selected(&member, &plan, &Job::default()).unwrap();
+    assert_eq!(counted.scanned, 3000);
+    let job = Job::default();
+    job.cancel();
+    let before = file.bytes_read();
+    let e = count_selected(&member, &plan, &job).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            AnalysisError::Stopped {
+                entries_done: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(file.bytes_read(), before);
+}
