@@ -243,26 +243,25 @@ fn computed_cell(v: &Val, r: usize) -> Cell {
 /// all of it decompression.
 fn read_cost(reader: &CountedReader<'_>, origin: Origin<'_>, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
-    // A chunk's stored bytes: a branch's basket's, or for an RNTuple the
-    // cluster's spread evenly over the chunks (pages) within it.
-    let chunks = origin.chunk_bytes();
-    let chunk_bytes = |basket: usize, range: &std::ops::Range<u64>| -> u64 {
-        match origin.branch() {
-            Some(branch) => branch.basket_bytes.get(basket).copied().unwrap_or(0).max(0) as u64,
-            None => {
-                let k = chunks.partition_point(|(start, _)| *start <= range.start);
-                let in_cluster = ranges
-                    .iter()
-                    .filter(|r| {
-                        k > 0
-                            && r.start >= chunks[k - 1].0
-                            && chunks.get(k).is_none_or(|c| r.start < c.0)
-                    })
-                    .count()
-                    .max(1) as u64;
-                k.checked_sub(1).map_or(0, |k| chunks[k].1 / in_cluster)
-            }
+    // A chunk's stored bytes: a branch's basket's; for an RNTuple column its
+    // share, by entries, of its cluster's pages.
+    let clusters = origin.chunk_bytes();
+    let all_end = ranges.last().map_or(0, |r| r.end);
+    let chunk_bytes = |basket: usize, range: &Range<u64>| -> u64 {
+        if let Some(branch) = origin.branch() {
+            return branch
+                .basket_bytes
+                .get(basket)
+                .map_or(0, |&n| n.max(0) as u64);
         }
+        let k = clusters
+            .partition_point(|(start, _)| *start <= range.start)
+            .saturating_sub(1);
+        let Some(&(start, bytes)) = clusters.get(k) else {
+            return 0;
+        };
+        let end = clusters.get(k + 1).map_or(all_end, |c| c.0);
+        bytes * (range.end - range.start) / (end - start).max(1)
     };
     let mut cost = 0;
     let mut rest = entries;
