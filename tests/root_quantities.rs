@@ -284,8 +284,17 @@ async fn check_expressions(form: Form) -> usize {
 /// `limit_exceeded`; bad defines say what is wrong with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expression_errors_are_clear() {
+    expression_errors_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expression_errors_are_clear_on_rntuple() {
+    expression_errors_in(Form::RNTuple).await;
+}
+
+async fn expression_errors_in(form: Form) {
     let doc = fixture();
-    let s = sandbox(&doc, Form::TTree);
+    let s = sandbox(&doc, form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let hzz = "root/uproot-HZZ.root";
