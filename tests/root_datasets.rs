@@ -337,6 +337,15 @@ async fn a_dataset_mixing_ttree_and_rntuple_files_reads_as_one() {
         let mut files: Vec<Value> = h["files"].as_array().unwrap().clone();
         files.reverse();
         check_hzz(&client, h, &json!(files)).await;
+        let v = ok(
+            &client,
+            "define_dataset",
+            json!({"name": "mixed_hzz", "files": h["glob"], "tree": "events"}),
+        )
+        .await;
+        assert_eq!(v["data"]["member_count"], 4);
+        assert_eq!(v["data"]["entries"], h["entries"]);
+        check_hzz(&client, h, &json!("mixed_hzz")).await;
         client.cancel().await.unwrap();
     }
 }
