@@ -139,3 +139,71 @@ fn a_stopped_job_stops_the_scan_of_an_rntuple() {
     );
     assert_eq!(file.bytes_read(), before);
 }
+
+/// A record's members are columns named with a dot, as uproot names them:
+/// tests/data/rntuple/uproot-written-zlib.root (scripts/fixtures/rntuple_values.py)
+/// has `rec = {a: entry, b: entry / 8, missing where entry % 5 == 2}` over 65
+/// entries in two clusters; the values below follow from that formula.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_members_are_columns_named_with_a_dot() {
+    let s = Sandbox::new();
+    let data =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rntuple/uproot-written-zlib.root");
+    s.write("rntuple/written.root", &std::fs::read(data).unwrap());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let base = json!({"path": "rntuple/written.root", "tree": "ntuple"});
+    let with = |extra: Value| {
+        let mut a = base.clone();
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+    let (v, is_error) = answer(&client, "list_branches", with(json!({"pattern": "rec.*"}))).await;
+    assert!(!is_error, "{v}");
+    let listed: Vec<(&str, &str)> = v["data"]["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(listed, [("rec.a", "int64"), ("rec.b", "?float64")], "{v}");
+
+    let (v, is_error) = answer(
+        &client,
+        "apply_selection",
+        with(json!({"selection": "rec.a >= 60"})),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        (
+            v["data"]["entries_selected"].as_u64(),
+            v["data"]["entries_total"].as_u64()
+        ),
+        (Some(5), Some(65))
+    );
+    // rec.b is present in 52 entries (13 of the 65 have entry % 5 == 2).
+    let (v, is_error) = answer(
+        &client,
+        "compute_histogram",
+        with(json!({"branch": "rec.b", "bins": 2, "range": [0, 8]})),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["data"]["entries"], 52, "{v}");
+    let (v, is_error) = answer(
+        &client,
+        "read_branches",
+        with(json!({"branches": ["rec.a", "rec.b"], "offset": 2, "limit": 2})),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(
+        v["data"]["records"],
+        json!([{"rec.a": 2, "rec.b": []}, {"rec.a": 3, "rec.b": [0.375]}]),
+        "{v}"
+    );
+    client.cancel().await.unwrap();
+}
