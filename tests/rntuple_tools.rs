@@ -207,3 +207,97 @@ async fn record_members_are_columns_named_with_a_dot() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A NanoAOD as TTree (testdata/root/nanoAOD_2015_CMS_Open_Data_ttbar.root)
+/// and as RNTuple (ROOT's RNTupleImporter, testdata/rntuple/cmsopendata2015_...)
+/// list the branches they share (by name) with the same types, jaggedness
+/// included: the two formats look the same to the tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nanoaod_lists_the_same_types_as_ttree_and_as_rntuple() {
+    let s = Sandbox::with_testdata();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let mut listed = Vec::new();
+    for path in [
+        "root/nanoAOD_2015_CMS_Open_Data_ttbar.root",
+        "rntuple/cmsopendata2015_ttbar_19980_NANOAOD_RNTupleImporter_rntuple_v1-0-0-1.root",
+    ] {
+        let mut all = std::collections::BTreeMap::new();
+        let mut offset = 0;
+        loop {
+            let (v, is_error) = answer(
+                &client,
+                "list_branches",
+                json!({"path": path, "tree": "Events", "limit": 1000, "offset": offset}),
+            )
+            .await;
+            assert!(!is_error, "{v}");
+            for b in v["data"]["branches"].as_array().unwrap() {
+                let name = b["name"].as_str().unwrap().to_string();
+                all.insert(name, (b["type"].clone(), b["is_jagged"].clone()));
+            }
+            match v["metadata"].get("next_offset") {
+                Some(next) => offset = next.as_u64().unwrap(),
+                None => break,
+            }
+        }
+        listed.push(all);
+    }
+    let (ttree, rntuple) = (&listed[0], &listed[1]);
+    let shared: Vec<&String> = ttree.keys().filter(|k| rntuple.contains_key(*k)).collect();
+    assert!(shared.len() > 500, "{} shared", shared.len());
+    for name in shared {
+        assert_eq!(ttree[name], rntuple[name], "{name}");
+    }
+
+    // A cut over the counter and its collection, against uproot's values of
+    // the RNTuple (tests/fixtures/rntuple/values.json, rntuple_values.py).
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rntuple/values.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let nano = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().contains("NANOAOD"))
+        .unwrap();
+    let field = |name: &str| {
+        nano["ntuples"][0]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()["values"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (pts, counts) = (field("Muon_pt"), field("nMuon"));
+    let want = pts
+        .iter()
+        .zip(&counts)
+        .filter(|(pt, n)| {
+            n.as_u64().unwrap() >= 1
+                && pt
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p.as_f64().unwrap() > 20.0)
+        })
+        .count();
+    let (v, is_error) = answer(
+        &client,
+        "apply_selection",
+        json!({"path": "rntuple/cmsopendata2015_ttbar_19980_NANOAOD_RNTupleImporter_rntuple_v1-0-0-1.root",
+               "tree": "Events", "selection": "nMuon >= 1 && Sum$(Muon_pt > 20) > 0"}),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    assert_eq!(v["data"]["entries_selected"], json!(want), "{v}");
+    assert_eq!(v["data"]["entries_total"], json!(counts.len()), "{v}");
+    client.cancel().await.unwrap();
+}
