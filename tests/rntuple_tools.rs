@@ -1,9 +1,10 @@
-//! The ROOT tools on what only an RNTuple holds: a field quarry cannot read
-//! as a column (a streamer field) is listed and refused with
-//! `unsupported_type` naming the field, never misread; the readable fields
-//! of the same RNTuple work. On tests/data/rntuple/root-written-kinds.root,
-//! written by ROOT 6.40 (scripts/fixtures/rntuple_root_write.py), whose
-//! values are formulas of the entry number.
+//! The ROOT tools on RNTuples beyond the copies of the TTree test files
+//! (which the ROOT tool tests read in both forms): a field quarry cannot
+//! read as a column (a streamer field of tests/data/rntuple/root-written-kinds.root,
+//! written by ROOT 6.40 with values that are formulas of the entry number)
+//! is refused as `unsupported_type` naming it, never misread; a record's
+//! members are columns named with a dot; a NanoAOD looks the same as TTree
+//! and as RNTuple; a stopped job stops an RNTuple scan.
 
 mod common;
 
