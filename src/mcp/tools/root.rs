@@ -25,7 +25,7 @@ pub static TOOLS: &[ToolDef] = &[
         title: "Inspect a ROOT file",
         toolset: Toolset::Root,
         description: "High-level contents of a ROOT file from quarry's catalog (the file is not opened): ROOT version, \
-compression, trees (path, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
+compression, trees (TTrees and RNTuples: path, kind, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
 other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
@@ -36,8 +36,8 @@ other objects.",
         name: "list_branches",
         title: "List a tree's branches",
         toolset: Toolset::Root,
-        description: "Branches of a TTree from quarry's catalog: uproot-style type (float32, float32[], int32[3], string), \
-title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
+        description: "Branches of a TTree (an RNTuple's leaf fields, `Muon.pt`) from quarry's catalog: uproot-style type \
+(float32, float32[], int32[3], string), title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
 max, mean and std by reading the data (slower).",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
