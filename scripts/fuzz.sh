@@ -4,6 +4,8 @@
 # RUNS=1000000 scripts/fuzz.sh 36000 selection). Targets:
 #   root_reader    the ROOT reader, seeded with the real test files and the ones
 #                  written for the tests
+#   rntuple_reader the RNTuple reader (anchor, envelopes, page lists, pages,
+#                  fields and columns), seeded with the RNTuple test files
 #   jsonrpc_codec  the JSON-RPC line framing and checks every client byte passes
 #                  through, seeded with well-formed and malformed messages
 #   selection      the cut language on uproot-HZZ.root, seeded with the cuts of
@@ -32,6 +34,10 @@ trap 'rm -rf "$corpus"' EXIT
 case "$target" in
   root_reader)
     cp testdata/root/*.root tests/data/root/*.root "$corpus/"
+    max_len=1048576
+    ;;
+  rntuple_reader)
+    cp testdata/rntuple/*.root tests/data/rntuple/*.root "$corpus/"
     max_len=1048576
     ;;
   jsonrpc_codec)

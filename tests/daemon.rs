@@ -141,7 +141,8 @@ async fn socket_is_private_and_serves_clients_at_once() {
     a.cancel().await.unwrap();
     // One client leaving does not disturb the other.
     let (v, _) = call(&b, "list_files", json!({})).await;
-    assert_eq!(v["data"]["total_matched"], 12);
+    // 12 in root/, 22 RNTuple files in rntuple/.
+    assert_eq!(v["data"]["total_matched"], 34);
 
     // `status` asks the running daemon; `rebuild` refuses a catalog in use.
     let out = common::run_ok(
@@ -150,7 +151,7 @@ async fn socket_is_private_and_serves_clients_at_once() {
             .arg(&s.catalog),
     );
     let status: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(status["data"]["roots"][0]["kinds"]["root"]["indexed"], 12);
+    assert_eq!(status["data"]["roots"][0]["kinds"]["root"]["indexed"], 34);
     let out = common::quarry()
         .args(["rebuild", "--root", &s.root_arg(), "--catalog"])
         .arg(&s.catalog)
@@ -175,7 +176,7 @@ async fn two_mcp_clients_share_one_catalog() {
     let (a, _) = call(&first, "list_files", json!({"kind": "all", "limit": 1000})).await;
     let (b, _) = call(&second, "list_files", json!({"kind": "all", "limit": 1000})).await;
     assert_eq!(a["data"], b["data"]);
-    assert_eq!(a["data"]["total_matched"], 31);
+    assert_eq!(a["data"]["total_matched"], 53);
 
     // The first client leaves; the second keeps working (the owner lingers for it).
     first.cancel().await.unwrap();
@@ -188,7 +189,7 @@ async fn two_mcp_clients_share_one_catalog() {
     // And a third, later client becomes the owner in turn.
     let third = s.mcp().await;
     let (v, _) = call(&third, "list_files", json!({})).await;
-    assert_eq!(v["data"]["total_matched"], 12);
+    assert_eq!(v["data"]["total_matched"], 34);
     third.cancel().await.unwrap();
 }
 
@@ -199,7 +200,7 @@ async fn a_client_survives_the_owner_being_killed() {
     wait_indexed(&owner).await;
     let (relayed, relayed_pid) = s.mcp_with_pid().await;
     let (v, _) = call(&relayed, "list_files", json!({})).await;
-    assert_eq!(v["data"]["total_matched"], 12);
+    assert_eq!(v["data"]["total_matched"], 34);
 
     // SAFETY: kill(2) on a child process id.
     unsafe { libc::kill(owner_pid as i32, libc::SIGKILL) };

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -14,12 +14,14 @@ fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-/// The fixture's files that are in the test data root, as tool paths.
-fn served_files(doc: &Value) -> Vec<(String, &Value)> {
+/// The fixture's files that are in the test data root, as tool paths; for
+/// the RNTuple form, those with an RNTuple copy.
+fn served_files(doc: &Value, form: Form) -> Vec<(String, &Value)> {
     doc["files"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|f| form.source(f["file"].as_str().unwrap()).is_some())
         .filter_map(|f| {
             let rel = f["file"].as_str().unwrap().strip_prefix("testdata/")?;
             Some((rel.to_string(), f))
@@ -54,12 +56,23 @@ fn assert_close(got: &Value, want: &Value, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn analysis_tools_agree_with_uproot() {
-    let s = Sandbox::with_testdata();
+    analysis_tools_agree_with_uproot_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_on_rntuple() {
+    analysis_tools_agree_with_uproot_in(Form::RNTuple).await;
+}
+
+async fn analysis_tools_agree_with_uproot_in(form: Form) {
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let doc = fixture();
-    let files = served_files(&doc);
-    assert!(files.len() >= 5);
+    let files = served_files(&doc, form);
+    // The RNTuple form has copies of uproot-HZZ.root and uproot-Zmumu.root.
+    let least = if form == Form::TTree { 5 } else { 2 };
+    assert!(files.len() >= least);
     for (path, f) in &files {
         let tree = f["tree"].as_str().unwrap();
         for c in f["cuts"].as_array().unwrap() {
@@ -159,7 +172,16 @@ async fn analysis_tools_agree_with_uproot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn histogram_ranges_limits_and_errors() {
-    let s = Sandbox::with_testdata();
+    histogram_ranges_limits_and_errors_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn histogram_ranges_limits_and_errors_on_rntuple() {
+    histogram_ranges_limits_and_errors_in(Form::RNTuple).await;
+}
+
+async fn histogram_ranges_limits_and_errors_in(form: Form) {
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let hzz = json!({"path": "root/uproot-HZZ.root", "tree": "events"});
@@ -293,12 +315,21 @@ async fn histogram_ranges_limits_and_errors() {
 /// and uint64 come out as uproot gives them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_branches_pages_through_the_selection() {
-    let s = Sandbox::with_testdata();
+    read_branches_pages_through_the_selection_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_branches_pages_through_the_selection_on_rntuple() {
+    read_branches_pages_through_the_selection_in(Form::RNTuple).await;
+}
+
+async fn read_branches_pages_through_the_selection_in(form: Form) {
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let doc = fixture();
     let mut checked = 0;
-    for (path, f) in &served_files(&doc) {
+    for (path, f) in &served_files(&doc, form) {
         for r in f["reads"].as_array().unwrap() {
             let want_entries = r["entries"].as_array().unwrap().len() as u64;
             let page = r["page"].as_u64().unwrap();
@@ -333,7 +364,7 @@ async fn read_branches_pages_through_the_selection() {
             checked += 1;
         }
     }
-    assert!(checked >= 9);
+    assert!(checked >= if form == Form::TTree { 9 } else { 2 });
 
     // The other output formats carry the same values.
     let hzz = json!({"path": "root/uproot-HZZ.root", "tree": "events", "branches": ["NMuon", "Muon_Px"], "limit": 3});
@@ -392,7 +423,16 @@ async fn read_branches_pages_through_the_selection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn samples_are_reproducible_and_answers_capped() {
-    let s = Sandbox::with_testdata();
+    samples_are_reproducible_and_answers_capped_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_are_reproducible_and_answers_capped_on_rntuple() {
+    samples_are_reproducible_and_answers_capped_in(Form::RNTuple).await;
+}
+
+async fn samples_are_reproducible_and_answers_capped_in(form: Form) {
+    let s = Sandbox::with_testdata_as(form);
     std::fs::write(
         s.tmp.path().join("quarry.toml"),
         "[limits]\nmax_result_bytes = 4000\n",

@@ -16,7 +16,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
 const FILE: &str = "root/clusters.root";
@@ -61,7 +61,12 @@ async fn ok(client: &Client, tool: &str, args: Value) -> Value {
 
 /// A client of quarry serving a root that holds the clusters file, indexed.
 async fn serving_clusters(s: &Sandbox) -> Client {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root");
+    serving_clusters_as(s, Form::TTree).await
+}
+
+/// The same, the file in `form` (its RNTuple copy has the same 40 clusters).
+async fn serving_clusters_as(s: &Sandbox, form: Form) -> Client {
+    let data = form.source("tests/data/root/clusters.root").unwrap();
     s.write(FILE, &std::fs::read(data).unwrap());
     let client = s.mcp().await;
     wait_indexed(&client).await;
@@ -79,8 +84,17 @@ async fn select(client: &Client, cut: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cuts_skip_only_clusters_where_nothing_passes() {
+    cuts_skip_only_clusters_where_nothing_passes_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cuts_skip_only_clusters_where_nothing_passes_on_rntuple() {
+    cuts_skip_only_clusters_where_nothing_passes_in(Form::RNTuple).await;
+}
+
+async fn cuts_skip_only_clusters_where_nothing_passes_in(form: Form) {
     let s = Sandbox::new();
-    let client = serving_clusters(&s).await;
+    let client = serving_clusters_as(&s, form).await;
     let doc = fixture();
     let cuts = doc["cuts"].as_array().unwrap();
 
@@ -129,6 +143,29 @@ async fn cuts_skip_only_clusters_where_nothing_passes() {
         skipped_total += skipped;
     }
     assert!(skipped_total > 400, "{skipped_total}");
+
+    // A dry run says as much from the catalog (and an RNTuple's footer),
+    // reading no data.
+    let narrow = cuts
+        .iter()
+        .find(|c| c["cut"] == "event_number < 1000")
+        .unwrap();
+    let v = ok(
+        &client,
+        "apply_selection",
+        json!({"path": FILE, "tree": "events", "selection": narrow["cut"], "dry_run": true}),
+    )
+    .await;
+    let d = &v["data"];
+    assert_eq!(d["dry_run"], true, "{v}");
+    assert_eq!(d["entries"], doc["entries"], "{v}");
+    assert_eq!(d["clusters"], doc["clusters"], "{v}");
+    assert_eq!(d["clusters_skipped"], narrow["clusters_with_none"], "{v}");
+    let to_read = d["bytes_to_read"].as_u64().unwrap();
+    assert!(
+        to_read > 0 && to_read * 20 <= doc["size_bytes"].as_u64().unwrap(),
+        "{v}"
+    );
 
     // A cut on the first clusters reads a few percent of the file.
     let v = select(&client, "event_number < 1000").await;

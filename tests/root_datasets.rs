@@ -18,7 +18,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -28,13 +28,25 @@ fn fixture() -> Value {
 
 /// A root holding the fixture's layout: copies of the test files in folders.
 fn sandbox(doc: &Value) -> Sandbox {
+    sandbox_with_rntuples(doc, &[])
+}
+
+/// The fixture's layout with the files at `rntuples` holding the RNTuple copy
+/// of the HZZ sample (scripts/fixtures/rntuple_copies.py) instead: every HZZ
+/// file of the layout holds the same events (compressed otherwise), so the
+/// expected values stay those of the TTree files.
+fn sandbox_with_rntuples(doc: &Value, rntuples: &[&str]) -> Sandbox {
     let s = Sandbox::new();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (rel, source) in doc["layout"].as_object().unwrap() {
-        s.write(
-            rel,
-            &std::fs::read(repo.join(source.as_str().unwrap())).unwrap(),
-        );
+        let source = if rntuples.contains(&rel.as_str()) {
+            Form::RNTuple
+                .source("testdata/root/uproot-HZZ.root")
+                .unwrap()
+        } else {
+            repo.join(source.as_str().unwrap())
+        };
+        s.write(rel, &std::fs::read(source).unwrap());
     }
     s
 }
@@ -308,6 +320,36 @@ async fn a_glob_a_list_and_a_saved_dataset_read_as_uproot_concatenates() {
     client.cancel().await.unwrap();
 }
 
+/// A dataset may mix TTree and RNTuple files of the same schema: read as one,
+/// with the RNTuple first (its columns then lead) or among the TTrees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_mixing_ttree_and_rntuple_files_reads_as_one() {
+    let doc = fixture();
+    let h = &doc["hzz"];
+    for rntuples in [
+        &["run2012/A/hzz.root"][..],
+        &["run2012/B/hzz_lz4.root", "run2012/C/hzz_lzma.root"][..],
+    ] {
+        let s = sandbox_with_rntuples(&doc, rntuples);
+        let client = s.mcp().await;
+        wait_indexed(&client).await;
+        check_hzz(&client, h, &h["glob"]).await;
+        let mut files: Vec<Value> = h["files"].as_array().unwrap().clone();
+        files.reverse();
+        check_hzz(&client, h, &json!(files)).await;
+        let v = ok(
+            &client,
+            "define_dataset",
+            json!({"name": "mixed_hzz", "files": h["glob"], "tree": "events"}),
+        )
+        .await;
+        assert_eq!(v["data"]["member_count"], 4);
+        assert_eq!(v["data"]["entries"], h["entries"]);
+        check_hzz(&client, h, &json!("mixed_hzz")).await;
+        client.cancel().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_is_numbered_in_path_order() {
     let doc = fixture();
@@ -347,9 +389,20 @@ async fn a_list_is_numbered_in_path_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mismatched_files_are_named_or_skipped_and_listed() {
+    mismatched_files_in(&[]).await;
+}
+
+/// The same with the first file an RNTuple: the others' branches are
+/// compared with its fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mismatched_files_are_named_or_skipped_and_listed_after_an_rntuple() {
+    mismatched_files_in(&["mixed/1_hzz.root"]).await;
+}
+
+async fn mismatched_files_in(rntuples: &[&str]) {
     let doc = fixture();
     let m = &doc["mixed"];
-    let s = sandbox(&doc);
+    let s = sandbox_with_rntuples(&doc, rntuples);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let cut = &m["skip_selection"]["cut"];

@@ -7,7 +7,7 @@
 mod common;
 
 use base64::Engine;
-use common::{Client, Sandbox, args, assert_valid, wait_indexed};
+use common::{Client, Form, Sandbox, args, assert_valid, wait_indexed};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
 
@@ -51,7 +51,16 @@ fn decode(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn histograms_come_with_a_picture_when_asked() {
-    let s = Sandbox::with_testdata();
+    pictures_in(Form::TTree).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn histograms_come_with_a_picture_when_asked_on_rntuple() {
+    pictures_in(Form::RNTuple).await;
+}
+
+async fn pictures_in(form: Form) {
+    let s = Sandbox::with_testdata_as(form);
     let client = s.mcp().await;
     wait_indexed(&client).await;
 

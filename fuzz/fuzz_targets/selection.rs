@@ -45,12 +45,13 @@ fn file_and_tree() -> &'static (RootFile, Tree) {
 fn basket_spans(file: &RootFile, columns: &TreeColumns<'_>) -> Vec<(usize, Vec<BasketSpan>)> {
     let mut out = Vec::new();
     for (i, c) in columns.columns.iter().enumerate() {
-        if c.leaf.is_some() {
+        // A TTree's whole branches only (the fuzzed files are TTrees).
+        let Some(branch) = c.origin.branch().filter(|_| c.origin.leaf().is_none()) else {
             continue;
-        }
+        };
         let mut spans = Vec::new();
         let mut at = 0u64;
-        let read = file.for_each_chunk(c.branch, |chunk| {
+        let read = file.for_each_chunk(branch, |chunk| {
             let values = to_f64(&chunk.values, 0..chunk.values.len());
             let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
             let start = at;
@@ -80,9 +81,10 @@ fn whole_columns(file: &RootFile, columns: &TreeColumns<'_>) -> Whole {
         .columns
         .iter()
         .map(|c| {
-            let column = match c.leaf {
-                None => file.column(c.branch),
-                Some(leaf) => file.leaf_column(c.branch, leaf),
+            let branch = c.origin.branch()?;
+            let column = match c.origin.leaf() {
+                None => file.column(branch),
+                Some(leaf) => file.leaf_column(branch, leaf),
             }
             .ok()?;
             let offsets = (column.counts.is_some() || column.inner > 1).then(|| {

@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::AnalysisError;
 use super::plan::TreeColumns;
+use super::source::SourceReader;
 use crate::formats::FormatError;
-use crate::formats::root::{Column, ColumnReader, LeafType, RootFile, StoredBasket, Values};
+use crate::formats::root::{Column, LeafType, RootFile, StoredBasket, Values};
 
 /// A column's basket reader, with the counter that spares it inflating its
 /// offset tables, where there is one and it pays.
 pub struct CountedReader<'f> {
-    reader: ColumnReader<'f>,
+    reader: SourceReader<'f>,
     /// The counter of this column's arrays.
     counter: Option<Arc<Counter<'f>>>,
     /// This column is itself the counter of others in the set: its baskets
@@ -34,7 +35,7 @@ pub struct CountedReader<'f> {
 
 /// An integer counter leaf, read for the item counts of the arrays it counts.
 struct Counter<'f> {
-    reader: ColumnReader<'f>,
+    reader: SourceReader<'f>,
     /// The basket decoded last, at least its first `entries` of them.
     last: Mutex<Option<(usize, Column)>>,
 }
@@ -49,17 +50,15 @@ pub fn open_readers<'f>(
     let mut readers = Vec::with_capacity(columns.len());
     let mut counted_by = Vec::with_capacity(columns.len());
     for &c in columns {
-        let info = &tree.columns[c];
-        let reader = file.column_reader(info.branch, info.leaf)?;
+        let reader = tree.columns[c].origin.open(file)?;
         counted_by.push(counter_column(tree, c, &reader));
         readers.push(reader);
     }
     let mut counters: HashMap<usize, Arc<Counter<'f>>> = HashMap::new();
     for &k in counted_by.iter().flatten() {
         if let Entry::Vacant(slot) = counters.entry(k) {
-            let info = &tree.columns[k];
             slot.insert(Arc::new(Counter {
-                reader: file.column_reader(info.branch, info.leaf)?,
+                reader: tree.columns[k].origin.open(file)?,
                 last: Mutex::new(None),
             }));
         }
@@ -77,7 +76,7 @@ pub fn open_readers<'f>(
 
 /// The counter of column `c` when reading its baskets through it pays: a
 /// counter leaf's arrays on zlib, counted by an integer scalar.
-fn counter_column(tree: &TreeColumns<'_>, c: usize, reader: &ColumnReader<'_>) -> Option<usize> {
+fn counter_column(tree: &TreeColumns<'_>, c: usize, reader: &SourceReader<'_>) -> Option<usize> {
     if !reader.head_needs_counts() || !reader.inflates_part_way() {
         return None;
     }
@@ -306,9 +305,7 @@ mod tests {
             let counting = readers.iter().filter(|r| r.counting.is_some()).count();
             assert_eq!(counting, counters.len(), "{name}: counters read as columns");
             for (reader, &c) in readers.iter().zip(&all) {
-                let plain = file
-                    .column_reader(columns.columns[c].branch, columns.columns[c].leaf)
-                    .unwrap();
+                let plain = columns.columns[c].origin.open(&file).unwrap();
                 let (mut via_counter, mut via_table) =
                     (reader.empty_column(), plain.empty_column());
                 for index in 0..reader.basket_ranges().len() {
@@ -339,14 +336,14 @@ mod tests {
             columns.find("NMuon").unwrap(),
         );
         let stored = |i: usize| -> u64 {
-            let b = columns.columns[i].branch;
+            let b = columns.columns[i].origin.branch().unwrap();
             b.basket_bytes[..b.write_basket]
                 .iter()
                 .map(|&n| n as u64)
                 .sum()
         };
-        assert_eq!(columns.columns[c].branch.write_basket, 2);
-        assert_eq!(columns.columns[k].branch.write_basket, 1);
+        assert_eq!(columns.columns[c].origin.branch().unwrap().write_basket, 2);
+        assert_eq!(columns.columns[k].origin.branch().unwrap().write_basket, 1);
         let readers = open_readers(&file, &columns, &[c]).unwrap();
         let mut column = readers[0].empty_column();
         let before = file.bytes_read();
@@ -364,14 +361,10 @@ mod tests {
         let tree = file.tree(&tree_key(&file)).unwrap();
         let columns = TreeColumns::new(&tree);
         let c = columns.find("Muon_Px").unwrap();
-        let reader = file
-            .column_reader(columns.columns[c].branch, columns.columns[c].leaf)
-            .unwrap();
+        let reader = columns.columns[c].origin.open(&file).unwrap();
         let k = columns.find("NMuon").unwrap();
         let counter = Counter {
-            reader: file
-                .column_reader(columns.columns[k].branch, columns.columns[k].leaf)
-                .unwrap(),
+            reader: columns.columns[k].origin.open(&file).unwrap(),
             last: Mutex::new(None),
         };
         let n = reader.basket_ranges()[0].end;

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use super::AnalysisError;
 use super::plan::{ColumnInfo, Plan, TreeColumns};
-use crate::formats::root::{Branch, basket_ranges, branch_type};
+use crate::formats::root::Branch;
 
 /// One file's tree among those read as one.
 #[derive(Clone, Copy)]
@@ -136,15 +136,17 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// A column's type as `list_branches` names it (a leaf of a leaf list by its
-/// layout), and its counter: what must agree between members.
-fn type_of(info: &ColumnInfo<'_>) -> String {
-    let counted = info
-        .counter
-        .as_ref()
-        .map_or(String::new(), |c| format!(" counted by {c}"));
-    match (&info.layout, info.leaf) {
+/// layout), and its counter when `counted`: what must agree between members.
+/// An RNTuple's collections count themselves (no counter branch), so a
+/// TTree's column and an RNTuple's agree by type alone.
+fn type_of(info: &ColumnInfo<'_>, counted: bool) -> String {
+    let counted = match &info.counter {
+        Some(c) if counted => format!(" counted by {c}"),
+        _ => String::new(),
+    };
+    match (&info.layout, info.origin.leaf()) {
         (Err(_), _) => "unsupported".into(),
-        (Ok(_), None) => format!("{}{counted}", branch_type(info.branch).name),
+        (Ok(_), None) => format!("{}{counted}", info.origin.type_name()),
         (Ok(l), Some(_)) => format!(
             "{:?}{}",
             l.leaf_type,
@@ -162,8 +164,19 @@ fn type_of(info: &ColumnInfo<'_>) -> String {
 /// two trees with the same one have the same columns in the same order, so
 /// lining them up needs no column by column comparison. Hashed within this
 /// process only (never stored).
-pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
+pub fn layout_signature(object: &super::TreeObject) -> u64 {
     use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    object.kind().hash(&mut h);
+    let tree = match object {
+        super::TreeObject::TTree(tree) => tree,
+        super::TreeObject::RNTuple(nt) => {
+            for c in &nt.columns {
+                (&c.path, &c.type_name, &c.counter).hash(&mut h);
+            }
+            return h.finish();
+        }
+    };
     fn branches(bs: &[Branch], h: &mut std::collections::hash_map::DefaultHasher) {
         bs.len().hash(h);
         for b in bs {
@@ -182,7 +195,6 @@ pub fn layout_signature(tree: &crate::formats::root::Tree) -> u64 {
             branches(&b.branches, h);
         }
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
     branches(&tree.branches, &mut h);
     h.finish()
 }
@@ -203,7 +215,9 @@ pub fn alignment(first: &TreeColumns<'_>, other: &TreeColumns<'_>) -> Result<Vec
         match by_path.get(c.path.as_str()) {
             None => mismatch.missing.push(c.path.clone()),
             Some(&i) => {
-                let (a, b) = (type_of(c), type_of(&other.columns[i]));
+                let o = &other.columns[i];
+                let counted = !c.origin.is_ntuple() && !o.origin.is_ntuple();
+                let (a, b) = (type_of(c, counted), type_of(o, counted));
                 if a != b {
                     mismatch.retyped.push((c.path.clone(), a, b));
                 }
@@ -251,7 +265,7 @@ fn ranges_of(
 ) -> Result<Vec<Vec<Range<u64>>>, AnalysisError> {
     columns
         .iter()
-        .map(|&c| Ok(basket_ranges(tree.columns[c].branch)?))
+        .map(|&c| Ok(tree.columns[c].origin.entry_ranges()?))
         .collect()
 }
 
@@ -289,38 +303,28 @@ pub(super) fn cluster_cuts(ranges: &[Vec<Range<u64>>], entries: Range<u64>) -> V
     out
 }
 
-/// The branches the columns read, each once (the leaves of a leaf list share
-/// their branch).
-fn branches_of<'t>(tree: &TreeColumns<'t>, columns: &[usize]) -> Vec<&'t Branch> {
-    let mut out: Vec<&Branch> = Vec::new();
-    for &c in columns {
-        let b = tree.columns[c].branch;
-        if !out.iter().any(|o| std::ptr::eq(*o, b)) {
-            out.push(b);
-        }
-    }
-    out
-}
-
-/// The stored bytes of the baskets of the columns' branches (each once) that
-/// start within each of `clusters` (ascending, disjoint): what reading each
-/// reads. A basket kept inside the TTree object counts nothing (it came with
-/// the tree). One pass over each branch's basket table.
+/// The stored bytes of the chunks (baskets, or an RNTuple's clusters) of the
+/// columns' branches or RNTuple columns (each once) that start within each
+/// of `clusters` (ascending, disjoint): what reading each reads. A basket
+/// kept inside the TTree object counts nothing (it came with the tree).
 pub fn cluster_bytes(
     tree: &TreeColumns<'_>,
     columns: &[usize],
     clusters: &[Range<u64>],
 ) -> Vec<u64> {
     let mut bytes = vec![0; clusters.len()];
-    for b in branches_of(tree, columns) {
-        let written = b.write_basket.min(b.basket_bytes.len());
-        for (start, &size) in b.basket_entry.iter().zip(&b.basket_bytes[..written]) {
-            let Ok(start) = u64::try_from(*start) else {
-                continue;
-            };
+    let mut seen: Vec<*const ()> = Vec::new();
+    for &c in columns {
+        let origin = tree.columns[c].origin;
+        // The leaves of a leaf list share their branch's baskets.
+        if seen.contains(&origin.chunk_owner()) {
+            continue;
+        }
+        seen.push(origin.chunk_owner());
+        for (start, size) in origin.chunk_bytes() {
             let k = clusters.partition_point(|c| c.end <= start);
             if clusters.get(k).is_some_and(|c| c.contains(&start)) {
-                bytes[k] += u64::try_from(size).unwrap_or(0);
+                bytes[k] += size;
             }
         }
     }

@@ -124,9 +124,9 @@ pub fn export<W: Write + Send + 'static>(
         types.push(match &n.quantity {
             Quantity::Branch(c) => {
                 let info = &first.tree.columns[*c];
-                let empty = first
-                    .file
-                    .column_reader(info.branch, info.leaf)
+                let empty = info
+                    .origin
+                    .open(first.file)
                     .map_err(AnalysisError::from)?
                     .empty_column();
                 arrow_type(&empty.values, empty.counts.is_some() || empty.inner > 1)

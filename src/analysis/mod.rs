@@ -27,6 +27,7 @@ pub mod quantiles;
 pub mod quantities;
 pub mod rows;
 pub mod scan;
+pub mod source;
 pub mod syntax;
 pub mod vecops;
 
@@ -35,6 +36,7 @@ use crate::job::Stop;
 
 pub use defines::Defines;
 pub use plan::{Plan, TreeColumns};
+pub use source::{Origin, TreeObject};
 
 /// Why an analysis could not be done; the front end maps each to the spec's
 /// error code.

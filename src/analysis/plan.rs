@@ -5,9 +5,10 @@
 use super::AnalysisError;
 use super::defines::Defines;
 use super::prune::Bounds;
+use super::source::{Origin, TreeObject};
 use super::syntax::{BinOp, Expr, UnOp, parse};
 use super::vecops::{self, VecOp};
-use crate::formats::root::{Branch, ColumnLayout, LeafType, Tree, column_layout};
+use crate::formats::root::{Branch, ColumnLayout, LeafType, RNTuple, Tree, column_layout};
 
 /// A column of a tree: a branch, or one leaf of a leaf list (`point.x`).
 #[derive(Debug, Clone)]
@@ -15,8 +16,8 @@ pub struct ColumnInfo<'t> {
     /// As `list_branches` prints it: the '/'-joined branch path, and
     /// `path.leaf` for a leaf of a leaf list.
     pub path: String,
-    pub branch: &'t Branch,
-    pub leaf: Option<usize>,
+    /// The branch (or leaf) or RNTuple column read.
+    pub origin: Origin<'t>,
     pub layout: Result<ColumnLayout, String>,
     /// The counter leaf of a jagged branch (`nMuon`).
     pub counter: Option<String>,
@@ -36,6 +37,38 @@ impl<'t> TreeColumns<'t> {
         add_columns(&tree.branches, "", &mut columns);
         TreeColumns {
             entries: u64::try_from(tree.entries).unwrap_or(0),
+            columns,
+            bounds: Bounds::default(),
+        }
+    }
+
+    /// The columns of a TTree or an RNTuple.
+    pub fn of(object: &'t TreeObject) -> TreeColumns<'t> {
+        match object {
+            TreeObject::TTree(tree) => TreeColumns::new(tree),
+            TreeObject::RNTuple(nt) => TreeColumns::of_ntuple(nt),
+        }
+    }
+
+    /// An RNTuple's leaf columns (`Muon.pt`), typed as TTree branches are.
+    pub fn of_ntuple(nt: &'t RNTuple) -> TreeColumns<'t> {
+        let columns = nt
+            .columns
+            .iter()
+            .map(|column| ColumnInfo {
+                path: column.path.clone(),
+                origin: Origin::Ntuple { ntuple: nt, column },
+                layout: column.layout.clone(),
+                // A collection that is the column itself (a top-level
+                // `std::vector<float>`) is known to match no other: its
+                // lengths are compared entry by entry, as a TTree branch's
+                // without a counter leaf. A cardinality field or a record's
+                // collection (`Muon` of `Muon.pt`) is a shared counter.
+                counter: column.counter.clone().filter(|c| *c != column.path),
+            })
+            .collect();
+        TreeColumns {
+            entries: nt.entries,
             columns,
             bounds: Bounds::default(),
         }
@@ -112,8 +145,10 @@ fn add_columns<'t>(branches: &'t [Branch], parent: &str, out: &mut Vec<ColumnInf
         let counter = b.leaves.first().and_then(|l| l.count.clone());
         out.push(ColumnInfo {
             path: path.clone(),
-            branch: b,
-            leaf: None,
+            origin: Origin::Branch {
+                branch: b,
+                leaf: None,
+            },
             layout: column_layout(b, None).map_err(|e| e.to_string()),
             counter: counter.clone(),
         });
@@ -121,8 +156,10 @@ fn add_columns<'t>(branches: &'t [Branch], parent: &str, out: &mut Vec<ColumnInf
             for (i, leaf) in b.leaves.iter().enumerate() {
                 out.push(ColumnInfo {
                     path: format!("{path}.{}", leaf.name),
-                    branch: b,
-                    leaf: Some(i),
+                    origin: Origin::Branch {
+                        branch: b,
+                        leaf: Some(i),
+                    },
                     layout: column_layout(b, Some(i)).map_err(|e| e.to_string()),
                     counter: None,
                 });

@@ -12,8 +12,9 @@ use super::ops::{Counted, Together, window_slots};
 use super::plan::{Plan, TreeColumns};
 use super::predicate::{Predicate, mask_cut};
 use super::scan::scan;
+use super::source::Origin;
 use super::{AnalysisError, balanced_groups};
-use crate::formats::root::{Branch, Column, RootFile, Values};
+use crate::formats::root::{Column, RootFile, Values};
 use crate::job::Job;
 
 /// One value as read, exactly (integers stay integers, uint64 included).
@@ -148,7 +149,7 @@ pub fn read_rows(
     let costs: Vec<u64> = columns
         .iter()
         .zip(&readers)
-        .map(|(&c, reader)| read_cost(reader, tree.columns[c].branch, entries))
+        .map(|(&c, reader)| read_cost(reader, tree.columns[c].origin, entries))
         .collect();
     let groups = balanced_groups(&costs, rayon::current_num_threads().max(1));
     let read: Vec<Vec<(usize, Vec<Cell>)>> = groups
@@ -240,8 +241,28 @@ fn computed_cell(v: &Val, r: usize) -> Cell {
 /// The stored bytes of a column's baskets read for `entries` (ascending),
 /// each up to the last entry wanted from it: what reading them costs, nearly
 /// all of it decompression.
-fn read_cost(reader: &CountedReader<'_>, branch: &Branch, entries: &[u64]) -> u64 {
+fn read_cost(reader: &CountedReader<'_>, origin: Origin<'_>, entries: &[u64]) -> u64 {
     let ranges = reader.basket_ranges();
+    // A chunk's stored bytes: a branch's basket's; for an RNTuple column its
+    // share, by entries, of its cluster's pages.
+    let clusters = origin.chunk_bytes();
+    let all_end = ranges.last().map_or(0, |r| r.end);
+    let chunk_bytes = |basket: usize, range: &Range<u64>| -> u64 {
+        if let Some(branch) = origin.branch() {
+            return branch
+                .basket_bytes
+                .get(basket)
+                .map_or(0, |&n| n.max(0) as u64);
+        }
+        let k = clusters
+            .partition_point(|(start, _)| *start <= range.start)
+            .saturating_sub(1);
+        let Some(&(start, bytes)) = clusters.get(k) else {
+            return 0;
+        };
+        let end = clusters.get(k + 1).map_or(all_end, |c| c.0);
+        bytes * (range.end - range.start) / (end - start).max(1)
+    };
     let mut cost = 0;
     let mut rest = entries;
     while let Some(&entry) = rest.first() {
@@ -251,7 +272,7 @@ fn read_cost(reader: &CountedReader<'_>, branch: &Branch, entries: &[u64]) -> u6
         };
         let within = rest.partition_point(|&e| e < range.end);
         let last = rest[within.max(1) - 1];
-        let bytes = branch.basket_bytes.get(basket).copied().unwrap_or(0).max(0) as u64;
+        let bytes = chunk_bytes(basket, range);
         let span = (range.end - range.start).max(1);
         cost += bytes * (last + 1 - range.start).min(span) / span;
         rest = &rest[within.max(1)..];

@@ -2,8 +2,9 @@
 //! from without opening the file. Rows are keyed by (file id, sub-key):
 //! - `root_file`: sub-key empty; the file's version, compression, directories,
 //!   objects that are neither trees nor histograms, and every key (all cycles);
-//! - `root_trees`: sub-key = position in the file (u32 big-endian); path, entries,
-//!   branch count, bytes;
+//! - `root_trees`: sub-key = position in the file (u32 big-endian); path, kind
+//!   (TTree or RNTuple), entries, branch count, bytes; an RNTuple's leaf
+//!   columns are its branches (`Muon.pt`) in the tables below;
 //! - `root_branches`: sub-key = tree path, NUL, branch order (u32 big-endian), so a
 //!   tree's branches come back in file order;
 //! - `root_histograms`: sub-key = position in the file (u32 big-endian);
@@ -12,7 +13,8 @@
 //!   when it changes;
 //! - `root_layouts`: sub-key = tree path; the tree's layout (`Tree::skeleton`:
 //!   branches, leaves, types and basket tables, without basket data), from
-//!   which a dataset's cost is estimated (`dry_run`) without opening the file.
+//!   which a dataset's cost is estimated (`dry_run`) without opening the file
+//!   (none for an RNTuple, whose footer a dry run reads instead).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +37,7 @@ pub const TABLES: [KindTable; 6] = [
     KindTable {
         kind: Kind::Root,
         name: ROOT_TREES,
-        description: "TTrees: path, entries, branch count, bytes",
+        description: "TTrees and RNTuples: path, kind, entries, branch count, bytes",
     },
     KindTable {
         kind: Kind::Root,
@@ -84,6 +86,25 @@ pub struct TreeRow {
     /// The compression setting of most of the tree's bytes (`ZLIB:1`), spelt as
     /// the file's.
     pub compression: String,
+    /// `ttree` or `rntuple` (`TREE_KIND_*`).
+    pub kind: String,
+    /// What only an RNTuple has.
+    pub ntuple: Option<NtupleRow>,
+}
+
+pub const TREE_KIND_TTREE: &str = "ttree";
+pub const TREE_KIND_RNTUPLE: &str = "rntuple";
+
+/// An RNTuple's own facts, for `inspect_file`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NtupleRow {
+    /// Top-level fields (`branches` counts the leaf columns).
+    pub fields: u32,
+    pub clusters: u64,
+    /// The anchor's format version, `1.0.0.0`.
+    pub format_version: String,
+    /// The library that wrote it (`ROOT v6.34.02`).
+    pub writer: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ pub mod documents;
 mod extract;
 pub mod hdf5;
 pub mod root;
+mod root_ntuple;
 mod stats_pass;
 mod walk;
 pub mod watcher;

@@ -6,17 +6,21 @@ use std::fs::File;
 
 use crate::catalog::root::{
     Accumulator, BasketBounds, BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS,
-    ROOT_LAYOUTS, ROOT_STATS, ROOT_TREES, RootFileRow, StatsRow, TreeRow, branch_key,
+    ROOT_LAYOUTS, ROOT_STATS, ROOT_TREES, RootFileRow, StatsRow, TREE_KIND_TTREE, TreeRow,
+    branch_key,
 };
 use crate::catalog::{KindRow, encode};
 use crate::formats::FormatError;
+use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{
     Branch, Column, PathedKey, RootFile, Values, branch_type, by_number, compression_name,
     is_histogram, latest,
 };
 use crate::job::Job;
 
-fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
+use super::root_ntuple::{ntuple_rows, ntuple_stats_rows};
+
+pub(super) fn row<T: serde::Serialize>(table: &'static str, key: Vec<u8>, value: &T) -> KindRow {
     KindRow {
         table,
         key,
@@ -136,6 +140,8 @@ pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
                     uncompressed_bytes: branches.iter().map(|b| b.uncompressed_bytes).sum(),
                     compression: main_compression(&branches)
                         .unwrap_or_else(|| file.header.compression_string()),
+                    kind: TREE_KIND_TTREE.to_string(),
+                    ntuple: None,
                 },
             ));
             for (i, b) in branches.iter().enumerate() {
@@ -146,6 +152,13 @@ pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
                 key_path.as_bytes().to_vec(),
                 &tree.skeleton(),
             ));
+        } else if k.key.class_name == ANCHOR_CLASS
+            && let Ok(ntuple) = ntuple_rows(&file, &k.key, &key_path, order)
+        {
+            // An RNTuple that cannot be read (a damaged anchor, a later
+            // format) stays one of the other objects: the file's trees and
+            // histograms are still listed.
+            rows.extend(ntuple);
         } else if is_histogram(&k.key.class_name) {
             let h = file.histogram(&k.key)?;
             let bins = std::iter::once(h.x.nbins)
@@ -174,7 +187,7 @@ pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
 }
 
 /// The summary of one chunk's values; `None` for strings.
-fn summarize(values: &Values) -> Option<Accumulator> {
+pub(super) fn summarize(values: &Values) -> Option<Accumulator> {
     Some(by_number!(values, v, to => Accumulator::of_slice(v, to), strings: _s => return None))
 }
 
@@ -218,7 +231,7 @@ fn branch_stats(file: &RootFile, branch: &Branch, job: &Job) -> StatsRow {
 }
 
 /// A basket's entries and the range of its values, from its summary.
-fn basket_bounds(chunk: &Column, part: &Accumulator) -> BasketBounds {
+pub(super) fn basket_bounds(chunk: &Column, part: &Accumulator) -> BasketBounds {
     let summary = part.finish();
     BasketBounds {
         entries: chunk.entries as u64,
@@ -230,7 +243,7 @@ fn basket_bounds(chunk: &Column, part: &Accumulator) -> BasketBounds {
 }
 
 /// The error of statistics whose job stopped: transient, since the file is fine.
-fn stopped() -> FormatError {
+pub(super) fn stopped() -> FormatError {
     FormatError::Transient("the statistics were stopped before they were complete".into())
 }
 
@@ -243,8 +256,11 @@ pub fn tree_stats_rows(
     tree_path: &str,
     job: &Job,
 ) -> Result<Vec<KindRow>, FormatError> {
-    let key = latest(keys, tree_path, Some("TTree"))
-        .ok_or_else(|| FormatError::Corrupt(format!("no tree '{tree_path}' in the file")))?;
+    let Some(key) = latest(keys, tree_path, Some("TTree")) else {
+        let ntuple = latest(keys, tree_path, Some(ANCHOR_CLASS))
+            .ok_or_else(|| FormatError::Corrupt(format!("no tree '{tree_path}' in the file")))?;
+        return ntuple_stats_rows(file, &ntuple.key, tree_path, job);
+    };
     let tree = file.tree(&key.key)?;
     let mut all = Vec::new();
     depth_first(&tree.branches, "", &mut all);
@@ -278,8 +294,15 @@ pub fn file_stats_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
     let file = RootFile::open(file)?;
     let keys = latest_cycles(file.walk()?);
     let mut rows = Vec::new();
-    for k in keys.iter().filter(|k| k.key.class_name == "TTree") {
-        rows.extend(tree_stats_rows(&file, &keys, &k.path(), &Job::default())?);
+    let tree_like =
+        |k: &&PathedKey| k.key.class_name == "TTree" || k.key.class_name == ANCHOR_CLASS;
+    for k in keys.iter().filter(tree_like) {
+        let stats = tree_stats_rows(&file, &keys, &k.path(), &Job::default());
+        // An RNTuple the index could not read has no rows to add to.
+        if k.key.class_name == ANCHOR_CLASS && stats.is_err() {
+            continue;
+        }
+        rows.extend(stats?);
     }
     Ok(rows)
 }

@@ -55,6 +55,35 @@ pub fn repo_testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")
 }
 
+/// How the ROOT tool tests' data is stored: as the TTree files, or as their
+/// RNTuple copies (`scripts/fixtures/rntuple_copies.py`: the same branches as
+/// fields of the same names and types, the same clusters). Each ROOT tool
+/// test runs once per form with the same expected values.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    TTree,
+    RNTuple,
+}
+
+#[allow(dead_code)]
+impl Form {
+    /// The file holding the data of the repository's TTree file `rel`
+    /// (relative to the repository) in this form; `None` for a TTree file
+    /// without an RNTuple copy.
+    pub fn source(self, rel: &str) -> Option<PathBuf> {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        match self {
+            Form::TTree => Some(repo.join(rel)),
+            Form::RNTuple => {
+                let name = std::path::Path::new(rel).file_name()?;
+                let copy = repo.join("tests/data/rntuple/copies").join(name);
+                copy.exists().then_some(copy)
+            }
+        }
+    }
+}
+
 /// A temporary data root and catalog folder.
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
@@ -80,6 +109,22 @@ impl Sandbox {
     pub fn with_testdata() -> Sandbox {
         let s = Sandbox::new();
         copy_tree(&repo_testdata(), &s.root);
+        s
+    }
+
+    /// `with_testdata`, its TTree files replaced by their RNTuple copies (of
+    /// the same names, trees and data) in the RNTuple form.
+    #[allow(dead_code)]
+    pub fn with_testdata_as(form: Form) -> Sandbox {
+        let s = Sandbox::with_testdata();
+        if form == Form::RNTuple {
+            for entry in std::fs::read_dir(repo_testdata().join("root")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(copy) = form.source(&format!("testdata/root/{name}")) {
+                    std::fs::copy(copy, s.root.join("root").join(&name)).unwrap();
+                }
+            }
+        }
         s
     }
 

@@ -182,6 +182,9 @@ fn read_axis(c: &mut Cursor<'_>) -> Result<Axis, FormatError> {
     let (_, title) = read_tnamed(c)?;
     Framing::skip(c, "TAttAxis")?;
     let nbins = count(c.i32("fNbins")?, "number of bins")?;
+    // The bins' contents follow in the same object, a byte each at least:
+    // a damaged count must not size the edges before that is found out.
+    c.fits(nbins, 1, "fNbins")?;
     let xmin = c.f64("fXmin")?;
     let xmax = c.f64("fXmax")?;
     let variable = read_array_d(c, "fXbins")?;

@@ -13,6 +13,7 @@ mod hist;
 mod keys;
 mod object;
 mod reader;
+pub mod rntuple;
 mod stored;
 mod streamer;
 mod tree;
@@ -33,6 +34,7 @@ pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header}
 pub use hist::{Axis, Histogram, Profile, ProfileErrors, is_histogram};
 pub use keys::{DirectoryRecord, Key};
 pub use reader::{ColumnLayout, ColumnReader, column_layout};
+pub use rntuple::{FieldData, NtupleColumn, NtupleField, NtupleReader, RNTuple, is_rntuple};
 pub use stored::StoredBasket;
 pub use streamer::{ClassInfo, Member, Streamers};
 pub use tree::{Branch, Element, Leaf, Tree};

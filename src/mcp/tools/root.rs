@@ -25,7 +25,7 @@ pub static TOOLS: &[ToolDef] = &[
         title: "Inspect a ROOT file",
         toolset: Toolset::Root,
         description: "High-level contents of a ROOT file from quarry's catalog (the file is not opened): ROOT version, \
-compression, trees (path, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
+compression, trees (TTrees and RNTuples: path, kind, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
 other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
@@ -36,8 +36,8 @@ other objects.",
         name: "list_branches",
         title: "List a tree's branches",
         toolset: Toolset::Root,
-        description: "Branches of a TTree from quarry's catalog: uproot-style type (float32, float32[], int32[3], string), \
-title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
+        description: "Branches of a TTree (an RNTuple's leaf fields, `Muon.pt`) from quarry's catalog: uproot-style type \
+(float32, float32[], int32[3], string), title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
 max, mean and std by reading the data (slower).",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
@@ -202,10 +202,7 @@ fn inspect_file(
         "size_bytes": file.record.info.size,
         "compression": summary.compression,
         "root_version": summary.root_version,
-        "trees": trees.iter().skip(offset).map(|t| json!({
-            "name": t.name, "path": t.path, "entries": t.entries, "branches": t.branches, "size_bytes": t.compressed_bytes,
-            "uncompressed_bytes": t.uncompressed_bytes, "compression": t.compression,
-        })).collect::<Vec<_>>(),
+        "trees": trees.iter().skip(offset).map(tree_json).collect::<Vec<_>>(),
         "histograms": hists.iter().skip(offset).map(|h| json!({
             "name": h.name, "type": h.class_name, "path": h.path,
             "bins": if h.bins.len() == 1 { json!(h.bins[0]) } else { json!(h.bins) },
@@ -237,6 +234,22 @@ fn inspect_file(
 }
 
 /// The tree named by a tool argument: its path, or its name when that is unique.
+/// A tree as `inspect_file` lists it; an RNTuple with its own facts.
+fn tree_json(t: &TreeRow) -> Value {
+    let mut v = json!({
+        "name": t.name, "path": t.path, "kind": t.kind, "entries": t.entries, "branches": t.branches,
+        "size_bytes": t.compressed_bytes, "uncompressed_bytes": t.uncompressed_bytes,
+        "compression": t.compression,
+    });
+    if let Some(n) = &t.ntuple {
+        v["fields"] = json!(n.fields);
+        v["clusters"] = json!(n.clusters);
+        v["format_version"] = json!(n.format_version);
+        v["writer"] = json!(n.writer);
+    }
+    v
+}
+
 pub(super) fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
     let trees: Vec<TreeRow> = rows(ctx, ROOT_TREES, file.record.id, b"")?;
     let wanted = tree.split(';').next().unwrap_or(tree).trim_matches('/');

@@ -341,7 +341,7 @@ fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
 fn axis_title(columns: &TreeColumns<'_>, branch: &str, multiplicity: bool) -> String {
     let title = columns
         .find(branch)
-        .map(|c| columns.columns[c].branch.title.trim())
+        .map(|c| columns.columns[c].origin.title().trim())
         .filter(|t| !t.is_empty() && !t.starts_with(branch))
         .map_or(branch.to_string(), |t| format!("{branch}: {t}"));
     if multiplicity {

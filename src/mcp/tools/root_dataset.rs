@@ -20,10 +20,13 @@ use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
 use super::root_dataset_files::dataset_files;
 use crate::analysis::dataset::{Member, align, alignment, first_entries, layout_signature};
 use crate::analysis::prune::BasketSpan;
-use crate::analysis::{Plan, TreeColumns};
+use crate::analysis::{Plan, TreeColumns, TreeObject};
 use crate::catalog::datasets::SavedDataset;
-use crate::catalog::root::{ROOT_LAYOUTS, ROOT_STATS, StatsRow, TreeRow, branch_key};
-use crate::formats::root::{Branch, RootFile, Tree, latest};
+use crate::catalog::root::{
+    ROOT_LAYOUTS, ROOT_STATS, StatsRow, TREE_KIND_RNTUPLE, TreeRow, branch_key,
+};
+use crate::formats::root::rntuple::ANCHOR_CLASS;
+use crate::formats::root::{Branch, RootFile, latest};
 use crate::mcp::response::ToolError;
 
 /// The `dataset` argument: one string (a glob, a path, or a saved dataset's
@@ -81,7 +84,7 @@ pub(super) struct Part {
     pub(super) row: TreeRow,
     pub(super) file: Option<RootFile>,
     pub(super) fingerprint: u64,
-    pub(super) tree: Arc<Tree>,
+    pub(super) tree: Arc<TreeObject>,
     order: Option<Vec<usize>>,
     /// The file as tools name it (root-relative, `NAME/...` with several roots).
     pub(super) shown: String,
@@ -107,7 +110,7 @@ impl OpenTree {
 
     /// Entries of all the files read.
     pub(super) fn entries(&self) -> u64 {
-        self.parts.iter().map(|p| tree_entries(&p.tree)).sum()
+        self.parts.iter().map(|p| p.tree.entries()).sum()
     }
 
     /// Each file's columns, lined up with the first file's: plans made over
@@ -116,7 +119,7 @@ impl OpenTree {
         self.parts
             .iter()
             .map(|p| {
-                let mut columns = TreeColumns::new(&p.tree);
+                let mut columns = TreeColumns::of(&p.tree);
                 if let Some(order) = &p.order {
                     align(&mut columns, order);
                 }
@@ -164,10 +167,6 @@ impl OpenTree {
             _ => &[],
         }
     }
-}
-
-fn tree_entries(tree: &Tree) -> u64 {
-    u64::try_from(tree.entries).unwrap_or(0)
 }
 
 /// Opens what a call reads: the one file of `path`, or the files of
@@ -240,13 +239,13 @@ fn line_up(parts: &mut Vec<Part>, mismatched: &mut Vec<(String, String)>) {
     };
     let reference = first.tree.clone();
     let signature = layout_signature(&reference);
-    let first_columns = TreeColumns::new(&reference);
+    let first_columns = TreeColumns::of(&reference);
     let mut kept = Vec::with_capacity(parts.len());
     for (k, mut p) in std::mem::take(parts).into_iter().enumerate() {
         // A tree made as the first is lined up already (the common case:
         // files written by one program): no column lists to compare.
         if k > 0 && layout_signature(&p.tree) != signature {
-            match alignment(&first_columns, &TreeColumns::new(&p.tree)) {
+            match alignment(&first_columns, &TreeColumns::of(&p.tree)) {
                 Ok(order) => {
                     let identity = order.iter().enumerate().all(|(i, &o)| i == o);
                     p.order = (!identity).then_some(order);
@@ -358,9 +357,7 @@ fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolErro
     let key = (known.record.id, fingerprint, row.path.clone());
     let tree = cached_tree(key, || {
         let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
-        let key = latest(&keys, &row.path, Some("TTree"))
-            .ok_or_else(|| ToolError::internal("the tree is in the catalog but not in the file"))?;
-        file.tree(&key.key).map_err(|e| corrupted(&known.abs, &e))
+        read_object(&file, &keys, &row).map_err(|e| corrupted(&known.abs, &e))
     })?;
     Ok(Part {
         known,
@@ -373,11 +370,39 @@ fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolErro
     })
 }
 
+/// The TTree or RNTuple a catalog row names, read from its file.
+fn read_object(
+    file: &RootFile,
+    keys: &[crate::formats::root::PathedKey],
+    row: &TreeRow,
+) -> Result<TreeObject, crate::formats::FormatError> {
+    let ntuple = row.kind == TREE_KIND_RNTUPLE;
+    let class = if ntuple { ANCHOR_CLASS } else { "TTree" };
+    let key = latest(keys, &row.path, Some(class)).ok_or_else(|| {
+        crate::formats::FormatError::Corrupt(format!(
+            "'{}' is in the catalog but not in the file (changed since?)",
+            row.path
+        ))
+    })?;
+    Ok(if ntuple {
+        TreeObject::RNTuple(Box::new(file.rntuple(&key.key)?))
+    } else {
+        TreeObject::TTree(file.tree(&key.key)?)
+    })
+}
+
 /// A member's tree from the catalog's layout of it (a dry run): nothing
 /// opened. The tree a call parsed from the same version of the file serves
 /// as well; a layout decoded is kept apart from them (its embedded baskets
 /// are headers only, which a read must never get).
 fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolError> {
+    // The catalog keeps no layout of an RNTuple: its anchor, header and
+    // footer are read instead (no pages).
+    if row.kind == TREE_KIND_RNTUPLE {
+        let mut part = open_part(ctx, known, row)?;
+        part.file = None;
+        return Ok(part);
+    }
     let fingerprint = known.record.info.fingerprint;
     let parsed = (known.record.id, fingerprint, row.path.clone());
     let tree = match cached(&parsed) {
@@ -403,6 +428,7 @@ fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolEr
                             "Call without dry_run to read the file",
                         )
                     })
+                    .map(TreeObject::TTree)
             })?
         }
     };
@@ -426,7 +452,7 @@ type TreeKey = (u64, u64, String);
 
 #[derive(Default)]
 struct TreeCache {
-    trees: HashMap<TreeKey, Arc<Tree>>,
+    trees: HashMap<TreeKey, Arc<TreeObject>>,
     bytes: usize,
 }
 
@@ -437,7 +463,7 @@ fn tree_cache() -> &'static Mutex<TreeCache> {
     CACHE.get_or_init(Default::default)
 }
 
-fn cached(key: &TreeKey) -> Option<Arc<Tree>> {
+fn cached(key: &TreeKey) -> Option<Arc<TreeObject>> {
     tree_cache()
         .lock()
         .expect("tree cache")
@@ -451,8 +477,8 @@ fn cached(key: &TreeKey) -> Option<Arc<Tree>> {
 /// parsed tree.
 fn cached_tree(
     key: TreeKey,
-    parse: impl FnOnce() -> Result<Tree, ToolError>,
-) -> Result<Arc<Tree>, ToolError> {
+    parse: impl FnOnce() -> Result<TreeObject, ToolError>,
+) -> Result<Arc<TreeObject>, ToolError> {
     let cache = tree_cache();
     if let Some(hit) = cached(&key) {
         return Ok(hit);
@@ -471,8 +497,21 @@ fn cached_tree(
     Ok(tree)
 }
 
-/// About the memory a tree holds: its names, basket tables and embedded baskets.
-fn tree_bytes(tree: &Tree) -> usize {
+/// About the memory a tree holds: its names, basket tables and embedded
+/// baskets; an RNTuple's columns and page lists.
+fn tree_bytes(object: &TreeObject) -> usize {
+    let tree = match object {
+        TreeObject::TTree(tree) => tree,
+        TreeObject::RNTuple(nt) => {
+            let pages: usize = nt
+                .clusters
+                .iter()
+                .flat_map(|c| &c.columns)
+                .map(|r| 48 * r.pages.len() + 64)
+                .sum();
+            return 256 + 512 * nt.columns.len() + pages;
+        }
+    };
     fn branch(b: &Branch) -> usize {
         256 + b.name.len()
             + b.title.len()
@@ -486,7 +525,15 @@ fn tree_bytes(tree: &Tree) -> usize {
 
 /// The position of the branch `path` among a tree's branches, depth first:
 /// the sub-key order of its `root_branches` and `root_stats` rows.
-fn branch_order(tree: &Tree, path: &str) -> Option<u32> {
+fn branch_order(object: &TreeObject, path: &str) -> Option<u32> {
+    let tree = match object {
+        TreeObject::TTree(tree) => tree,
+        // An RNTuple's rows are its columns, in order.
+        TreeObject::RNTuple(nt) => {
+            let at = nt.columns.iter().position(|c| c.path == path)?;
+            return u32::try_from(at).ok();
+        }
+    };
     fn count(branches: &[Branch]) -> u32 {
         branches.iter().map(|b| 1 + count(&b.branches)).sum()
     }
@@ -555,7 +602,7 @@ pub(super) fn add_bounds(
     for (part, columns) in t.parts.iter().zip(columns.iter_mut()) {
         for &c in &cut.columns {
             let info = &columns.columns[c];
-            if info.leaf.is_some() {
+            if info.origin.leaf().is_some() {
                 continue;
             }
             let Some(stats) = stats_row(ctx, part, &info.path)? else {
@@ -600,7 +647,7 @@ pub(super) fn cached_range(
     let mut range: Option<(f64, f64)> = None;
     for (part, columns) in t.parts.iter().zip(columns) {
         let info = &columns.columns[c];
-        if info.leaf.is_some() {
+        if info.origin.leaf().is_some() {
             return Ok(None);
         }
         let Some(stats) = stats_row(ctx, part, &info.path)? else {
@@ -622,6 +669,7 @@ pub(super) fn cached_range(
 #[cfg(test)]
 mod tests {
     use super::branch_order;
+    use crate::analysis::TreeObject;
     use crate::formats::root::{Branch, Tree};
 
     fn branch(name: &str, children: Vec<Branch>) -> Branch {
@@ -661,6 +709,7 @@ mod tests {
                 branch("b", vec![]),
             ],
         };
+        let tree = TreeObject::TTree(tree);
         let order = |p| branch_order(&tree, p);
         assert_eq!(
             ["a", "a/x", "a/x/p", "a/y", "b"].map(order),

@@ -114,12 +114,14 @@ pub(super) fn columns_of(
             .iter()
             .enumerate()
             .filter(|(_, c)| {
-                c.layout.is_ok()
-                    && !(c.leaf.is_none()
-                        && c.branch.leaves.len() > 1
-                        && c.branch.element.is_none())
+                // A leaf list's branch is read as its leaves; a branch with
+                // branches inside as those (an RNTuple column is always a leaf).
+                let whole_list = c.origin.branch().is_some_and(|b| {
+                    c.origin.leaf().is_none() && b.leaves.len() > 1 && b.element.is_none()
+                });
+                let parent = c.origin.branch().is_some_and(|b| !b.branches.is_empty());
+                c.layout.is_ok() && !whole_list && !parent
             })
-            .filter(|(_, c)| c.branch.branches.is_empty())
             .map(|(i, c)| stored(c.path.clone(), i))
             .collect()),
     }
