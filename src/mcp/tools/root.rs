@@ -24,9 +24,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "inspect_file",
         title: "Inspect a ROOT file",
         toolset: Toolset::Root,
-        description: "High-level contents of a ROOT file from quarry's catalog (the file is not opened): ROOT version, \
-compression, trees (path, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
-other objects.",
+        description: "A ROOT file's contents from the catalog: version, compression, trees (path, entries, branches, size), \
+histograms, directories, other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
         effects: Effects::READS,
@@ -36,9 +35,8 @@ other objects.",
         name: "list_branches",
         title: "List a tree's branches",
         toolset: Toolset::Root,
-        description: "Branches of a TTree from quarry's catalog: uproot-style type (float32, float32[], int32[3], string), \
-title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
-max, mean and std by reading the data (slower).",
+        description: "Branches of a TTree from the catalog: uproot-style type (float32, float32[], int32[3]), title, compression, \
+jagged.",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
         effects: Effects::READS,
@@ -48,8 +46,8 @@ max, mean and std by reading the data (slower).",
         name: "read_histogram",
         title: "Read a histogram",
         toolset: Toolset::Root,
-        description: "Reads a TH1, TH2, TProfile or TProfile2D stored in a ROOT file: bin edges, counts, errors, under/overflow, \
-entries and axis titles. 2-D counts are [y][x].",
+        description: "A stored TH1, TH2, TProfile or TProfile2D: bin edges, counts, errors, under/overflow, entries, axis titles; \
+2-D counts [y][x].",
         input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
         effects: Effects::READS,

@@ -32,11 +32,10 @@ pub static TOOLS: &[ToolDef] = &[
         name: "apply_selection",
         title: "Count entries passing a cut",
         toolset: Toolset::Root,
-        description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
-`Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
-element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
-Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
+        description: "Counts the entries passing a ROOT TTree::Draw-style cut (e.g. `Muon_pt > 25 && abs(Muon_eta) < 2.4`), \
+reading only its branches. A collection passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ \
+Alt$, x[i], ROOT::VecOps (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse Where InvariantMass \
+InvariantMasses DeltaR DeltaPhi) and PairFirst/PairSecond work.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -46,11 +45,9 @@ Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSe
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
-InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
-underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
-collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
-elements per entry. range defaults to the branch's cached min and max.",
+        description: "1-D histogram of a branch or expression (cut language: apply_selection), optional cut and weights: bins [lo, \
+hi), under/overflow, errors sqrt(N) (sqrt(sum w^2) weighted), entries, mean, std. Collections are flattened \
+unless flatten=false (count per entry).",
         input_schema: include_str!("../../../schema/tools/compute_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram.output.json"),
         effects: PLOTS,
@@ -60,8 +57,8 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
-optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
+        description: "2-D histogram of two branches or expressions (per entry, or of one collection), optional cut: counts [y][x], \
+bins [lo, hi); ranges default to min, max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
         effects: PLOTS,
@@ -71,9 +68,8 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         name: "get_branch_stats",
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
-        description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
-passing elements). Non-finite values are left out.",
+        description: "count, mean, std, min, max and exact quantiles (numpy's linear) of branches or expressions, optional cut; \
+collection elements pooled; non-finite values left out.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
         effects: Effects::READS,
