@@ -10,6 +10,7 @@
 
 mod computed;
 mod counted;
+pub mod cutflow;
 pub mod dataset;
 pub mod defines;
 pub mod eval;

@@ -12,6 +12,7 @@ mod rag;
 mod resources;
 mod root;
 mod root_analysis;
+mod root_cutflow;
 mod root_dataset;
 mod root_dataset_answers;
 mod root_dataset_files;
@@ -282,6 +283,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(root::TOOLS)
         .chain(root_analysis::TOOLS)
+        .chain(root_cutflow::TOOLS)
         .chain(root_rows::TOOLS)
         .chain(root_export::TOOLS)
         .chain(root_saved_datasets::TOOLS)
