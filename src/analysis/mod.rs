@@ -8,6 +8,7 @@
 //! `pairs`). It reads files through `formats::root` and knows nothing of the
 //! catalog or of MCP.
 
+pub mod compare;
 mod computed;
 mod counted;
 pub mod cutflow;
@@ -22,6 +23,7 @@ pub mod ops;
 mod pairs;
 pub mod plan;
 pub mod plot;
+pub mod plot_compare;
 pub mod predicate;
 pub mod prune;
 pub mod quantiles;

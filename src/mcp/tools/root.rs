@@ -440,17 +440,18 @@ struct ReadHistogramArgs {
     y_offset: Option<i64>,
 }
 
-fn read_histogram(
+/// The histogram `name` (`name;cycle` for a cycle) stored in the ROOT file
+/// `path`, with its catalog row: read_histogram's, and compare_histograms'.
+pub(super) fn stored_histogram(
     ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
-) -> Result<ToolOutput, ToolError> {
-    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
-    let file = known_root_file(ctx, &args.path)?;
+    path: &str,
+    name: &str,
+) -> Result<(crate::formats::root::Histogram, HistogramRow), ToolError> {
+    let file = known_root_file(ctx, path)?;
     let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
-    let (wanted, cycle) = match args.name.split_once(';') {
+    let (wanted, cycle) = match name.split_once(';') {
         Some((name, cycle)) => (name, Some(cycle)),
-        None => (args.name.as_str(), None),
+        None => (name, None),
     };
     let wanted = wanted.trim_matches('/');
     let Some(row) = hists
@@ -481,6 +482,16 @@ fn read_histogram(
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
+    Ok((h, row.clone()))
+}
+
+fn read_histogram(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
+    let (h, row) = stored_histogram(ctx, &args.path, &args.name)?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
     let tool = "read_histogram";
