@@ -204,3 +204,56 @@ async fn bad_cutflows_are_refused_with_the_spec_codes() {
     .await;
     assert_eq!(e["error"], "limit_exceeded", "{e}");
 }
+
+/// Clusters the first cut rules out are left unread, and only then: on
+/// rewrite_a.root (2,000 entries in 4 clusters of 500, x = entry; see
+/// tests/data/README.md) with its statistics recorded, `x < 500` admits only
+/// the first cluster, so the steps read 500 entries; with n-1 every entry is
+/// read, as the first cut's n-1 needs the entries it fails. Counts by hand:
+/// x < 500 passes 500, then x >= 250 leaves 250; n-1 of the first cut is the
+/// 1,750 entries with x >= 250, of the second the 500 with x < 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_are_skipped_only_where_no_step_can_pass() {
+    let s = Sandbox::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    s.write(
+        "a.root",
+        &std::fs::read(repo.join("tests/data/root/rewrite_a.root")).unwrap(),
+    );
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let (v, is_error) = call(
+        &client,
+        "list_branches",
+        json!({"path": "a.root", "tree": "events", "include_stats": true}),
+    )
+    .await;
+    assert!(!is_error, "{v}");
+    let cuts =
+        json!([{"name": "early", "cut": "x < 500"}, {"name": "late half", "cut": "x >= 250"}]);
+    let v = ok(
+        &client,
+        json!({"path": "a.root", "tree": "events", "cuts": cuts}),
+    )
+    .await;
+    let entries: Vec<&Value> = v["data"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["entries"])
+        .collect();
+    assert_eq!(entries, [&json!(500), &json!(250)], "{v}");
+    assert_eq!(v["data"]["entries_total"], 2000);
+    assert_eq!(v["metadata"]["entries_scanned"], 500, "{v}");
+    assert_eq!(v["metadata"]["clusters_skipped"], 3, "{v}");
+    let v = ok(
+        &client,
+        json!({"path": "a.root", "tree": "events", "cuts": cuts, "n_minus_one": true}),
+    )
+    .await;
+    let steps = v["data"]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["n_minus_one"]["entries"], 1750, "{v}");
+    assert_eq!(steps[1]["n_minus_one"]["entries"], 500, "{v}");
+    assert_eq!(steps[1]["entries"], 250);
+    assert_eq!(v["metadata"]["entries_scanned"], 2000, "{v}");
+}
