@@ -99,18 +99,40 @@ async fn computed_and_stored_histograms_test_as_root_tests_them() {
             {
                 close(s, &json!(c.as_f64().unwrap() / sum), 1e-12, "shape");
             }
+            // Its errors: ROOT's bin errors over the same sum.
+            for (e, want) in h["shape_errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(case["bin_errors"][k].as_array().unwrap())
+            {
+                close(
+                    e,
+                    &json!(want.as_f64().unwrap() / sum),
+                    1e-12,
+                    "shape error",
+                );
+            }
         }
         let c = &d["comparisons"][0];
         assert_eq!(c["chi2"]["mode"], case["chi2"]["mode"], "{what}");
         assert_tests(c, case, what);
         // The ratio of the shapes, bin by bin.
         let (a, b) = (&d["histograms"][1]["shape"], &d["histograms"][0]["shape"]);
+        let (ea, eb) = (
+            &d["histograms"][1]["shape_errors"],
+            &d["histograms"][0]["shape_errors"],
+        );
         for (i, r) in c["ratio"].as_array().unwrap().iter().enumerate() {
             let (x, y) = (a[i].as_f64().unwrap(), b[i].as_f64().unwrap());
             if y == 0.0 {
                 assert!(r.is_null());
             } else {
                 close(r, &json!(x / y), 1e-12, "ratio");
+                // Uncorrelated shapes: relative errors added in quadrature.
+                let (sx, sy) = (ea[i].as_f64().unwrap(), eb[i].as_f64().unwrap());
+                let want = x / y * ((sx / x).powi(2) + (sy / y).powi(2)).sqrt();
+                close(&c["ratio_errors"][i], &json!(want), 1e-12, "ratio error");
             }
         }
     }

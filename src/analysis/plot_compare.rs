@@ -13,6 +13,8 @@ pub struct ComparePicture<'a> {
     pub edges: &'a [f64],
     pub labels: &'a [&'a str],
     pub shapes: &'a [&'a [f64]],
+    /// Each shape's errors, for the ratios' error bars.
+    pub errors: &'a [&'a [f64]],
 }
 
 const COLOURS: [RGBColor; 8] = [
@@ -79,7 +81,11 @@ pub fn png_compare(p: &ComparePicture<'_>) -> Result<Vec<u8>, String> {
             for (i, (&v, &r)) in shape.iter().zip(p.shapes[0]).enumerate() {
                 if r > 0.0 {
                     let x = (px(p.edges[i]) + px(p.edges[i + 1])) / 2;
-                    root.draw(&Circle::new((x, pr(v / r)), 2, colour.filled()))
+                    let q = v / r;
+                    let e = ratio_error((v, p.errors[k][i]), (r, p.errors[0][i]));
+                    root.draw(&PathElement::new([(x, pr(q - e)), (x, pr(q + e))], colour))
+                        .map_err(draw_err)?;
+                    root.draw(&Circle::new((x, pr(q)), 2, colour.filled()))
                         .map_err(draw_err)?;
                 }
             }
@@ -104,6 +110,14 @@ pub fn png_compare(p: &ComparePicture<'_>) -> Result<Vec<u8>, String> {
         text.right(label, x1 - 22, legend_y(k), 12.0);
     }
     encode(&rgb)
+}
+
+/// The error of a / b from their errors (relative errors in quadrature).
+pub fn ratio_error((a, ea): (f64, f64), (b, eb): (f64, f64)) -> f64 {
+    if a == 0.0 {
+        return ea / b;
+    }
+    (a / b).abs() * ((ea / a).powi(2) + (eb / b).powi(2)).sqrt()
 }
 
 /// The baseline of the legend's `k`th line, top right of the shapes.

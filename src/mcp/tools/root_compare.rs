@@ -14,7 +14,7 @@ use super::root_histogram::{HistogramArgs, fill_histogram, histogram_plans};
 use super::root_plot::with_plot;
 use super::{Context, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::compare::{Binned, chi2_test, ks_test};
-use crate::analysis::plot_compare::{ComparePicture, png_compare, text_compare};
+use crate::analysis::plot_compare::{ComparePicture, png_compare, ratio_error, text_compare};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -182,14 +182,7 @@ fn ratio(
             if b == 0.0 {
                 return (None, None);
             }
-            let q = a / b;
-            let rel_a = if a == 0.0 { 0.0 } else { ea / a };
-            let error = if a == 0.0 {
-                ea / b
-            } else {
-                q.abs() * (rel_a * rel_a + (eb / b) * (eb / b)).sqrt()
-            };
-            (Some(q), Some(error))
+            (Some(a / b), Some(ratio_error((a, ea), (b, eb))))
         })
         .unzip()
 }
@@ -298,12 +291,14 @@ fn compare_histograms(
     if args.plot == Some(true) {
         let labels: Vec<&str> = made.iter().map(|m| m.label.as_str()).collect();
         let shape_values: Vec<&[f64]> = shapes.iter().map(|s| s.0.as_slice()).collect();
+        let shape_errors: Vec<&[f64]> = shapes.iter().map(|s| s.1.as_slice()).collect();
         let picture = ComparePicture {
             title: "compare_histograms",
             x_title: &made[0].x_title,
             edges: &edges,
             labels: &labels,
             shapes: &shape_values,
+            errors: &shape_errors,
         };
         let key = format!(
             "compare|{}",
