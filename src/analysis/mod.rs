@@ -8,8 +8,10 @@
 //! `pairs`). It reads files through `formats::root` and knows nothing of the
 //! catalog or of MCP.
 
+pub mod compare;
 mod computed;
 mod counted;
+pub mod cutflow;
 pub mod dataset;
 pub mod defines;
 pub mod eval;
@@ -21,6 +23,7 @@ pub mod ops;
 mod pairs;
 pub mod plan;
 pub mod plot;
+pub mod plot_compare;
 pub mod predicate;
 pub mod prune;
 pub mod quantiles;

@@ -45,7 +45,12 @@ impl<'p> Together<'p> {
     }
 
     /// Plan `i`'s view of a window's columns.
-    fn inputs<'a>(&'a self, i: usize, slots: &'a [SlotData<'a>], w: &Window<'_, '_>) -> Inputs<'a> {
+    pub(super) fn inputs<'a>(
+        &'a self,
+        i: usize,
+        slots: &'a [SlotData<'a>],
+        w: &Window<'_, '_>,
+    ) -> Inputs<'a> {
         Inputs {
             entries: w.len(),
             first_entry: w.global_start(),

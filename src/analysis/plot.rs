@@ -11,8 +11,8 @@ use plotters::prelude::*;
 /// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt).
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
-const WIDTH: u32 = 640;
-const HEIGHT: u32 = 400;
+pub(super) const WIDTH: u32 = 640;
+pub(super) const HEIGHT: u32 = 400;
 /// The plotting area's margins: left (tick labels), right, top (title),
 /// bottom (tick labels and the axis title).
 const MARGIN: (i32, i32, i32, i32) = (72, 24, 40, 56);
@@ -47,7 +47,7 @@ fn area() -> (i32, i32, i32, i32) {
     (l, t, WIDTH as i32 - r, HEIGHT as i32 - b)
 }
 
-fn draw_err<E: std::fmt::Debug>(e: E) -> String {
+pub(super) fn draw_err<E: std::fmt::Debug>(e: E) -> String {
     format!("drawing the plot failed: {e:?}")
 }
 
@@ -185,7 +185,7 @@ fn titles(text: &mut Labels<'_>, title: &str, x_title: &str, y_title: &str) {
 
 /// The smallest of 1, 2, 2.5 and 5 times a power of ten at or above `x`:
 /// round tick labels for the count axis.
-fn tick_step(x: f64) -> f64 {
+pub(super) fn tick_step(x: f64) -> f64 {
     let power = 10f64.powf(x.log10().floor());
     [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
@@ -195,7 +195,7 @@ fn tick_step(x: f64) -> f64 {
 }
 
 /// A number short enough for a tick label.
-fn number(x: f64) -> String {
+pub(super) fn number(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
@@ -209,13 +209,13 @@ fn number(x: f64) -> String {
 }
 
 /// Text drawn into the RGB buffer, dark grey, anti-aliased.
-struct Labels<'b> {
+pub(super) struct Labels<'b> {
     rgb: &'b mut [u8],
     font: Option<FontRef<'static>>,
 }
 
 impl<'b> Labels<'b> {
-    fn new(rgb: &'b mut [u8]) -> Labels<'b> {
+    pub(super) fn new(rgb: &'b mut [u8]) -> Labels<'b> {
         Labels {
             rgb,
             font: FontRef::try_from_slice(FONT).ok(),
@@ -228,7 +228,7 @@ impl<'b> Labels<'b> {
         s.chars().map(|c| scaled.h_advance(font.glyph_id(c))).sum()
     }
 
-    fn left(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
+    pub(super) fn left(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
         let Some(font) = self.font.clone() else {
             return;
         };
@@ -253,12 +253,12 @@ impl<'b> Labels<'b> {
         }
     }
 
-    fn centred(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
+    pub(super) fn centred(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
         let w = self.width(s, size);
         self.left(s, x - (w / 2.0) as i32, baseline, size);
     }
 
-    fn right(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
+    pub(super) fn right(&mut self, s: &str, x: i32, baseline: i32, size: f32) {
         let w = self.width(s, size);
         self.left(s, x - w as i32, baseline, size);
     }
@@ -275,7 +275,7 @@ impl<'b> Labels<'b> {
     }
 }
 
-fn encode(rgb: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn encode(rgb: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, WIDTH, HEIGHT);
     encoder.set_color(png::ColorType::Rgb);
@@ -289,7 +289,7 @@ fn encode(rgb: &[u8]) -> Result<Vec<u8>, String> {
 
 /// Bins summed in groups so at most `TEXT_COLUMNS` remain: (first edge, last
 /// edge, sum) of each group.
-fn grouped(edges: &[f64], counts: &[f64]) -> Vec<(f64, f64, f64)> {
+pub(super) fn grouped(edges: &[f64], counts: &[f64]) -> Vec<(f64, f64, f64)> {
     let per = counts.len().div_ceil(TEXT_COLUMNS).max(1);
     counts
         .chunks(per)

@@ -31,8 +31,7 @@ pub static TOOLS: &[ToolDef] = &[
         name: "parse_file",
         title: "Parse C++/Python files",
         toolset: Toolset::Code,
-        description: "Parse C++/Python file(s) and return metadata: class, function and include counts, syntax errors, \
-language. `filepath` is a file, a list of files or a directory (recursive by default, filtered by `file_patterns`).",
+        description: "Parse C++/Python file(s) and return metadata: class, function and include counts, syntax errors, language.",
         input_schema: schema!("parse_file.input.json"),
         output_schema: schema!("parse_file.output.json"),
         effects: Effects::READS,
@@ -42,8 +41,7 @@ language. `filepath` is a file, a list of files or a directory (recursive by def
         name: "find_classes",
         title: "Find class declarations",
         toolset: Toolset::Code,
-        description: "Find all class declarations (C++ class/struct definitions, Python classes) with line (1-based) and \
-column (0-based). `filepath` is a file, a list of files or a directory.",
+        description: "Find all class declarations (C++ class/struct, Python class) with line (1-based), column (0-based).",
         input_schema: schema!("find_classes.input.json"),
         output_schema: schema!("find_classes.output.json"),
         effects: Effects::READS,
@@ -53,8 +51,8 @@ column (0-based). `filepath` is a file, a list of files or a directory.",
         name: "find_functions",
         title: "Find function definitions",
         toolset: Toolset::Code,
-        description: "Find all function definitions (free functions, methods, nested, out-of-line A::f, operators, \
-constructors, async def) with line (1-based) and column (0-based). `filepath` is a file, a list of files or a directory.",
+        description: "Find all function definitions (methods, nested, out-of-line A::f, operators, constructors, async def) with \
+line (1-based), column (0-based).",
         input_schema: schema!("find_functions.input.json"),
         output_schema: schema!("find_functions.output.json"),
         effects: Effects::READS,
@@ -64,8 +62,8 @@ constructors, async def) with line (1-based) and column (0-based). `filepath` is
         name: "execute_query",
         title: "Run a tree-sitter query",
         toolset: Toolset::Code,
-        description: "Execute a custom tree-sitter S-expression query on C++/Python file(s); returns capture_name, text, \
-line (1-based) and column (0-based) per capture, at most `max_matches` (default 1000).",
+        description: "Execute a custom tree-sitter S-expression query on C++/Python file(s): capture_name, text, line (1-based), \
+column (0-based).",
         input_schema: schema!("execute_query.input.json"),
         output_schema: schema!("execute_query.output.json"),
         effects: Effects::READS,
@@ -75,9 +73,8 @@ line (1-based) and column (0-based) per capture, at most `max_matches` (default 
         name: "find_symbol",
         title: "Find a symbol anywhere",
         toolset: Toolset::Code,
-        description: "Search every indexed C++/Python file for a class or function by name: exact, then prefix, then \
-substring matches, case-insensitive; qualified names work too (`Calibration::apply`). Returns file, line, column, kind \
-and qualified name.",
+        description: "Finds a class or function by name in all indexed C++/Python files (exact, prefix, then substring; any case): \
+file, line, kind, qualified name.",
         input_schema: schema!("find_symbol.input.json"),
         output_schema: schema!("find_symbol.output.json"),
         effects: Effects::READS,
@@ -87,8 +84,7 @@ and qualified name.",
         name: "get_outline",
         title: "Outline a source file",
         toolset: Toolset::Code,
-        description: "The nested outline of one C++/Python file: classes with their methods, functions with nested \
-functions, each with kind, line and end line.",
+        description: "The nested outline of one C++/Python file (classes, methods, functions): kind, line, end line.",
         input_schema: schema!("get_outline.input.json"),
         output_schema: schema!("get_outline.output.json"),
         effects: Effects::READS,

@@ -17,10 +17,8 @@ pub static TOOLS: &[ToolDef] = &[
         title: "List files",
         // Core, not Root: it lists every kind, so it stays when toolsets are off.
         toolset: Toolset::Core,
-        description: "List the files under the configured data roots, from quarry's catalog (no file is opened). \
-By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other kinds. \
-`pattern` is a glob on file names (run_*.root, *2024*); a pattern containing '/' matches root-relative paths ('**' crosses folders). \
-`resource` restricts to one root. Returns absolute paths to pass to the other tools.",
+        description: "Files under the data roots, from the catalog: ROOT by default, or kind hdf5, document, code, all. Absolute \
+paths for the other tools.",
         input_schema: include_str!("../../../schema/tools/list_files.input.json"),
         output_schema: include_str!("../../../schema/tools/list_files.output.json"),
         effects: Effects::READS,
@@ -30,9 +28,8 @@ By default lists ROOT files; kind='hdf5'|'document'|'code'|'all' lists the other
         name: "index_status",
         title: "Index status",
         toolset: Toolset::Core,
-        description: "How complete and fresh quarry's catalog is: per root and kind, files indexed, pending and failed \
-(with each failure's error), whether a scan is running and when the last full scan finished. \
-Call it when results look incomplete or a file seems missing.",
+        description: "How complete and fresh the catalog is per root and kind: files indexed, pending, failed (with errors), scan \
+running, last scan. Call it when results look incomplete.",
         input_schema: include_str!("../../../schema/tools/index_status.input.json"),
         output_schema: include_str!("../../../schema/tools/index_status.output.json"),
         effects: Effects::READS,

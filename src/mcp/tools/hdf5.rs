@@ -22,11 +22,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_dataset_slice",
         title: "Read a slice of an HDF5 dataset",
         toolset: Toolset::Hdf5,
-        description: "Reads part of an HDF5 dataset with NumPy basic indexing and returns nested lists shaped as NumPy \
-would. `uri` is h5://<absolute file path>?path=<dataset path> (from resources or find_datasets); `slice_str` is e.g. \
-'0:10', '::100, 0', '-5:', '..., 2', '' or '()' for a scalar. Only the selected elements are read. Strings are decoded, \
-compound rows become objects, enums their names, NaN/inf null. Results over the element cap are refused with a \
-retry_with that thins the slice with a step.",
+        description: "Part of an HDF5 dataset by NumPy basic indexing, as nested lists: strings decoded, compounds as objects, \
+enums as names, NaN/inf null. Over the element cap: a retry_with thinning the slice.",
         input_schema: include_str!("../../../schema/tools/read_dataset_slice.input.json"),
         output_schema: include_str!("../../../schema/tools/read_dataset_slice.output.json"),
         effects: Effects::READS,
@@ -36,10 +33,7 @@ retry_with that thins the slice with a step.",
         name: "find_datasets",
         title: "Find HDF5 datasets",
         toolset: Toolset::Hdf5,
-        description: "Searches the datasets of every indexed HDF5 file from the catalog: `name` is a glob on the dataset \
-name (or on its path when it contains '/'), `dtype` a NumPy type string ('<f4') or class (float, int, uint, bool, string, \
-compound, enum), `rank` the number of dimensions, `attribute` a glob on attribute names, `attribute_value` text the \
-attribute's value contains. Returns each dataset's URI, shape and dtype.",
+        description: "Searches every indexed HDF5 file's datasets by name, dtype, rank and attributes: URI, shape, dtype.",
         input_schema: include_str!("../../../schema/tools/find_datasets.input.json"),
         output_schema: include_str!("../../../schema/tools/find_datasets.output.json"),
         effects: Effects::READS,
@@ -49,9 +43,8 @@ attribute's value contains. Returns each dataset's URI, shape and dtype.",
         name: "get_dataset_stats",
         title: "Statistics of an HDF5 dataset",
         toolset: Toolset::Hdf5,
-        description: "Count, min, max, mean, std and NaN count of a numeric HDF5 dataset (or of a slice of it, \
-`slice_str` as in read_dataset_slice), read chunk by chunk so any size works. NaN and infinities are counted apart and \
-left out of the other figures.",
+        description: "Count, min, max, mean, std and NaN count of a numeric HDF5 dataset or slice (any size); NaN and infinities \
+left out of the rest.",
         input_schema: include_str!("../../../schema/tools/get_dataset_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_dataset_stats.output.json"),
         effects: Effects::READS,

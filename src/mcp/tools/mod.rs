@@ -12,10 +12,13 @@ mod rag;
 mod resources;
 mod root;
 mod root_analysis;
+mod root_compare;
+mod root_cutflow;
 mod root_dataset;
 mod root_dataset_answers;
 mod root_dataset_files;
 mod root_export;
+mod root_histogram;
 mod root_plot;
 mod root_quantities;
 mod root_rows;
@@ -282,6 +285,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(root::TOOLS)
         .chain(root_analysis::TOOLS)
+        .chain(root_cutflow::TOOLS)
+        .chain(root_compare::TOOLS)
         .chain(root_rows::TOOLS)
         .chain(root_export::TOOLS)
         .chain(root_saved_datasets::TOOLS)

@@ -14,11 +14,8 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "read_resource",
     title: "Read a quarry resource",
     toolset: Toolset::Resources,
-    description: "Returns what MCP resources/read returns for a quarry resource URI, for clients that cannot browse \
-resources. h5://<absolute file path>?path=<object path>: a group (attributes, members with kind, shape and dtype), a \
-dataset (shape, dtype, size, chunks, compression, fill value, attributes) or a link (kind and target), from the catalog; \
-start from h5://<file>?path=/ with a file from list_files(kind='hdf5'). raptor://{dataset_id}/nodes/{node_id} (from \
-rag_retrieve): the node's text as contents.",
+    description: "resources/read for clients without resources: an HDF5 group, dataset or link (h5://, start at path=/) from \
+the catalog, or a RAPTOR node's text (raptor://).",
     input_schema: include_str!("../../../schema/tools/read_resource.input.json"),
     output_schema: include_str!("../../../schema/tools/read_resource.output.json"),
     effects: Effects::READS,

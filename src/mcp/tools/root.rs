@@ -24,9 +24,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "inspect_file",
         title: "Inspect a ROOT file",
         toolset: Toolset::Root,
-        description: "High-level contents of a ROOT file from quarry's catalog (the file is not opened): ROOT version, \
-compression, trees (TTrees and RNTuples: path, kind, entries, branch count, compressed size), histograms (type, bins, entries), directories and \
-other objects.",
+        description: "A ROOT file's contents from the catalog: version, compression, trees (TTrees and RNTuples: path, kind, \
+entries, branches, size), histograms, directories, other objects.",
         input_schema: include_str!("../../../schema/tools/inspect_file.input.json"),
         output_schema: include_str!("../../../schema/tools/inspect_file.output.json"),
         effects: Effects::READS,
@@ -36,9 +35,8 @@ other objects.",
         name: "list_branches",
         title: "List a tree's branches",
         toolset: Toolset::Root,
-        description: "Branches of a TTree (an RNTuple's leaf fields, `Muon.pt`) from quarry's catalog: uproot-style type \
-(float32, float32[], int32[3], string), title, compression, whether jagged. `pattern` is a glob on branch names; include_stats=true also computes count, min, \
-max, mean and std by reading the data (slower).",
+        description: "Branches of a TTree (an RNTuple's leaf fields, `Muon.pt`) from the catalog: uproot-style type (float32, \
+float32[], int32[3]), title, compression, jagged.",
         input_schema: include_str!("../../../schema/tools/list_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/list_branches.output.json"),
         effects: Effects::READS,
@@ -48,8 +46,8 @@ max, mean and std by reading the data (slower).",
         name: "read_histogram",
         title: "Read a histogram",
         toolset: Toolset::Root,
-        description: "Reads a TH1, TH2, TProfile or TProfile2D stored in a ROOT file: bin edges, counts, errors, under/overflow, \
-entries and axis titles. 2-D counts are [y][x].",
+        description: "A stored TH1, TH2, TProfile or TProfile2D: bin edges, counts, errors, under/overflow, entries, axis titles; \
+2-D counts [y][x].",
         input_schema: include_str!("../../../schema/tools/read_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/read_histogram.output.json"),
         effects: Effects::READS,
@@ -455,17 +453,18 @@ struct ReadHistogramArgs {
     y_offset: Option<i64>,
 }
 
-fn read_histogram(
+/// The histogram `name` (`name;cycle` for a cycle) stored in the ROOT file
+/// `path`, with its catalog row: read_histogram's, and compare_histograms'.
+pub(super) fn stored_histogram(
     ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
-) -> Result<ToolOutput, ToolError> {
-    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
-    let file = known_root_file(ctx, &args.path)?;
+    path: &str,
+    name: &str,
+) -> Result<(crate::formats::root::Histogram, HistogramRow), ToolError> {
+    let file = known_root_file(ctx, path)?;
     let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
-    let (wanted, cycle) = match args.name.split_once(';') {
+    let (wanted, cycle) = match name.split_once(';') {
         Some((name, cycle)) => (name, Some(cycle)),
-        None => (args.name.as_str(), None),
+        None => (name, None),
     };
     let wanted = wanted.trim_matches('/');
     let Some(row) = hists
@@ -496,6 +495,16 @@ fn read_histogram(
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
+    Ok((h, row.clone()))
+}
+
+fn read_histogram(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
+    let (h, row) = stored_histogram(ctx, &args.path, &args.name)?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
     let tool = "read_histogram";

@@ -12,15 +12,14 @@ use super::root_dataset::{
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
 };
+use super::root_histogram::{HistPlans, HistogramArgs, fill_histogram, histogram_plans};
 use super::root_plot::with_plot;
 use super::root_quantities::{
     column_specs, defines_key, defines_of, expression_plan, quantity_plan, stored_branch,
 };
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::dataset::Member;
-use crate::analysis::ops::{
-    Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
-};
+use crate::analysis::ops::{Axis, HistRequest, count_selected, histogram_2d, value_range};
 use crate::analysis::plot::{Hist1Picture, Hist2Picture, png_1d, png_2d, text_1d, text_2d};
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
@@ -32,11 +31,10 @@ pub static TOOLS: &[ToolDef] = &[
         name: "apply_selection",
         title: "Count entries passing a cut",
         toolset: Toolset::Root,
-        description: "Counts the entries of a TTree that pass a ROOT TTree::Draw-style cut (e.g. \
-`Muon_pt > 25 && abs(Muon_eta) < 2.4`), reading only the branches the cut names. A cut on a collection is applied \
-element by element and an entry passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ Alt$ and x[i] \
-reduce a collection to one value per entry. ROOT::VecOps functions (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse \
-Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSecond) work too; define names expressions.",
+        description: "Counts the entries passing a ROOT TTree::Draw-style cut (e.g. `Muon_pt > 25 && abs(Muon_eta) < 2.4`), \
+reading only its branches. A collection passes when any element does; Length$ Sum$ Min$ Max$ MinIf$ MaxIf$ \
+Alt$, x[i], ROOT::VecOps (Sum Max Min ArgMax ArgMin Any All Take Sort Reverse Where InvariantMass \
+InvariantMasses DeltaR DeltaPhi) and PairFirst/PairSecond work.",
         input_schema: include_str!("../../../schema/tools/apply_selection.input.json"),
         output_schema: include_str!("../../../schema/tools/apply_selection.output.json"),
         effects: Effects::READS,
@@ -46,11 +44,9 @@ Where InvariantMass InvariantMasses DeltaR DeltaPhi) and pairs (PairFirst/PairSe
         name: "compute_histogram",
         title: "Histogram a branch",
         toolset: Toolset::Root,
-        description: "A 1-D histogram of a numeric branch or expression (the cut language, e.g. hypot(Muon_Px, Muon_Py) or \
-InvariantMasses(PairFirst(Muon_pt), ...); define names expressions) with an optional cut and weight: bins [lo, hi), \
-underflow/overflow, errors sqrt(N) (sqrt of the sum of squared weights when weighted), entries, mean, std. A \
-collection is flattened (each passing element counts) unless flatten=false, which histograms the number of passing \
-elements per entry. range defaults to the branch's cached min and max.",
+        description: "1-D histogram of a branch or expression (cut language: apply_selection), optional cut and weights: bins [lo, \
+hi), under/overflow, errors sqrt(N) (sqrt(sum w^2) weighted), entries, mean, std. Collections are flattened \
+unless flatten=false (count per entry).",
         input_schema: include_str!("../../../schema/tools/compute_histogram.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram.output.json"),
         effects: PLOTS,
@@ -60,8 +56,8 @@ elements per entry. range defaults to the branch's cached min and max.",
         name: "compute_histogram_2d",
         title: "Histogram two branches against each other",
         toolset: Toolset::Root,
-        description: "A 2-D histogram of two numeric branches or expressions (one value per entry, or of one collection) with an \
-optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to the branches' cached min and max.",
+        description: "2-D histogram of two branches or expressions (per entry, or of one collection), optional cut: counts [y][x], \
+bins [lo, hi); ranges default to min, max.",
         input_schema: include_str!("../../../schema/tools/compute_histogram_2d.input.json"),
         output_schema: include_str!("../../../schema/tools/compute_histogram_2d.output.json"),
         effects: PLOTS,
@@ -71,9 +67,8 @@ optional cut: counts are [y][x], bins [lo, hi) on each axis; ranges default to t
         name: "get_branch_stats",
         title: "Branch statistics with exact quantiles",
         toolset: Toolset::Root,
-        description: "count, mean, std, min, max and exact quantiles (numpy's linear interpolation, e.g. quantiles=[0.25, \
-0.5, 0.75]) of numeric branches or expressions ('name=expression' names one), optionally after a cut; a collection's elements are pooled (with a cut on it, the \
-passing elements). Non-finite values are left out.",
+        description: "count, mean, std, min, max and exact quantiles (numpy's linear) of branches or expressions, optional cut; \
+collection elements pooled; non-finite values left out.",
         input_schema: include_str!("../../../schema/tools/get_branch_stats.input.json"),
         output_schema: include_str!("../../../schema/tools/get_branch_stats.output.json"),
         effects: Effects::READS,
@@ -83,14 +78,14 @@ passing elements). Non-finite values are left out.",
 
 /// The histogram tools with `plot: true` write a PNG under the export folder,
 /// named after the request: the same request writes the same file again.
-const PLOTS: Effects = Effects {
+pub(super) const PLOTS: Effects = Effects {
     read_only: false,
     destructive: false,
     idempotent: true,
     asks_llm: false,
 };
 
-const MAX_BINS: i64 = 10_000;
+pub(super) const MAX_BINS: i64 = 10_000;
 const MAX_STATS_BRANCHES: usize = 100;
 const MAX_QUANTILES: usize = 100;
 const MAX_BINS_2D: i64 = 1_000;
@@ -281,28 +276,8 @@ fn apply_selection(
     Ok(out)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HistogramArgs {
-    path: Option<String>,
-    dataset: Option<DatasetArg>,
-    tree: Option<String>,
-    branch: String,
-    bins: i64,
-    range: Option<[f64; 2]>,
-    selection: Option<String>,
-    weights: Option<String>,
-    flatten: Option<bool>,
-    plot: Option<bool>,
-    offset: Option<i64>,
-    define: Option<Value>,
-    skip_mismatched: Option<bool>,
-    by_file: Option<bool>,
-    dry_run: Option<bool>,
-}
-
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
-fn checked_bins(name: &str, bins: i64, max: i64) -> Result<usize, ToolError> {
+pub(super) fn checked_bins(name: &str, bins: i64, max: i64) -> Result<usize, ToolError> {
     if bins < 1 {
         return Err(ToolError::new(
             "invalid_arguments",
@@ -338,7 +313,7 @@ fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
 /// An axis title: the branch's name and its title when it says more than the
 /// leaf's type (`Jet_pt: pt of jets`, not `Jet_pt[nJet]/F`), or its number
 /// per entry.
-fn axis_title(columns: &TreeColumns<'_>, branch: &str, multiplicity: bool) -> String {
+pub(super) fn axis_title(columns: &TreeColumns<'_>, branch: &str, multiplicity: bool) -> String {
     let title = columns
         .find(branch)
         .map(|c| columns.columns[c].origin.title().trim())
@@ -370,7 +345,7 @@ fn covering(min: f64, max: f64) -> (f64, f64) {
 
 /// The histogram range: given, else from the catalog's statistics (only
 /// without a cut on a plain branch), else from a pass over the values.
-fn resolve_range(
+pub(super) fn resolve_range(
     ctx: &Context,
     (t, columns, members): (&OpenTree, &[TreeColumns<'_>], &[Member<'_>]),
     req: &HistRequest<'_>,
@@ -404,31 +379,29 @@ fn compute_histogram(
     let offset = checked_offset(tool, "offset", args.offset)?;
     let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
     let mut columns = t.columns();
-    let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
-    let value = quantity_plan(&args.branch, &columns[0], &defines, &t)?;
-    let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
-    let weight = args
-        .weights
-        .as_deref()
-        .map(|w| quantity_plan(w, &columns[0], &defines, &t))
-        .transpose()?;
-    add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
+    let plans = histogram_plans(ctx, tool, &args, &t, &mut columns)?;
+    let HistPlans {
+        defines,
+        value,
+        cut,
+        weight,
+    } = &plans;
     if dry_run {
-        let read = columns_read(&[], &[Some(&value), cut.as_ref(), weight.as_ref()]);
+        let read = columns_read(&[], &[Some(value), cut.as_ref(), weight.as_ref()]);
         return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
     }
     let members = t.members(&columns);
-    let req = HistRequest {
-        value: &value,
-        cut: cut.as_ref(),
-        weight: weight.as_ref(),
-        flatten: args.flatten.unwrap_or(true),
-    };
-    let ((lo, hi), range_from) =
-        resolve_range(ctx, (&t, &columns, &members), &req, args.range, job)?;
-    let axis = Axis { bins, lo, hi };
-    let h = histogram(&members, &req, axis, job)
-        .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+    let flatten = args.flatten.unwrap_or(true);
+    let ((h, axis, range_from), req) = (
+        fill_histogram(ctx, job, (&t, &columns, &members), &plans, (&args, bins))?,
+        HistRequest {
+            value,
+            cut: cut.as_ref(),
+            weight: weight.as_ref(),
+            flatten,
+        },
+    );
+    let Axis { lo, hi, .. } = axis;
     let errors: Vec<f64> = h.sumw2.iter().map(|s| s.sqrt()).collect();
     let mut data = json!({
         "bin_edges": pages::from(&axis.edges(), offset),
@@ -499,7 +472,7 @@ fn compute_histogram(
             args.selection,
             args.weights,
             req.flatten,
-            defines_key(&defines)
+            defines_key(defines)
         );
         out = with_plot(ctx, out, &key, png_1d(&picture), text_1d(&picture));
     }

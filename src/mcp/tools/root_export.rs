@@ -25,10 +25,8 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
     title: "Export entries to a file",
     toolset: Toolset::Root,
-    description: "Writes the entries of a TTree passing an optional ROOT cut (branches or expressions chosen, \
-'name=expression' naming a column; up to 10,000,000 \
-entries) to a file under quarry's export folder: output_format json (array of records), csv, or parquet \
-(collections as list columns).",
+    description: "Writes the entries passing an optional cut (branches or expressions, up to 10,000,000) to a json, csv or \
+parquet file in the export folder.",
     input_schema: include_str!("../../../schema/tools/export_branches.input.json"),
     output_schema: include_str!("../../../schema/tools/export_branches.output.json"),
     // Replaces a file already at output_path; the same request writes the same

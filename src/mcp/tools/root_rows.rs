@@ -26,11 +26,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "read_branches",
         title: "Read entries of a tree",
         toolset: Toolset::Root,
-        description: "Values of branches or expressions ('pt=hypot(Muon_Px, Muon_Py)' names a column; define names \
-expressions) for the entries passing an optional ROOT cut, a page at a time (offset, \
-limit; truncated says more remain). flatten=true gives one record per collection element with the entry's other \
-values repeated. output_format: records (default), json (column arrays) or csv. Integers are exact (uint64 too); \
-NaN and infinities are null.",
+        description: "Values of branches or expressions for the entries passing an optional cut, a page at a time (offset, limit). \
+Integers exact; NaN and infinities null.",
         input_schema: include_str!("../../../schema/tools/read_branches.input.json"),
         output_schema: include_str!("../../../schema/tools/read_branches.output.json"),
         effects: Effects::READS,
@@ -40,9 +37,8 @@ NaN and infinities are null.",
         name: "sample_tree",
         title: "Sample entries of a tree",
         toolset: Toolset::Root,
-        description: "A quick look at a tree: the first `size` entries, or `size` random entries (method='random'; \
-the same seed always gives the same entries), of all branches by default (the first 64 of a tree with more). \
-Output as read_branches' records.",
+        description: "The first or `size` random (seeded) entries of all branches (the first 64 of a wider tree), as \
+read_branches' records.",
         input_schema: include_str!("../../../schema/tools/sample_tree.input.json"),
         output_schema: include_str!("../../../schema/tools/sample_tree.output.json"),
         effects: Effects::READS,

@@ -22,8 +22,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "define_dataset",
         title: "Save a ROOT dataset",
         toolset: Toolset::Root,
-        description: "Names ROOT files read as one (a glob, or paths) with their tree, a description and \
-expressions; analysis tools then take dataset='NAME' (a glob matched anew at each use).",
+        description: "Names ROOT files read as one (a glob, matched anew at each use, or paths) with their tree, description and \
+expressions; analysis tools then take dataset='NAME'.",
         input_schema: include_str!("../../../schema/tools/define_dataset.input.json"),
         output_schema: include_str!("../../../schema/tools/define_dataset.output.json"),
         // Writes quarry's catalog (a definition the user sees again), replacing

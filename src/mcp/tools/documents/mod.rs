@@ -28,8 +28,8 @@ pub static TOOLS: &[ToolDef] = &[
         name: "list_collections",
         title: "List document collections",
         toolset: Toolset::Docs,
-        description: "Browse the document collections (folders) of the knowledge base: the sub-collections of a folder \
-with their document counts, and the documents (PDF, Markdown, text) directly in it. path='' is the top.",
+        description: "Browse the document collections (folders): sub-collections with document counts, and the documents in the \
+folder.",
         input_schema: include_str!("../../../../schema/tools/list_collections.input.json"),
         output_schema: include_str!("../../../../schema/tools/list_collections.output.json"),
         effects: Effects::READS,
@@ -39,8 +39,7 @@ with their document counts, and the documents (PDF, Markdown, text) directly in 
         name: "find_document",
         title: "Find documents by name",
         toolset: Toolset::Docs,
-        description: "Find documents by file name, case-insensitively, across all collections: exact names first, then \
-names starting with the query, then names containing it.",
+        description: "Find documents by file name, any case: exact names, then prefixes, then substrings.",
         input_schema: include_str!("../../../../schema/tools/find_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/find_document.output.json"),
         effects: Effects::READS,
@@ -50,11 +49,8 @@ names starting with the query, then names containing it.",
         name: "search_documents",
         title: "Search inside documents",
         toolset: Toolset::Docs,
-        description: "Full-text search of the documents, line by line and case-insensitively, from quarry's index. \
-Query syntax: space = AND, | = OR (binds tighter than space), -term = NOT, \"exact phrase\", parentheses. A term matches \
-inside words (pedestal matches pedestals). Returns matching lines (1-based; for PDFs also the page) with context lines, \
-the total number of matches and whether max_results cut them. scope: global, a collection (sub-folders included) or one \
-document.",
+        description: "Full-text search of the documents, line by line: matching lines (PDFs with page) with context, total \
+matches. scope: global, a collection or a document.",
         input_schema: include_str!("../../../../schema/tools/search_documents.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_documents.output.json"),
         effects: Effects::READS,
@@ -64,8 +60,8 @@ document.",
         name: "search_multiple",
         title: "Run several searches",
         toolset: Toolset::Docs,
-        description: "Runs up to 10 search_documents queries in parallel over one scope; results are keyed by query, and \
-a query that fails (bad syntax) does not stop the others.",
+        description: "Up to 10 search_documents queries over one scope, results keyed by query; a failing query does not stop the \
+others.",
         input_schema: include_str!("../../../../schema/tools/search_multiple.input.json"),
         output_schema: include_str!("../../../../schema/tools/search_multiple.output.json"),
         effects: Effects::READS,
@@ -75,9 +71,8 @@ a query that fails (bad syntax) does not stop the others.",
         name: "read_document",
         title: "Read a document",
         toolset: Toolset::Docs,
-        description: "The text of a document, or of some of a PDF's pages (1-based; pages are ignored for Markdown and \
-text), from quarry's catalog (nothing is re-extracted). Multi-page documents get '--- Page N ---' separators. Long \
-content is cut at the configured character cap, with truncated=true.",
+        description: "A document's text, or some PDF pages ('--- Page N ---' separators), from the catalog; cut at the character \
+cap (truncated=true).",
         input_schema: include_str!("../../../../schema/tools/read_document.input.json"),
         output_schema: include_str!("../../../../schema/tools/read_document.output.json"),
         effects: Effects::READS,
@@ -87,8 +82,8 @@ content is cut at the configured character cap, with truncated=true.",
         name: "get_document_info",
         title: "Document information",
         toolset: Toolset::Docs,
-        description: "A document's format, size, pages, modification time, metadata (title, author, created, \
-keywords) and nested table of contents (the PDF outline, Markdown headers), from quarry's catalog.",
+        description: "A document's format, size, pages, modification time, metadata (title, author, created, keywords) and table \
+of contents.",
         input_schema: include_str!("../../../../schema/tools/get_document_info.input.json"),
         output_schema: include_str!("../../../../schema/tools/get_document_info.output.json"),
         effects: Effects::READS,

@@ -51,8 +51,7 @@ pub static TOOLS: &[ToolDef] = &[
     rag_tool!(
         "list_datasets",
         "List RAG datasets",
-        "The RAG datasets: one per root, named after it, holding the root's documents (PDF, Markdown, text) as RAPTOR \
-trees built lexically by quarry. Gives each dataset's document and node counts.",
+        "The RAG datasets (one per root, its documents as RAPTOR trees), with document and node counts.",
         retrieve::list_datasets
     ),
     ToolDef {
@@ -60,8 +59,7 @@ trees built lexically by quarry. Gives each dataset's document and node counts."
         ..rag_tool!(
             "create_chat_session",
             "Create a chat session",
-            "Creates a chat session over a dataset, stored in quarry's catalog folder with its title; answer_question \
-with the session_id records each question asked in it.",
+            "A chat session over a dataset; answer_question with its session_id records each question.",
             session::create_chat_session
         )
     },
@@ -70,18 +68,16 @@ with the session_id records each question asked in it.",
         ..rag_tool!(
             "ingest_document",
             "Ingest a document",
-            "Adds text to a dataset (created on first use): it is written as a Markdown file (front matter: source, tags) \
-into quarry's ingest folder, indexed, and added to the dataset's trees within about a second. Needs [rag] ingest_dir.",
+            "Adds text to a dataset (created on first use) as a Markdown file in the ingest folder, searchable within a \
+second. Needs [rag] ingest_dir.",
             ingest::ingest_document
         )
     },
     rag_tool!(
         "rag_retrieve",
         "Retrieve RAPTOR tree nodes",
-        "Ranks a dataset's tree nodes (chunks and extractive summaries) against a query by BM25 (score: higher is \
-better). mode collapsed ranks all nodes at once; traversal descends from the top layer. Returns raptor:// resource items \
-and the hits (id, uri, score, level, document, page, text). levels_cap, expand_k (leaves under summaries), \
-score_threshold; reranker is reported, never applied.",
+        "Ranks a dataset's tree nodes (chunks, summaries) against a query by BM25: hits with id, uri, score, level, \
+document, page, text.",
         retrieve::rag_retrieve
     ),
     rag_tool!(
@@ -102,10 +98,8 @@ score_threshold; reranker is reported, never applied.",
         ..rag_tool!(
             "answer_question",
             "Answer a question from a dataset",
-            "Answers from the best nodes. Without an [llm] model: extractive, the sentences that match the question quoted \
-verbatim with node ids and sources (document, page, line). With one: abstractive, the model's answer quoting the \
-numbered sources it was given, temperature applied (extractive with llm_error if it fails). session_id (from \
-create_chat_session) records the question.",
+            "Answers from the best nodes: extractive (sentences quoted with node ids and sources), or with an [llm] model \
+its answer citing numbered sources (extractive with llm_error if it fails).",
             answer::answer_question
         )
     },
@@ -118,8 +112,8 @@ create_chat_session) records the question.",
         ..rag_tool!(
             "rag_summarize",
             "Summarise nodes",
-            "A summary of the given nodes: extractive (their most central sentences with diversity, about 100 tokens, each \
-with its source), or abstractive through the [llm] model when one is configured.",
+            "A summary of nodes: extractive (central, diverse sentences, about 100 tokens, with sources), or abstractive \
+with an [llm] model.",
             answer::rag_summarize
         )
     },
@@ -138,8 +132,7 @@ with its source), or abstractive through the [llm] model when one is configured.
     rag_tool!(
         "rag_node_navigation",
         "Navigate from a node",
-        "direction 'parent': the node's parents (several when the clustering placed it in several clusters); \
-'siblings': the other children of its parents.",
+        "'parent': the node's parents (several when clustered into several); 'siblings': its parents' other children.",
         navigate::rag_node_navigation
     ),
     rag_tool!(
