@@ -442,17 +442,18 @@ struct ReadHistogramArgs {
     y_offset: Option<i64>,
 }
 
-fn read_histogram(
+/// A stored histogram of a catalogued ROOT file, by its path or name (with an
+/// optional `;cycle`), and its path in the file (read_histogram, fit_histogram).
+pub(super) fn stored_histogram(
     ctx: &Context,
-    _job: &Job,
-    args: Map<String, Value>,
-) -> Result<ToolOutput, ToolError> {
-    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
-    let file = known_root_file(ctx, &args.path)?;
+    path: &str,
+    name: &str,
+) -> Result<(crate::formats::root::Histogram, String), ToolError> {
+    let file = known_root_file(ctx, path)?;
     let hists: Vec<HistogramRow> = rows(ctx, ROOT_HISTOGRAMS, file.record.id, b"")?;
-    let (wanted, cycle) = match args.name.split_once(';') {
+    let (wanted, cycle) = match name.split_once(';') {
         Some((name, cycle)) => (name, Some(cycle)),
-        None => (args.name.as_str(), None),
+        None => (name, None),
     };
     let wanted = wanted.trim_matches('/');
     let Some(row) = hists
@@ -483,6 +484,16 @@ fn read_histogram(
     let h = root
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs, &e))?;
+    Ok((h, row.path.clone()))
+}
+
+fn read_histogram(
+    ctx: &Context,
+    _job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
+    let (h, row_path) = stored_histogram(ctx, &args.path, &args.name)?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
     let tool = "read_histogram";
@@ -491,7 +502,7 @@ fn read_histogram(
     let y_offset = checked_offset(tool, "y_offset", args.y_offset)?;
     let mut data = match &h.y {
         None => json!({
-            "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
+            "name": h.name, "type": h.class_name, "path": row_path, "title": h.title, "entries": h.entries,
             "x_title": h.x.title, "bin_edges": bins::from(&h.x.edges, offset),
             "bin_counts": bins::from(&values[1..nx - 1], offset),
             "bin_errors": bins::from(&errors[1..nx - 1], offset),
@@ -507,7 +518,7 @@ fn read_histogram(
                 ny,
             );
             json!({
-                "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
+                "name": h.name, "type": h.class_name, "path": row_path, "title": h.title, "entries": h.entries,
                 "x_title": h.x.title, "y_title": y.title,
                 "x_edges": bins::from(&h.x.edges, x_offset), "y_edges": bins::from(&y.edges, y_offset),
                 "counts": bins::window(&grid(&values, nx, ny), x_offset, y_offset),

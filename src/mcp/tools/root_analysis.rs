@@ -393,7 +393,7 @@ fn resolve_range(
     ))
 }
 
-fn compute_histogram(
+pub(super) fn compute_histogram(
     ctx: &Context,
     job: &Job,
     args: Map<String, Value>,
