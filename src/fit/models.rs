@@ -519,27 +519,34 @@ mod tests {
         assert!(parse("", false).is_err());
     }
 
-    /// Bin integrals of a closed-form CDF agree with the Gauss–Legendre rule.
+    /// Bin integrals of a closed-form CDF agree with the Gauss–Legendre rule
+    /// on the density written out here.
     #[test]
     fn cdfs_agree_with_quadrature() {
         let edges: Vec<f64> = (0..=20).map(|i| 80.0 + i as f64).collect();
-        for (shape, p) in [
-            (Shape::Gaussian, vec![90.3, 2.5]),
-            (Shape::BreitWigner, vec![91.0, 2.5]),
-            (Shape::Exponential, vec![-7.0]),
-            (Shape::Polynomial(2), vec![1.0, 0.3, -0.002]),
-            (Shape::Chebyshev(3), vec![1.0, 0.3, -0.2, 0.1]),
-        ] {
+        let t = |x: f64| (x - 90.0) / 10.0;
+        let cases: [(Shape, Vec<f64>, Box<dyn Fn(f64) -> f64>); 5] = [
+            (Shape::Gaussian, vec![90.3, 2.5], Box::new(|x: f64| {
+                (-0.5 * ((x - 90.3) / 2.5f64).powi(2)).exp() / (2.5 * (2.0 * PI).sqrt())
+            })),
+            (Shape::BreitWigner, vec![91.0, 2.5], Box::new(|x: f64| 1.25 / PI / ((x - 91.0).powi(2) + 1.5625))),
+            // τ < 0: shifted to the range's top.
+            (Shape::Exponential, vec![-7.0], Box::new(|x: f64| (-(x - 100.0) / -7.0).exp())),
+            (Shape::Polynomial(2), vec![1.0, 0.3, -0.002], Box::new(|x: f64| 1.0 + 0.3 * x - 0.002 * x * x)),
+            (Shape::Chebyshev(3), vec![1.0, 0.3, -0.2, 0.1], Box::new(move |x: f64| {
+                let u = t(x);
+                1.0 + 0.3 * u - 0.2 * (2.0 * u * u - 1.0) + 0.1 * (4.0 * u * u * u - 3.0 * u)
+            })),
+        ];
+        for (shape, p, density) in cases {
             let exact = bin_integrals(&shape, &p, &edges);
-            let density = |x: f64| -> f64 {
-                let h = 1e-4;
-                let one = [x - h, x + h];
-                let v = bin_integrals(&shape, &p, &one);
-                v[0] / (2.0 * h)
-            };
             for (i, w) in edges.windows(2).enumerate() {
-                let q = integrate(w[0], w[1], density);
-                assert!((q - exact[i]).abs() < 1e-6 * exact[i].abs().max(1e-3), "{shape:?} bin {i}: {q} vs {}", exact[i]);
+                let q = integrate(w[0], w[1], &density);
+                assert!(
+                    (q - exact[i]).abs() < 1e-9 * exact[i].abs().max(1e-6),
+                    "{shape:?} bin {i}: {q} vs {}",
+                    exact[i]
+                );
             }
         }
     }
