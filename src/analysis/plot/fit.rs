@@ -115,10 +115,14 @@ pub fn text_fit(p: &FitPicture<'_>) -> String {
         underflow: 0.0,
         overflow: 0.0,
     });
+    // One mark per column of the bars above (bins grouped as they are): the
+    // group's pull of largest size.
+    let group = p.pulls.len().div_ceil(TEXT_COLUMNS).max(1);
     let marks: String = p
         .pulls
-        .iter()
-        .map(|v| if *v > 2.0 { '+' } else if *v < -2.0 { '-' } else { '.' })
+        .chunks(group)
+        .map(|g| g.iter().copied().fold(0.0f64, |a, v| if v.abs() > a.abs() { v } else { a }))
+        .map(|v| if v > 2.0 { '+' } else if v < -2.0 { '-' } else { '.' })
         .collect();
     let worst = p.pulls.iter().map(|v| v.abs()).fold(0.0, f64::max);
     format!("{bars}\npulls per bin (+/- beyond 2 sigma): {marks}\nlargest |pull| {}", number(worst))
