@@ -1,7 +1,7 @@
 //! fit_histogram (issue #30 part 1) against iminuit: values, Hesse errors,
 //! covariance and Minos intervals of binned likelihood and χ² fits, on the Z
 //! peak of the testdata's uproot-Zmumu.root and on generated peaks with known
-//! truth. Expected values: tests/fixtures/fit/fits.json, written by
+//! truth, and a weighted one (the scaled Poisson likelihood). Expected values: tests/fixtures/fit/fits.json, written by
 //! scripts/fixtures/fits.py with iminuit (ExtendedBinnedNLL / BinnedNLL,
 //! Minuit.migrad/hesse/minos) and scipy.special.voigt_profile.
 //!
@@ -73,7 +73,8 @@ fn assert_matches(c: &Value, params: &[Value], fval: f64) {
 }
 
 fn engine_fit(c: &Value) -> fit::Report {
-    let h = Histogram { edges: numbers(&c["bin_edges"]), counts: numbers(&c["counts"]), variances: None };
+    let variances = c.get("variances").map(numbers);
+    let h = Histogram { edges: numbers(&c["bin_edges"]), counts: numbers(&c["counts"]), variances };
     let minos = c["parameters"][0].get("minos_lower").is_some();
     let request = Request {
         model: c["model"].as_str().unwrap(),
@@ -100,6 +101,8 @@ fn every_case_matches_iminuit() {
     for c in fixture()["cases"].as_array().unwrap() {
         let r = engine_fit(c);
         assert!(r.converged, "{}: {:?}", c["name"], r.reason);
+        let weighted = c.get("variances").is_some();
+        assert_eq!(r.cost_form.starts_with("scaled Poisson"), weighted, "{}", c["name"]);
         assert_matches(c, &as_json(&r), r.fval);
         // The covariance of the free parameters, as iminuit's, to 2e-3 of the
         // errors' product (plus iminuit's own Hesse inaccuracy).
