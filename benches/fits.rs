@@ -16,8 +16,19 @@ use serde_json::Value;
 fn signal_background() -> (Vec<f64>, Vec<f64>) {
     let text = include_str!("../tests/fixtures/fit/fits.json");
     let doc: Value = serde_json::from_str(text).unwrap();
-    let case = doc["cases"].as_array().unwrap().iter().find(|c| c["name"] == "signal_background").unwrap();
-    let numbers = |v: &Value| v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+    let case = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "signal_background")
+        .unwrap();
+    let numbers = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect::<Vec<_>>()
+    };
     (numbers(&case["bin_edges"]), numbers(&case["counts"]))
 }
 
@@ -58,7 +69,11 @@ impl Rng {
 
 fn coverage(toys: usize) {
     let (edges, counts) = signal_background();
-    let truth_h = Histogram { edges: edges.clone(), counts, variances: None };
+    let truth_h = Histogram {
+        edges: edges.clone(),
+        counts,
+        variances: None,
+    };
     // The truth: the fit to the fixture's histogram, whose expected counts the toys sample.
     let truth = fit::fit(&truth_h, &request()).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -66,8 +81,14 @@ fn coverage(toys: usize) {
     let (mut covered, mut fitted) = (vec![0usize; n], 0usize);
     for _ in 0..toys {
         let counts: Vec<f64> = truth.expected.iter().map(|m| rng.poisson(*m)).collect();
-        let h = Histogram { edges: edges.clone(), counts, variances: None };
-        let Ok(r) = fit::fit(&h, &request()) else { continue };
+        let h = Histogram {
+            edges: edges.clone(),
+            counts,
+            variances: None,
+        };
+        let Ok(r) = fit::fit(&h, &request()) else {
+            continue;
+        };
         if !r.converged {
             continue;
         }
@@ -82,7 +103,11 @@ fn coverage(toys: usize) {
     for (k, p) in truth.params.iter().enumerate() {
         let f = 100.0 * covered[k] as f64 / fitted.max(1) as f64;
         let ok = (f - 68.27).abs() <= 3.0;
-        println!("coverage {} {f:.1} % (target 68.3 +- 3: {})", p.name, if ok { "ok" } else { "MISSED" });
+        println!(
+            "coverage {} {f:.1} % (target 68.3 +- 3: {})",
+            p.name,
+            if ok { "ok" } else { "MISSED" }
+        );
     }
 }
 
@@ -96,7 +121,11 @@ fn main() {
     let full = args.iter().any(|a| a == "--bench");
     let rounds = if full { 200 } else { 3 };
     let (edges, counts) = signal_background();
-    let h = Histogram { edges, counts, variances: None };
+    let h = Histogram {
+        edges,
+        counts,
+        variances: None,
+    };
     let mut times = Vec::with_capacity(rounds);
     let mut calls = 0;
     for _ in 0..rounds {
@@ -111,6 +140,9 @@ fn main() {
     println!("quarry_fit_ms {median:.4}");
     println!("quarry_cost_calls {calls}");
     if full {
-        println!("target: <= 5 ms ({})", if median <= 5.0 { "met" } else { "MISSED" });
+        println!(
+            "target: <= 5 ms ({})",
+            if median <= 5.0 { "met" } else { "MISSED" }
+        );
     }
 }

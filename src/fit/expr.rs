@@ -73,11 +73,9 @@ fn node(e: &Expr, params: &mut Vec<String>) -> Result<Node, String> {
         }
         Expr::Unary(UnOp::Neg, a) => Node::Neg(Box::new(node(a, params)?)),
         Expr::Unary(UnOp::Not, a) => Node::Not(Box::new(node(a, params)?)),
-        Expr::Binary(op, a, b) => Node::Binary(
-            *op,
-            Box::new(node(a, params)?),
-            Box::new(node(b, params)?),
-        ),
+        Expr::Binary(op, a, b) => {
+            Node::Binary(*op, Box::new(node(a, params)?), Box::new(node(b, params)?))
+        }
         Expr::Call { func, args, at } => call(func, args, *at, params)?,
     })
 }

@@ -48,7 +48,8 @@ pub fn hessian(f: &Internal<'_>, u: &[f64]) -> Vec<Vec<f64>> {
                 x[j] = u[j];
                 v
             };
-            let v = (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * si * sj);
+            let v =
+                (at(1.0, 1.0) - at(1.0, -1.0) - at(-1.0, 1.0) + at(-1.0, -1.0)) / (4.0 * si * sj);
             h[i][j] = v;
             h[j][i] = v;
         }
@@ -102,7 +103,12 @@ pub fn invert_positive(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
 pub fn external_covariance(f: &Internal<'_>, u: &[f64], inverse: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let n = f.params.len();
     let mut cov = vec![vec![0.0; n]; n];
-    let jac: Vec<f64> = f.free.iter().enumerate().map(|(k, &i)| f.params[i].derivative(u[k])).collect();
+    let jac: Vec<f64> = f
+        .free
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| f.params[i].derivative(u[k]))
+        .collect();
     for (a, &i) in f.free.iter().enumerate() {
         for (b, &j) in f.free.iter().enumerate() {
             cov[i][j] = 2.0 * jac[a] * inverse[a][b] * jac[b];
@@ -117,7 +123,11 @@ mod tests {
 
     #[test]
     fn inverts_a_positive_matrix() {
-        let a = vec![vec![4.0, 1.0, 0.5], vec![1.0, 3.0, 0.2], vec![0.5, 0.2, 2.0]];
+        let a = vec![
+            vec![4.0, 1.0, 0.5],
+            vec![1.0, 3.0, 0.2],
+            vec![0.5, 0.2, 2.0],
+        ];
         let inv = invert_positive(&a).unwrap();
         for i in 0..3 {
             for j in 0..3 {

@@ -54,7 +54,9 @@ impl Param {
     /// Whether `x` is within a thousandth of the range of a limit (or of one
     /// unit of a one-sided limit's scale).
     pub fn at_limit(&self, x: f64, error: f64) -> bool {
-        let near = |l: f64| (x - l).abs() <= 1e-3 * error.max(1e-12) || (x - l).abs() < 1e-9 * (1.0 + l.abs());
+        let near = |l: f64| {
+            (x - l).abs() <= 1e-3 * error.max(1e-12) || (x - l).abs() < 1e-9 * (1.0 + l.abs())
+        };
         self.lower.is_some_and(near) || self.upper.is_some_and(near)
     }
 }
@@ -94,7 +96,10 @@ impl<'a> Internal<'a> {
     }
 
     pub fn start(&self) -> Vec<f64> {
-        self.free.iter().map(|&i| self.params[i].internal(self.params[i].value)).collect()
+        self.free
+            .iter()
+            .map(|&i| self.params[i].internal(self.params[i].value))
+            .collect()
     }
 
     /// The full external vector for internal `u`.
@@ -183,7 +188,14 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
     let n = u0.len();
     if n == 0 {
         let fval = f.value(&u0);
-        return Minimum { u: u0, fval, edm: 0.0, inverse: Some(Vec::new()), converged: fval < PENALTY, reason: None };
+        return Minimum {
+            u: u0,
+            fval,
+            edm: 0.0,
+            inverse: Some(Vec::new()),
+            converged: fval < PENALTY,
+            reason: None,
+        };
     }
     let mut u = u0;
     let mut inverse = seed(f, &u);
@@ -214,7 +226,9 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
     } else if edm >= EDM_MAX {
         Some(format!(
             "the estimated distance to minimum is {edm:.3e}, above {EDM_MAX}{}",
-            failure.map(|f| format!(" (the line search stopped: {f})")).unwrap_or_default()
+            failure
+                .map(|f| format!(" (the line search stopped: {f})"))
+                .unwrap_or_default()
         ))
     } else {
         None
@@ -222,14 +236,27 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
     finish(f, u, edm, inv, reason)
 }
 
-fn finish(f: &Internal<'_>, u: Vec<f64>, edm: f64, inverse: Option<Vec<Vec<f64>>>, reason: Option<String>) -> Minimum {
+fn finish(
+    f: &Internal<'_>,
+    u: Vec<f64>,
+    edm: f64,
+    inverse: Option<Vec<Vec<f64>>>,
+    reason: Option<String>,
+) -> Minimum {
     let fval = f.value(&u);
     let reason = if fval >= PENALTY {
         Some("the model could not be computed at any point tried (NaN, infinite or not positive where there are counts)".to_string())
     } else {
         reason
     };
-    Minimum { converged: reason.is_none(), u, fval, edm, inverse, reason }
+    Minimum {
+        converged: reason.is_none(),
+        u,
+        fval,
+        edm,
+        inverse,
+        reason,
+    }
 }
 
 /// One BFGS run from `u` with the inverse Hessian `inverse`.
@@ -260,7 +287,17 @@ fn identity_scaled(f: &Internal<'_>) -> Vec<Vec<f64>> {
     let steps = f.steps.borrow();
     let n = steps.len();
     (0..n)
-        .map(|i| (0..n).map(|j| if i == j { (100.0 * steps[i]).powi(2) } else { 0.0 }).collect())
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i == j {
+                        (100.0 * steps[i]).powi(2)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
         .collect()
 }
 
@@ -283,7 +320,9 @@ pub fn estimate(f: &Internal<'_>, u: &[f64]) -> (f64, Option<Vec<Vec<f64>>>) {
     let edm = match &inv {
         Some(inv) => {
             let n = g.len();
-            0.5 * (0..n).map(|i| (0..n).map(|j| g[i] * inv[i][j] * g[j]).sum::<f64>()).sum::<f64>()
+            0.5 * (0..n)
+                .map(|i| (0..n).map(|j| g[i] * inv[i][j] * g[j]).sum::<f64>())
+                .sum::<f64>()
         }
         None => f64::INFINITY,
     };
@@ -297,11 +336,32 @@ mod tests {
     #[test]
     fn transforms_round_trip() {
         for p in [
-            Param { value: 0.0, lower: Some(0.0), upper: Some(2.0), fixed: false },
-            Param { value: 0.0, lower: Some(1.0), upper: None, fixed: false },
-            Param { value: 0.0, lower: None, upper: Some(-1.0), fixed: false },
+            Param {
+                value: 0.0,
+                lower: Some(0.0),
+                upper: Some(2.0),
+                fixed: false,
+            },
+            Param {
+                value: 0.0,
+                lower: Some(1.0),
+                upper: None,
+                fixed: false,
+            },
+            Param {
+                value: 0.0,
+                lower: None,
+                upper: Some(-1.0),
+                fixed: false,
+            },
         ] {
-            let x = if p.lower == Some(1.0) { 3.5 } else if p.upper == Some(-1.0) { -4.0 } else { 0.7 };
+            let x = if p.lower == Some(1.0) {
+                3.5
+            } else if p.upper == Some(-1.0) {
+                -4.0
+            } else {
+                0.7
+            };
             assert!((p.external(p.internal(x)) - x).abs() < 1e-12);
             let u = p.internal(x);
             let numeric = (p.external(u + 1e-6) - p.external(u - 1e-6)) / 2e-6;
@@ -311,15 +371,30 @@ mod tests {
 
     #[test]
     fn finds_a_bounded_quadratic_minimum() {
-        let cost = |x: &[f64]| (x[0] - 1.0).powi(2) / 0.04 + (x[1] + 2.0).powi(2) + 0.5 * (x[0] - 1.0) * (x[1] + 2.0);
+        let cost = |x: &[f64]| {
+            (x[0] - 1.0).powi(2) / 0.04 + (x[1] + 2.0).powi(2) + 0.5 * (x[0] - 1.0) * (x[1] + 2.0)
+        };
         let params = [
-            Param { value: 0.5, lower: Some(0.0), upper: Some(3.0), fixed: false },
-            Param { value: 0.0, lower: None, upper: None, fixed: false },
+            Param {
+                value: 0.5,
+                lower: Some(0.0),
+                upper: Some(3.0),
+                fixed: false,
+            },
+            Param {
+                value: 0.0,
+                lower: None,
+                upper: None,
+                fixed: false,
+            },
         ];
         let f = Internal::new(&cost, &params);
         let m = migrad(&f, f.start());
         let x = f.external(&m.u);
         assert!(m.converged, "{:?}", m.reason);
-        assert!((x[0] - 1.0).abs() < 1e-6 && (x[1] + 2.0).abs() < 1e-6, "{x:?}");
+        assert!(
+            (x[0] - 1.0).abs() < 1e-6 && (x[1] + 2.0).abs() < 1e-6,
+            "{x:?}"
+        );
     }
 }

@@ -19,7 +19,14 @@ pub struct Side {
 }
 
 /// The profile's minimum with parameter `i` fixed at `v`.
-fn profile(cost: Cost<'_>, params: &[Param], best: &[f64], cov: &[Vec<f64>], i: usize, v: f64) -> f64 {
+fn profile(
+    cost: Cost<'_>,
+    params: &[Param],
+    best: &[f64],
+    cov: &[Vec<f64>],
+    i: usize,
+    v: f64,
+) -> f64 {
     let shift = v - best[i];
     let trial: Vec<Param> = params
         .iter()
@@ -43,12 +50,28 @@ fn profile(cost: Cost<'_>, params: &[Param], best: &[f64], cov: &[Vec<f64>], i: 
 }
 
 /// Minos for parameter `i` on side `sign` (−1 or +1).
-pub fn side(cost: Cost<'_>, params: &[Param], best: &[f64], cov: &[Vec<f64>], fmin: f64, i: usize, sign: f64) -> Side {
+pub fn side(
+    cost: Cost<'_>,
+    params: &[Param],
+    best: &[f64],
+    cov: &[Vec<f64>],
+    fmin: f64,
+    i: usize,
+    sign: f64,
+) -> Side {
     let sigma = cov[i][i].sqrt();
     if !(sigma > 0.0) {
-        return Side { error: 0.0, at_limit: false, valid: false };
+        return Side {
+            error: 0.0,
+            at_limit: false,
+            valid: false,
+        };
     }
-    let limit = if sign > 0.0 { params[i].upper } else { params[i].lower };
+    let limit = if sign > 0.0 {
+        params[i].upper
+    } else {
+        params[i].lower
+    };
     let mut delta = sigma;
     for _ in 0..TRIALS {
         let mut v = best[i] + sign * delta;
@@ -61,14 +84,30 @@ pub fn side(cost: Cost<'_>, params: &[Param], best: &[f64], cov: &[Vec<f64>], fm
         }
         let rise = profile(cost, params, best, cov, i, v) - fmin;
         if clamped && rise < 1.0 {
-            return Side { error: v - best[i], at_limit: true, valid: true };
+            return Side {
+                error: v - best[i],
+                at_limit: true,
+                valid: true,
+            };
         }
         if (rise - 1.0).abs() < TOLERANCE {
-            return Side { error: v - best[i], at_limit: false, valid: true };
+            return Side {
+                error: v - best[i],
+                at_limit: false,
+                valid: true,
+            };
         }
         let d = (v - best[i]).abs();
         // The profile is near a parabola: rise ≈ (d/σ')², so σ' = d/√rise.
-        delta = if rise > 0.0 && rise.is_finite() { d / rise.sqrt() } else { 0.5 * d };
+        delta = if rise > 0.0 && rise.is_finite() {
+            d / rise.sqrt()
+        } else {
+            0.5 * d
+        };
     }
-    Side { error: sign * delta, at_limit: false, valid: false }
+    Side {
+        error: sign * delta,
+        at_limit: false,
+        valid: false,
+    }
 }

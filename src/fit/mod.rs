@@ -102,17 +102,24 @@ impl<'h> Data<'h> {
             Some(v) => v.clone(),
             None => h.counts.clone(),
         };
-        let weighted = h
-            .variances
-            .as_ref()
-            .is_some_and(|v| v.iter().zip(&h.counts).any(|(v, n)| (v - n).abs() > 1e-9 * n.abs().max(1.0)));
+        let weighted = h.variances.as_ref().is_some_and(|v| {
+            v.iter()
+                .zip(&h.counts)
+                .any(|(v, n)| (v - n).abs() > 1e-9 * n.abs().max(1.0))
+        });
         let scale = h
             .counts
             .iter()
             .zip(&variance)
             .map(|(n, v)| if weighted && *v > 0.0 { n / v } else { 1.0 })
             .collect();
-        Data { h, total: h.counts.iter().sum(), variance, scale, weighted }
+        Data {
+            h,
+            total: h.counts.iter().sum(),
+            variance,
+            scale,
+            weighted,
+        }
     }
 
     /// 2 Σ [μ − n + n ln(n/μ)] on the (scaled) counts: −2 ln L relative to the
@@ -169,25 +176,41 @@ fn check_histogram(h: &Histogram, kind: CostKind) -> Result<(), FitError> {
     }
     if let Some(v) = &h.variances {
         if v.len() != n || v.iter().any(|e| !(e.is_finite() && *e >= 0.0)) {
-            return Err(FitError(format!("errors must be {n} finite numbers at or above 0")));
+            return Err(FitError(format!(
+                "errors must be {n} finite numbers at or above 0"
+            )));
         }
     }
     if kind == CostKind::Poisson && h.counts.iter().any(|c| *c < 0.0) {
-        return Err(FitError("a bin has negative contents, which a Poisson likelihood cannot fit: use cost='chi2'".into()));
+        return Err(FitError(
+            "a bin has negative contents, which a Poisson likelihood cannot fit: use cost='chi2'"
+                .into(),
+        ));
     }
     if h.counts.iter().sum::<f64>() <= 0.0 {
-        return Err(FitError("the histogram is empty: there is nothing to fit".into()));
+        return Err(FitError(
+            "the histogram is empty: there is nothing to fit".into(),
+        ));
     }
     Ok(())
 }
 
 /// The parameters with their start values, limits and fixed flags after the
 /// user's overrides.
-fn parameters(model: &Model, h: &Histogram, overrides: &[(String, Override)]) -> Result<Vec<Param>, FitError> {
+fn parameters(
+    model: &Model,
+    h: &Histogram,
+    overrides: &[(String, Override)],
+) -> Result<Vec<Param>, FitError> {
     let starts = model.starts(&Summary::of(&h.edges, &h.counts));
     let mut params: Vec<Param> = starts
         .iter()
-        .map(|s| Param { value: s.value, lower: s.lower, upper: s.upper, fixed: s.fixed })
+        .map(|s| Param {
+            value: s.value,
+            lower: s.lower,
+            upper: s.upper,
+            fixed: s.fixed,
+        })
         .collect();
     for (name, o) in overrides {
         let Some(i) = model.names.iter().position(|n| n == name) else {
@@ -198,15 +221,22 @@ fn parameters(model: &Model, h: &Histogram, overrides: &[(String, Override)]) ->
         };
         let p = &mut params[i];
         if let Some((lo, hi)) = o.limits {
-            if lo.zip(hi).is_some_and(|(a, b)| !(a < b)) || lo.is_some_and(|v| !v.is_finite()) || hi.is_some_and(|v| !v.is_finite()) {
-                return Err(FitError(format!("limits of '{name}' must be [lo, hi] with lo < hi (null for none)")));
+            if lo.zip(hi).is_some_and(|(a, b)| !(a < b))
+                || lo.is_some_and(|v| !v.is_finite())
+                || hi.is_some_and(|v| !v.is_finite())
+            {
+                return Err(FitError(format!(
+                    "limits of '{name}' must be [lo, hi] with lo < hi (null for none)"
+                )));
             }
             p.lower = lo;
             p.upper = hi;
         }
         if let Some(v) = o.value {
             if !v.is_finite() {
-                return Err(FitError(format!("the value of '{name}' must be a finite number")));
+                return Err(FitError(format!(
+                    "the value of '{name}' must be a finite number"
+                )));
             }
             p.value = v;
         }
@@ -215,7 +245,10 @@ fn parameters(model: &Model, h: &Histogram, overrides: &[(String, Override)]) ->
         }
         if p.lower.is_some_and(|l| p.value < l) || p.upper.is_some_and(|u| p.value > u) {
             if o.value.is_some() {
-                return Err(FitError(format!("the value of '{name}' ({}) is outside its limits", p.value)));
+                return Err(FitError(format!(
+                    "the value of '{name}' ({}) is outside its limits",
+                    p.value
+                )));
             }
             // A guessed start outside the user's limits: start inside them.
             p.value = match (p.lower, p.upper) {
@@ -265,7 +298,10 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
             .iter()
             .map(|n| {
                 model.names.iter().position(|m| m == n).ok_or_else(|| {
-                    FitError(format!("minos names '{n}', which the model does not have; its parameters are {}", model.names.join(", ")))
+                    FitError(format!(
+                        "minos names '{n}', which the model does not have; its parameters are {}",
+                        model.names.join(", ")
+                    ))
                 })
             })
             .collect::<Result<_, _>>()?,
@@ -343,9 +379,15 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         likelihood_ratio,
         likelihood_ratio_p_value: p(likelihood_ratio),
         cost_form: match (kind, data.weighted) {
-            (CostKind::Chi2, _) => "Neyman chi2: sum of (n - mu)^2 / error^2 over bins with error > 0",
-            (CostKind::Poisson, false) => "binned Poisson likelihood: fval = 2 sum(mu - n + n ln(n/mu)), -2 ln L relative to the saturated model",
-            (CostKind::Poisson, true) => "scaled Poisson likelihood for weighted counts (each bin scaled by n/error^2): fval = 2 sum(mu - n + n ln(n/mu)) on the scaled counts",
+            (CostKind::Chi2, _) => {
+                "Neyman chi2: sum of (n - mu)^2 / error^2 over bins with error > 0"
+            }
+            (CostKind::Poisson, false) => {
+                "binned Poisson likelihood: fval = 2 sum(mu - n + n ln(n/mu)), -2 ln L relative to the saturated model"
+            }
+            (CostKind::Poisson, true) => {
+                "scaled Poisson likelihood for weighted counts (each bin scaled by n/error^2): fval = 2 sum(mu - n + n ln(n/mu)) on the scaled counts"
+            }
         },
         expected,
         components,

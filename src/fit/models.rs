@@ -88,7 +88,11 @@ impl Shape {
             let Some(rest) = t.strip_prefix(prefix) else {
                 continue;
             };
-            let digits = rest.trim().trim_start_matches('(').trim_end_matches(')').trim();
+            let digits = rest
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .trim();
             if digits.is_empty() {
                 return Some(Ok(make(DEFAULT_DEGREE)));
             }
@@ -129,10 +133,13 @@ pub struct Model {
 /// in `x`.
 pub fn parse(text: &str, extended: bool) -> Result<Model, String> {
     if text.trim().is_empty() {
-        return Err(format!("model is empty: give e.g. 'gaussian + exponential' ({SHAPES}) or an expression in x"));
+        return Err(format!(
+            "model is empty: give e.g. 'gaussian + exponential' ({SHAPES}) or an expression in x"
+        ));
     }
     let terms: Vec<&str> = split_top_level(text);
-    let parsed: Vec<Option<Result<Shape, String>>> = terms.iter().map(|t| Shape::parse(t)).collect();
+    let parsed: Vec<Option<Result<Shape, String>>> =
+        terms.iter().map(|t| Shape::parse(t)).collect();
     let shapes: Vec<Shape> = if parsed.iter().all(Option::is_some) {
         parsed
             .into_iter()
@@ -148,7 +155,10 @@ pub fn parse(text: &str, extended: bool) -> Result<Model, String> {
         vec![Shape::Expression(Box::new(e))]
     };
     if shapes.len() > MAX_COMPONENTS {
-        return Err(format!("a model sums at most {MAX_COMPONENTS} shapes, got {}", shapes.len()));
+        return Err(format!(
+            "a model sums at most {MAX_COMPONENTS} shapes, got {}",
+            shapes.len()
+        ));
     }
     Ok(assemble(shapes, extended))
 }
@@ -187,7 +197,11 @@ fn assemble(shapes: Vec<Shape>, extended: bool) -> Model {
         let own = shape.param_names();
         let first = names.len();
         for p in &own {
-            names.push(if sum { format!("{label}_{p}") } else { p.clone() });
+            names.push(if sum {
+                format!("{label}_{p}")
+            } else {
+                p.clone()
+            });
         }
         components.push(Component {
             label,
@@ -284,11 +298,21 @@ pub struct Start {
 }
 
 fn free(value: f64) -> Start {
-    Start { value, lower: None, upper: None, fixed: false }
+    Start {
+        value,
+        lower: None,
+        upper: None,
+        fixed: false,
+    }
 }
 
 fn positive(value: f64) -> Start {
-    Start { value, lower: Some(0.0), upper: None, fixed: false }
+    Start {
+        value,
+        lower: Some(0.0),
+        upper: None,
+        fixed: false,
+    }
 }
 
 impl Shape {
@@ -296,7 +320,12 @@ impl Shape {
         let width = s.hi - s.lo;
         match self {
             Shape::Gaussian => vec![free(s.peak), positive(s.sigma)],
-            Shape::CrystalBall => vec![free(s.peak), positive(s.sigma), positive(1.5), positive(5.0)],
+            Shape::CrystalBall => vec![
+                free(s.peak),
+                positive(s.sigma),
+                positive(1.5),
+                positive(5.0),
+            ],
             Shape::DoubleCrystalBall => vec![
                 free(s.peak),
                 positive(s.sigma),
@@ -306,7 +335,11 @@ impl Shape {
                 positive(5.0),
             ],
             Shape::BreitWigner => vec![free(s.peak), positive(2.3548 * s.sigma)],
-            Shape::Voigtian => vec![free(s.peak), positive(s.sigma / 1.5), positive(1.2 * s.sigma)],
+            Shape::Voigtian => vec![
+                free(s.peak),
+                positive(s.sigma / 1.5),
+                positive(1.2 * s.sigma),
+            ],
             Shape::Exponential => {
                 let (l, r) = (s.left_density, s.right_density);
                 let tau = if l > 0.0 && r > 0.0 && (l / r).ln().abs() > 1e-3 {
@@ -317,10 +350,20 @@ impl Shape {
                 vec![free(tau)]
             }
             Shape::Polynomial(d) | Shape::Chebyshev(d) => (0..=*d)
-                .map(|k| Start { value: if k == 0 { 1.0 } else { 0.0 }, lower: None, upper: None, fixed: k == 0 })
+                .map(|k| Start {
+                    value: if k == 0 { 1.0 } else { 0.0 },
+                    lower: None,
+                    upper: None,
+                    fixed: k == 0,
+                })
                 .collect(),
             Shape::Argus => vec![
-                Start { value: s.hi, lower: None, upper: None, fixed: true },
+                Start {
+                    value: s.hi,
+                    lower: None,
+                    upper: None,
+                    fixed: true,
+                },
                 free(-1.0),
                 positive(0.5),
             ],
@@ -332,7 +375,11 @@ impl Shape {
 impl Model {
     /// Start values for every parameter.
     pub fn starts(&self, s: &Summary) -> Vec<Start> {
-        let mut out: Vec<Start> = self.components.iter().flat_map(|c| c.shape.starts(s)).collect();
+        let mut out: Vec<Start> = self
+            .components
+            .iter()
+            .flat_map(|c| c.shape.starts(s))
+            .collect();
         let k = self.components.len();
         if self.extended {
             out.extend((0..k).map(|_| positive(s.total / k as f64)));
@@ -397,7 +444,10 @@ pub fn bin_integrals(shape: &Shape, p: &[f64], edges: &[f64]) -> Vec<f64> {
         values.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>()
     };
     let by_rule = |f: &dyn Fn(f64) -> f64| {
-        edges.windows(2).map(|w| integrate(w[0], w[1], f)).collect::<Vec<f64>>()
+        edges
+            .windows(2)
+            .map(|w| integrate(w[0], w[1], f))
+            .collect::<Vec<f64>>()
     };
     match shape {
         Shape::Gaussian => {
@@ -457,7 +507,11 @@ pub fn bin_integrals(shape: &Shape, p: &[f64], edges: &[f64]) -> Vec<f64> {
             let (m0, c, power) = (p[0], p[1], p[2]);
             by_rule(&|x| {
                 let z = 1.0 - (x / m0).powi(2);
-                if z <= 0.0 { 0.0 } else { x * z.powf(power) * (c * z).exp() }
+                if z <= 0.0 {
+                    0.0
+                } else {
+                    x * z.powf(power) * (c * z).exp()
+                }
             })
         }
         Shape::Expression(e) => by_rule(&|x| expr::eval(&e.root, x, p)),
@@ -507,11 +561,29 @@ mod tests {
     #[test]
     fn sums_prefix_names_and_add_yields() {
         let m = parse("gaussian + exponential", true).unwrap();
-        assert_eq!(m.names, ["gaussian_mu", "gaussian_sigma", "exponential_tau", "n_gaussian", "n_exponential"]);
+        assert_eq!(
+            m.names,
+            [
+                "gaussian_mu",
+                "gaussian_sigma",
+                "exponential_tau",
+                "n_gaussian",
+                "n_exponential"
+            ]
+        );
         let m = parse("gaussian + gaussian + polynomial(2)", false).unwrap();
         assert_eq!(m.names[0], "gaussian1_mu");
         assert_eq!(m.names[2], "gaussian2_mu");
-        assert_eq!(&m.names[4..], ["polynomial_c0", "polynomial_c1", "polynomial_c2", "f_gaussian1", "f_gaussian2"]);
+        assert_eq!(
+            &m.names[4..],
+            [
+                "polynomial_c0",
+                "polynomial_c1",
+                "polynomial_c2",
+                "f_gaussian1",
+                "f_gaussian2"
+            ]
+        );
         let m = parse("crystal_ball", false).unwrap();
         assert_eq!(m.names, ["mu", "sigma", "alpha", "n"]);
         assert!(parse("polynomial(9)", false).is_err());
@@ -526,17 +598,37 @@ mod tests {
         let edges: Vec<f64> = (0..=20).map(|i| 80.0 + i as f64).collect();
         let t = |x: f64| (x - 90.0) / 10.0;
         let cases: [(Shape, Vec<f64>, Box<dyn Fn(f64) -> f64>); 5] = [
-            (Shape::Gaussian, vec![90.3, 2.5], Box::new(|x: f64| {
-                (-0.5 * ((x - 90.3) / 2.5f64).powi(2)).exp() / (2.5 * (2.0 * PI).sqrt())
-            })),
-            (Shape::BreitWigner, vec![91.0, 2.5], Box::new(|x: f64| 1.25 / PI / ((x - 91.0).powi(2) + 1.5625))),
+            (
+                Shape::Gaussian,
+                vec![90.3, 2.5],
+                Box::new(|x: f64| {
+                    (-0.5 * ((x - 90.3) / 2.5f64).powi(2)).exp() / (2.5 * (2.0 * PI).sqrt())
+                }),
+            ),
+            (
+                Shape::BreitWigner,
+                vec![91.0, 2.5],
+                Box::new(|x: f64| 1.25 / PI / ((x - 91.0).powi(2) + 1.5625)),
+            ),
             // τ < 0: shifted to the range's top.
-            (Shape::Exponential, vec![-7.0], Box::new(|x: f64| (-(x - 100.0) / -7.0).exp())),
-            (Shape::Polynomial(2), vec![1.0, 0.3, -0.002], Box::new(|x: f64| 1.0 + 0.3 * x - 0.002 * x * x)),
-            (Shape::Chebyshev(3), vec![1.0, 0.3, -0.2, 0.1], Box::new(move |x: f64| {
-                let u = t(x);
-                1.0 + 0.3 * u - 0.2 * (2.0 * u * u - 1.0) + 0.1 * (4.0 * u * u * u - 3.0 * u)
-            })),
+            (
+                Shape::Exponential,
+                vec![-7.0],
+                Box::new(|x: f64| (-(x - 100.0) / -7.0).exp()),
+            ),
+            (
+                Shape::Polynomial(2),
+                vec![1.0, 0.3, -0.002],
+                Box::new(|x: f64| 1.0 + 0.3 * x - 0.002 * x * x),
+            ),
+            (
+                Shape::Chebyshev(3),
+                vec![1.0, 0.3, -0.2, 0.1],
+                Box::new(move |x: f64| {
+                    let u = t(x);
+                    1.0 + 0.3 * u - 0.2 * (2.0 * u * u - 1.0) + 0.1 * (4.0 * u * u * u - 3.0 * u)
+                }),
+            ),
         ];
         for (shape, p, density) in cases {
             let exact = bin_integrals(&shape, &p, &edges);

@@ -43,7 +43,9 @@ pub fn png_fit(p: &FitPicture<'_>) -> Result<Vec<u8>, String> {
     let px = |x: f64| x0 + ((x - lo) / (hi - lo) * f64::from(x1 - x0)) as i32;
     let py = |c: f64| main_bottom - (c.clamp(0.0, top) / top * f64::from(main_bottom - y0)) as i32;
     let pull_mid = (pull_top + y1) / 2;
-    let pp = |v: f64| pull_mid - (v.clamp(-PULL_RANGE, PULL_RANGE) / PULL_RANGE * f64::from(y1 - pull_mid)) as i32;
+    let pp = |v: f64| {
+        pull_mid - (v.clamp(-PULL_RANGE, PULL_RANGE) / PULL_RANGE * f64::from(y1 - pull_mid)) as i32
+    };
     let steps = |values: &[f64]| -> Vec<(i32, i32)> {
         values
             .iter()
@@ -72,13 +74,23 @@ pub fn png_fit(p: &FitPicture<'_>) -> Result<Vec<u8>, String> {
         let pull_fill = RGBColor(70, 110, 180).filled();
         for (i, &v) in p.pulls.iter().enumerate() {
             let rect = [(px(p.edges[i]), pp(v)), (px(p.edges[i + 1]), pull_mid)];
-            root.draw(&Rectangle::new(rect, pull_fill)).map_err(draw_err)?;
+            root.draw(&Rectangle::new(rect, pull_fill))
+                .map_err(draw_err)?;
         }
-        for (a, b) in [((x0, y0), (x0, main_bottom)), ((x0, main_bottom), (x1, main_bottom))] {
-            root.draw(&PathElement::new([a, b], BLACK)).map_err(draw_err)?;
+        for (a, b) in [
+            ((x0, y0), (x0, main_bottom)),
+            ((x0, main_bottom), (x1, main_bottom)),
+        ] {
+            root.draw(&PathElement::new([a, b], BLACK))
+                .map_err(draw_err)?;
         }
-        for (a, b) in [((x0, pull_top), (x0, y1)), ((x0, y1), (x1, y1)), ((x0, pull_mid), (x1, pull_mid))] {
-            root.draw(&PathElement::new([a, b], BLACK)).map_err(draw_err)?;
+        for (a, b) in [
+            ((x0, pull_top), (x0, y1)),
+            ((x0, y1), (x1, y1)),
+            ((x0, pull_mid), (x1, pull_mid)),
+        ] {
+            root.draw(&PathElement::new([a, b], BLACK))
+                .map_err(draw_err)?;
         }
     }
     let mut text = Labels::new(&mut rgb);
@@ -121,9 +133,24 @@ pub fn text_fit(p: &FitPicture<'_>) -> String {
     let marks: String = p
         .pulls
         .chunks(group)
-        .map(|g| g.iter().copied().fold(0.0f64, |a, v| if v.abs() > a.abs() { v } else { a }))
-        .map(|v| if v > 2.0 { '+' } else if v < -2.0 { '-' } else { '.' })
+        .map(|g| {
+            g.iter()
+                .copied()
+                .fold(0.0f64, |a, v| if v.abs() > a.abs() { v } else { a })
+        })
+        .map(|v| {
+            if v > 2.0 {
+                '+'
+            } else if v < -2.0 {
+                '-'
+            } else {
+                '.'
+            }
+        })
         .collect();
     let worst = p.pulls.iter().map(|v| v.abs()).fold(0.0, f64::max);
-    format!("{bars}\npulls per bin (+/- beyond 2 sigma): {marks}\nlargest |pull| {}", number(worst))
+    format!(
+        "{bars}\npulls per bin (+/- beyond 2 sigma): {marks}\nlargest |pull| {}",
+        number(worst)
+    )
 }

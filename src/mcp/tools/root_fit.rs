@@ -87,20 +87,39 @@ fn histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histogram, Str
     }
     if given {
         let (Some(edges), Some(counts)) = (&args.bin_edges, &args.counts) else {
-            return Err(invalid("bin_edges and counts go together", "Give both, as compute_histogram returns them"));
+            return Err(invalid(
+                "bin_edges and counts go together",
+                "Give both, as compute_histogram returns them",
+            ));
         };
-        let variances = args.errors.as_ref().map(|e| e.iter().map(|v| v * v).collect());
-        return Ok((Histogram { edges: edges.clone(), counts: counts.clone(), variances }, "x".into()));
+        let variances = args
+            .errors
+            .as_ref()
+            .map(|e| e.iter().map(|v| v * v).collect());
+        return Ok((
+            Histogram {
+                edges: edges.clone(),
+                counts: counts.clone(),
+                variances,
+            },
+            "x".into(),
+        ));
     }
     if stored {
         let Some(path) = &args.path else {
-            return Err(invalid("a stored histogram needs path with name", "Use inspect_file() to list the histograms"));
+            return Err(invalid(
+                "a stored histogram needs path with name",
+                "Use inspect_file() to list the histograms",
+            ));
         };
         let name = args.name.as_deref().unwrap_or_default();
         let (h, _) = stored_histogram(ctx, path, name)?;
         if h.y.is_some() || h.profile.is_some() {
             return Err(invalid(
-                format!("'{name}' is not a 1-D histogram (a {}): fit_histogram fits TH1s", h.class_name),
+                format!(
+                    "'{name}' is not a 1-D histogram (a {}): fit_histogram fits TH1s",
+                    h.class_name
+                ),
                 "Histogram a projection with compute_histogram, or pick a TH1 from inspect_file()",
             ));
         }
@@ -111,7 +130,11 @@ fn histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histogram, Str
             counts: values[1..=n].to_vec(),
             variances: Some(errors[1..=n].iter().map(|e| e * e).collect()),
         };
-        let title = if h.x.title.is_empty() { name.to_string() } else { h.x.title.clone() };
+        let title = if h.x.title.is_empty() {
+            name.to_string()
+        } else {
+            h.x.title.clone()
+        };
         return Ok((within(hist, args.range)?, title));
     }
     computed_histogram(ctx, job, args)
@@ -120,9 +143,14 @@ fn histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histogram, Str
 /// The bins of a histogram inside `range` (all without one).
 fn within(h: Histogram, range: Option<[f64; 2]>) -> Result<Histogram, ToolError> {
     let Some([lo, hi]) = range else { return Ok(h) };
-    let keep: Vec<usize> = (0..h.counts.len()).filter(|&i| h.edges[i] >= lo && h.edges[i + 1] <= hi).collect();
+    let keep: Vec<usize> = (0..h.counts.len())
+        .filter(|&i| h.edges[i] >= lo && h.edges[i + 1] <= hi)
+        .collect();
     if keep.is_empty() {
-        return Err(invalid(format!("no bin lies inside range [{lo}, {hi}]"), "Widen range, or read the bins with read_histogram"));
+        return Err(invalid(
+            format!("no bin lies inside range [{lo}, {hi}]"),
+            "Widen range, or read the bins with read_histogram",
+        ));
     }
     let (a, b) = (keep[0], keep[keep.len() - 1]);
     Ok(Histogram {
@@ -134,12 +162,22 @@ fn within(h: Histogram, range: Option<[f64; 2]>) -> Result<Histogram, ToolError>
 
 /// A histogram made by compute_histogram itself, page by page if the result
 /// budget cuts its bins.
-fn computed_histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histogram, String), ToolError> {
+fn computed_histogram(
+    ctx: &Context,
+    job: &Job,
+    args: &FitArgs,
+) -> Result<(Histogram, String), ToolError> {
     let Some(bins) = args.bins else {
-        return Err(invalid("bins is needed with branch", "e.g. bins=50, as for compute_histogram"));
+        return Err(invalid(
+            "bins is needed with branch",
+            "e.g. bins=50, as for compute_histogram",
+        ));
     };
     if bins < 1 || bins as usize > MAX_BINS {
-        return Err(invalid(format!("bins must be from 1 to {MAX_BINS}, got {bins}"), "Give fewer bins"));
+        return Err(invalid(
+            format!("bins must be from 1 to {MAX_BINS}, got {bins}"),
+            "Give fewer bins",
+        ));
     }
     let mut request = Map::new();
     let mut put = |k: &str, v: Option<Value>| {
@@ -164,9 +202,16 @@ fn computed_histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histo
         page.insert("offset".into(), json!(counts.len()));
         let out = compute_histogram(ctx, job, page)?;
         let numbers = |key: &str| -> Vec<f64> {
-            out.data[key].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+            out.data[key]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default()
         };
-        let (e, c, r) = (numbers("bin_edges"), numbers("bin_counts"), numbers("bin_errors"));
+        let (e, c, r) = (
+            numbers("bin_edges"),
+            numbers("bin_counts"),
+            numbers("bin_errors"),
+        );
         if c.is_empty() {
             return Err(ToolError::internal("compute_histogram gave no bins"));
         }
@@ -181,28 +226,48 @@ fn computed_histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histo
     let weighted = args.weights.is_some();
     let variances = weighted.then(|| errors.iter().map(|e| e * e).collect());
     let title = args.branch.clone().unwrap_or_default();
-    Ok((Histogram { edges, counts, variances }, title))
+    Ok((
+        Histogram {
+            edges,
+            counts,
+            variances,
+        },
+        title,
+    ))
 }
 
 /// The `parameters` overrides: `{name: {value, limits, fixed}}`.
 fn overrides(given: Option<&Map<String, Value>>) -> Result<Vec<(String, Override)>, ToolError> {
     let bad = |name: &str| {
         invalid(
-            format!("parameters.{name} must be an object {{value?: number, limits?: [lo|null, hi|null], fixed?: bool}}"),
+            format!(
+                "parameters.{name} must be an object {{value?: number, limits?: [lo|null, hi|null], fixed?: bool}}"
+            ),
             "e.g. parameters={\"gaussian_mu\": {\"value\": 91, \"limits\": [85, 95]}}",
         )
     };
     let mut out = Vec::new();
     for (name, v) in given.into_iter().flatten() {
-        let Some(o) = v.as_object() else { return Err(bad(name)) };
+        let Some(o) = v.as_object() else {
+            return Err(bad(name));
+        };
         let mut item = Override::default();
         for (k, v) in o {
             match k.as_str() {
                 "value" => item.value = Some(v.as_f64().ok_or_else(|| bad(name))?),
                 "fixed" => item.fixed = Some(v.as_bool().ok_or_else(|| bad(name))?),
                 "limits" => {
-                    let pair = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| bad(name))?;
-                    let side = |x: &Value| if x.is_null() { Ok(None) } else { x.as_f64().map(Some).ok_or_else(|| bad(name)) };
+                    let pair = v
+                        .as_array()
+                        .filter(|a| a.len() == 2)
+                        .ok_or_else(|| bad(name))?;
+                    let side = |x: &Value| {
+                        if x.is_null() {
+                            Ok(None)
+                        } else {
+                            x.as_f64().map(Some).ok_or_else(|| bad(name))
+                        }
+                    };
                     item.limits = Some((side(&pair[0])?, side(&pair[1])?));
                 }
                 _ => return Err(bad(name)),
@@ -221,20 +286,37 @@ fn minos_request(v: Option<&Value>) -> Result<MinosRequest, ToolError> {
             a.iter()
                 .map(|n| n.as_str().map(str::to_string))
                 .collect::<Option<_>>()
-                .ok_or_else(|| invalid("minos must be true or a list of parameter names", "e.g. minos=[\"gaussian_mu\"]"))?,
+                .ok_or_else(|| {
+                    invalid(
+                        "minos must be true or a list of parameter names",
+                        "e.g. minos=[\"gaussian_mu\"]",
+                    )
+                })?,
         ),
-        Some(_) => return Err(invalid("minos must be true or a list of parameter names", "e.g. minos=[\"gaussian_mu\"]")),
+        Some(_) => {
+            return Err(invalid(
+                "minos must be true or a list of parameter names",
+                "e.g. minos=[\"gaussian_mu\"]",
+            ));
+        }
     })
 }
 
-pub(super) fn fit_histogram(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+pub(super) fn fit_histogram(
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let args: FitArgs = parse_args(TOOL, args)?;
     let offset = checked_offset(TOOL, "offset", args.offset)?;
     let cost = match args.cost.as_deref() {
         None | Some("poisson") => CostKind::Poisson,
         Some("chi2") => CostKind::Chi2,
         Some(other) => {
-            return Err(invalid(format!("cost must be 'poisson' or 'chi2', got '{other}'"), "Leave cost out for the Poisson likelihood"));
+            return Err(invalid(
+                format!("cost must be 'poisson' or 'chi2', got '{other}'"),
+                "Leave cost out for the Poisson likelihood",
+            ));
         }
     };
     let request = Request {
@@ -246,7 +328,13 @@ pub(super) fn fit_histogram(ctx: &Context, job: &Job, args: Map<String, Value>) 
     };
     let (h, x_title) = histogram(ctx, job, &args)?;
     if h.counts.len() > MAX_BINS {
-        return Err(invalid(format!("{} bins is more than the {MAX_BINS} a fit takes", h.counts.len()), "Rebin with compute_histogram"));
+        return Err(invalid(
+            format!(
+                "{} bins is more than the {MAX_BINS} a fit takes",
+                h.counts.len()
+            ),
+            "Rebin with compute_histogram",
+        ));
     }
     let report = fit::fit(&h, &request).map_err(|FitError(why)| {
         invalid(
@@ -259,10 +347,27 @@ pub(super) fn fit_histogram(ctx: &Context, job: &Job, args: Map<String, Value>) 
         out = with_fit_plot(ctx, out, &args, &h, &report, &x_title);
     }
     let budget = ctx.budget(TOOL);
-    let mut per_bin = vec!["/bin_counts".to_string(), "/fitted".to_string(), "/pulls".to_string()];
-    per_bin.extend(report.components.iter().filter(|_| report.components.len() > 1).map(|(l, _)| format!("/components/{l}")));
+    let mut per_bin = vec![
+        "/bin_counts".to_string(),
+        "/fitted".to_string(),
+        "/pulls".to_string(),
+    ];
+    per_bin.extend(
+        report
+            .components
+            .iter()
+            .filter(|_| report.components.len() > 1)
+            .map(|(l, _)| format!("/components/{l}")),
+    );
     let per_bin: Vec<&str> = per_bin.iter().map(String::as_str).collect();
-    pages::page_1d(&budget, &mut out, "/bin_edges", &per_bin, offset, h.counts.len());
+    pages::page_1d(
+        &budget,
+        &mut out,
+        "/bin_edges",
+        &per_bin,
+        offset,
+        h.counts.len(),
+    );
     Ok(out)
 }
 
@@ -281,9 +386,25 @@ fn answer(args: &FitArgs, h: &Histogram, r: &Report, offset: usize) -> ToolOutpu
             })
         })
         .collect();
-    let matrix = |m: &Vec<Vec<f64>>| -> Value { m.iter().map(|row| row.iter().map(|v| finite(*v)).collect::<Vec<_>>()).collect() };
-    let from = |v: &[f64]| pages::from(&v.iter().map(|x| if x.is_finite() { *x } else { 0.0 }).collect::<Vec<_>>(), offset);
-    let pulls: Vec<Value> = r.pulls.iter().skip(offset).map(|p| p.map_or(Value::Null, finite)).collect();
+    let matrix = |m: &Vec<Vec<f64>>| -> Value {
+        m.iter()
+            .map(|row| row.iter().map(|v| finite(*v)).collect::<Vec<_>>())
+            .collect()
+    };
+    let from = |v: &[f64]| {
+        pages::from(
+            &v.iter()
+                .map(|x| if x.is_finite() { *x } else { 0.0 })
+                .collect::<Vec<_>>(),
+            offset,
+        )
+    };
+    let pulls: Vec<Value> = r
+        .pulls
+        .iter()
+        .skip(offset)
+        .map(|p| p.map_or(Value::Null, finite))
+        .collect();
     let mut data = json!({
         "model": args.model,
         "extended": args.extended == Some(true),
@@ -310,7 +431,12 @@ fn answer(args: &FitArgs, h: &Histogram, r: &Report, offset: usize) -> ToolOutpu
         data["reason"] = json!(why);
     }
     if r.components.len() > 1 {
-        data["components"] = r.components.iter().map(|(l, v)| (l.clone(), from(v))).collect::<Map<_, _>>().into();
+        data["components"] = r
+            .components
+            .iter()
+            .map(|(l, v)| (l.clone(), from(v)))
+            .collect::<Map<_, _>>()
+            .into();
     }
     let mut out = ToolOutput::new(data).meta("cost_calls", r.calls);
     if !r.converged {
@@ -320,14 +446,32 @@ fn answer(args: &FitArgs, h: &Histogram, r: &Report, offset: usize) -> ToolOutpu
 }
 
 /// `plot: true`: the histogram with the fit and its components, and the pulls.
-fn with_fit_plot(ctx: &Context, out: ToolOutput, args: &FitArgs, h: &Histogram, r: &Report, x_title: &str) -> ToolOutput {
+fn with_fit_plot(
+    ctx: &Context,
+    out: ToolOutput,
+    args: &FitArgs,
+    h: &Histogram,
+    r: &Report,
+    x_title: &str,
+) -> ToolOutput {
     let components: Vec<(&str, &[f64])> = if r.components.len() > 1 {
-        r.components.iter().map(|(l, v)| (l.as_str(), v.as_slice())).collect()
+        r.components
+            .iter()
+            .map(|(l, v)| (l.as_str(), v.as_slice()))
+            .collect()
     } else {
         Vec::new()
     };
     let pulls: Vec<f64> = r.pulls.iter().map(|p| p.unwrap_or(0.0)).collect();
-    let title = format!("{}  [{}]", args.model, if r.converged { "converged" } else { "NOT converged" });
+    let title = format!(
+        "{}  [{}]",
+        args.model,
+        if r.converged {
+            "converged"
+        } else {
+            "NOT converged"
+        }
+    );
     let picture = crate::analysis::plot::fit::FitPicture {
         title: &title,
         x_title,
@@ -337,7 +481,10 @@ fn with_fit_plot(ctx: &Context, out: ToolOutput, args: &FitArgs, h: &Histogram, 
         components: &components,
         pulls: &pulls,
     };
-    let key = format!("fit_histogram|{}", serde_json::to_string(&ordered_args(args)).unwrap_or_default());
+    let key = format!(
+        "fit_histogram|{}",
+        serde_json::to_string(&ordered_args(args)).unwrap_or_default()
+    );
     with_plot(
         ctx,
         out,
@@ -350,7 +497,24 @@ fn with_fit_plot(ctx: &Context, out: ToolOutput, args: &FitArgs, h: &Histogram, 
 /// The request's arguments that decide the picture, in a fixed order.
 fn ordered_args(a: &FitArgs) -> Value {
     json!([
-        a.model, a.extended, a.cost, a.parameters, a.minos, a.path, a.dataset, a.tree, a.branch, a.bins, a.range,
-        a.selection, a.weights, a.flatten, a.define, a.name, a.bin_edges, a.counts, a.errors
+        a.model,
+        a.extended,
+        a.cost,
+        a.parameters,
+        a.minos,
+        a.path,
+        a.dataset,
+        a.tree,
+        a.branch,
+        a.bins,
+        a.range,
+        a.selection,
+        a.weights,
+        a.flatten,
+        a.define,
+        a.name,
+        a.bin_edges,
+        a.counts,
+        a.errors
     ])
 }
