@@ -403,10 +403,22 @@ fn an_unconstrained_parameter_is_not_converged_with_a_reason() {
         counts: vec![3.0, 4.0, 6.0, 5.0, 8.0, 9.0, 9.0, 12.0, 11.0, 14.0],
         variances: None,
     };
-    let request =
-        Request { model: "1 + a*x + 0*b", extended: false, cost: CostKind::Poisson, overrides: vec![], minos: MinosRequest::None };
+    let request = Request {
+        model: "1 + a*x + 0*b",
+        extended: false,
+        cost: CostKind::Poisson,
+        overrides: vec![],
+        minos: MinosRequest::None,
+    };
     let r = fit::fit(&h, &request).unwrap();
     assert!(!r.converged);
-    assert!(r.reason.as_deref().unwrap().contains("not positive definite"), "{:?}", r.reason);
+    assert!(
+        r.reason
+            .as_deref()
+            .unwrap()
+            .contains("not positive definite"),
+        "{:?}",
+        r.reason
+    );
     assert!(r.params.iter().all(|p| p.error.is_none()));
 }

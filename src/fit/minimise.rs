@@ -199,28 +199,49 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
     }
     let mut u = u0;
     let mut inverse = seed(f, &u);
-    let mut last_edm = f64::INFINITY;
     let mut failure = None;
+    let mut last = (f64::INFINITY, None);
     for _ in 0..ROUNDS {
         if let Err(e) = bfgs(f, u.clone(), inverse.clone()) {
             failure = Some(e.to_string());
         }
         u = f.best().0;
-        let (edm, inv) = estimate(f, &u);
-        last_edm = edm;
+        let before = f.best().1;
+        let (mut edm, mut inv, g) = estimate(f, &u);
+        // Near the minimum the cost is close to its quadratic form: one Newton
+        // step from the Hessian just computed usually lands within the goal,
+        // for the price of one more Hessian rather than another BFGS round.
+        if let Some(h) = inv.as_ref().filter(|_| edm >= EDM_GOAL && edm < EDM_MAX) {
+            let step: Vec<f64> = (0..n)
+                .map(|i| u[i] - (0..n).map(|j| h[i][j] * g[j]).sum::<f64>())
+                .collect();
+            if f.value(&step) < before {
+                u = step;
+                (edm, inv, _) = estimate(f, &u);
+            }
+        }
         match inv {
             Some(inv) => {
                 set_steps(f, &inv);
                 inverse = inv.clone();
-                if edm < EDM_GOAL {
+                // Done at the goal, or within Minuit's bound when a round no
+                // longer lowers the cost (the numerical gradient's floor).
+                let stalled = (last.0 - f.best().1).abs() < 1e-9;
+                if edm < EDM_GOAL || (edm < EDM_MAX && stalled) {
                     return finish(f, u, edm, Some(inv), None);
                 }
+                last = (f.best().1, Some((edm, inv)));
             }
-            None => inverse = identity_scaled(f),
+            None => {
+                inverse = identity_scaled(f);
+                last = (f.best().1, None);
+            }
         }
     }
-    let (edm, inv) = estimate(f, &u);
-    let edm = edm.min(last_edm);
+    let (edm, inv) = match last.1 {
+        Some((edm, inv)) => (edm, Some(inv)),
+        None => (f64::INFINITY, None),
+    };
     let reason = if inv.is_none() {
         Some("the Hessian at the minimum is not positive definite (a parameter is not constrained by the data, or the model is degenerate)".to_string())
     } else if edm >= EDM_MAX {
@@ -262,8 +283,8 @@ fn finish(
 /// One BFGS run from `u` with the inverse Hessian `inverse`.
 fn bfgs(f: &Internal<'_>, u: Vec<f64>, inverse: Vec<Vec<f64>>) -> Result<(), Error> {
     let solver = BFGS::new(MoreThuenteLineSearch::new())
-        .with_tolerance_grad(1e-10)?
-        .with_tolerance_cost(1e-13)?;
+        .with_tolerance_grad(1e-9)?
+        .with_tolerance_cost(1e-11)?;
     Executor::new(Problem(f), solver)
         .configure(|s| s.param(u).inv_hessian(inverse).max_iters(ITERATIONS))
         .run()?;
@@ -313,8 +334,8 @@ fn set_steps(f: &Internal<'_>, inverse: &[Vec<f64>]) {
     }
 }
 
-/// The EDM (½ gᵀ H⁻¹ g) at `u` and the inverse Hessian there.
-pub fn estimate(f: &Internal<'_>, u: &[f64]) -> (f64, Option<Vec<Vec<f64>>>) {
+/// The EDM (½ gᵀ H⁻¹ g) at `u`, the inverse Hessian there and the gradient.
+pub fn estimate(f: &Internal<'_>, u: &[f64]) -> (f64, Option<Vec<Vec<f64>>>, Vec<f64>) {
     let g = f.gradient_at(u);
     let inv = invert_positive(&hessian(f, u));
     let edm = match &inv {
@@ -326,7 +347,7 @@ pub fn estimate(f: &Internal<'_>, u: &[f64]) -> (f64, Option<Vec<Vec<f64>>>) {
         }
         None => f64::INFINITY,
     };
-    (edm.abs(), inv)
+    (edm.abs(), inv, g)
 }
 
 #[cfg(test)]
