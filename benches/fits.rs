@@ -90,6 +90,7 @@ fn coverage(toys: usize) {
             continue;
         };
         if !r.converged {
+            println!("not converged: {}", r.reason.as_deref().unwrap_or("?"));
             continue;
         }
         fitted += 1;

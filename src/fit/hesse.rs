@@ -58,6 +58,8 @@ pub fn hessian(f: &Internal<'_>, u: &[f64]) -> Vec<Vec<f64>> {
 }
 
 /// The inverse of a symmetric positive-definite matrix (None otherwise).
+// Matrix arithmetic reads best with indices.
+#[allow(clippy::needless_range_loop)]
 pub fn invert_positive(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let n = a.len();
     if a.iter().flatten().any(|v| !v.is_finite()) {
@@ -69,7 +71,7 @@ pub fn invert_positive(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
         for j in 0..=i {
             let s: f64 = a[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
             if i == j {
-                if !(s > 0.0) {
+                if s.is_nan() || s <= 0.0 {
                     return None;
                 }
                 l[i][i] = s.sqrt();
@@ -122,6 +124,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::needless_range_loop)]
     fn inverts_a_positive_matrix() {
         let a = vec![
             vec![4.0, 1.0, 0.5],

@@ -211,7 +211,7 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
         // Near the minimum the cost is close to its quadratic form: one Newton
         // step from the Hessian just computed usually lands within the goal,
         // for the price of one more Hessian rather than another BFGS round.
-        if let Some(h) = inv.as_ref().filter(|_| edm >= EDM_GOAL && edm < EDM_MAX) {
+        if let Some(h) = inv.as_ref().filter(|_| (EDM_GOAL..EDM_MAX).contains(&edm)) {
             let step: Vec<f64> = (0..n)
                 .map(|i| u[i] - (0..n).map(|j| h[i][j] * g[j]).sum::<f64>())
                 .collect();

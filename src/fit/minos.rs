@@ -60,7 +60,7 @@ pub fn side(
     sign: f64,
 ) -> Side {
     let sigma = cov[i][i].sqrt();
-    if !(sigma > 0.0) {
+    if sigma.is_nan() || sigma <= 0.0 {
         return Side {
             error: 0.0,
             at_limit: false,

@@ -128,7 +128,7 @@ impl<'h> Data<'h> {
         let mut sum = 0.0;
         for ((&n, &m), &s) in self.h.counts.iter().zip(mu).zip(&self.scale) {
             let (n, m) = (n * s, m * s);
-            if !(m >= 0.0) || !m.is_finite() || (m == 0.0 && n > 0.0) {
+            if !m.is_finite() || m < 0.0 || (m == 0.0 && n > 0.0) {
                 return f64::NAN;
             }
             sum += if n > 0.0 { m - n + n * (n / m).ln() } else { m };
@@ -174,12 +174,12 @@ fn check_histogram(h: &Histogram, kind: CostKind) -> Result<(), FitError> {
     if h.counts.iter().any(|c| !c.is_finite()) {
         return Err(FitError("counts must be finite numbers".into()));
     }
-    if let Some(v) = &h.variances {
-        if v.len() != n || v.iter().any(|e| !(e.is_finite() && *e >= 0.0)) {
-            return Err(FitError(format!(
-                "errors must be {n} finite numbers at or above 0"
-            )));
-        }
+    if let Some(v) = &h.variances
+        && (v.len() != n || v.iter().any(|e| !(e.is_finite() && *e >= 0.0)))
+    {
+        return Err(FitError(format!(
+            "errors must be {n} finite numbers at or above 0"
+        )));
     }
     if kind == CostKind::Poisson && h.counts.iter().any(|c| *c < 0.0) {
         return Err(FitError(
@@ -221,7 +221,7 @@ fn parameters(
         };
         let p = &mut params[i];
         if let Some((lo, hi)) = o.limits {
-            if lo.zip(hi).is_some_and(|(a, b)| !(a < b))
+            if lo.zip(hi).is_some_and(|(a, b)| a >= b)
                 || lo.is_some_and(|v| !v.is_finite())
                 || hi.is_some_and(|v| !v.is_finite())
             {

@@ -261,8 +261,8 @@ impl Summary {
         let fwhm = (center(r) - center(l)).max(width(imax));
         let quantile = |q: f64| {
             let mut acc = 0.0;
-            for i in 0..n {
-                acc += counts[i];
+            for (i, c) in counts.iter().enumerate() {
+                acc += c;
                 if acc >= q * total {
                     return center(i);
                 }
@@ -597,7 +597,8 @@ mod tests {
     fn cdfs_agree_with_quadrature() {
         let edges: Vec<f64> = (0..=20).map(|i| 80.0 + i as f64).collect();
         let t = |x: f64| (x - 90.0) / 10.0;
-        let cases: [(Shape, Vec<f64>, Box<dyn Fn(f64) -> f64>); 5] = [
+        type Density = Box<dyn Fn(f64) -> f64>;
+        let cases: [(Shape, Vec<f64>, Density); 5] = [
             (
                 Shape::Gaussian,
                 vec![90.3, 2.5],

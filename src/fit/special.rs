@@ -108,7 +108,7 @@ pub fn voigt_profile(x: f64, sigma: f64, gamma: f64) -> f64 {
 /// Q(a, x) = Γ(a, x) / Γ(a): the probability that a χ² with 2a degrees of
 /// freedom exceeds 2x. Series below a + 1, Lentz's continued fraction above.
 pub fn gamma_q(a: f64, x: f64) -> f64 {
-    if !(a > 0.0) || x.is_nan() {
+    if a.is_nan() || a <= 0.0 || x.is_nan() {
         return f64::NAN;
     }
     if x <= 0.0 {
