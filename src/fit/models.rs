@@ -452,17 +452,27 @@ pub fn bin_integrals(shape: &Shape, p: &[f64], edges: &[f64]) -> Vec<f64> {
     match shape {
         Shape::Gaussian => {
             let (mu, sigma) = (p[0], p[1]);
-            // A bin above the mean as a difference of upper tails, below it of
-            // lower tails: each keeps its precision far from the peak.
-            edges
-                .windows(2)
-                .map(|w| {
-                    let (za, zb) = ((w[0] - mu) / sigma, (w[1] - mu) / sigma);
-                    if za > 0.0 {
-                        normal_cdf(-za) - normal_cdf(-zb)
+            // Each edge's tail on its own side of the mean (Φ(z) below, 1 − Φ(z)
+            // above), one erfc per edge: a bin's integral is then a difference
+            // of tails on one side, which keeps its precision far from the
+            // peak, or 1 minus both tails for the bin holding the mean.
+            let tails: Vec<(bool, f64)> = edges
+                .iter()
+                .map(|x| {
+                    let z = (x - mu) / sigma;
+                    if z > 0.0 {
+                        (true, normal_cdf(-z))
                     } else {
-                        normal_cdf(zb) - normal_cdf(za)
+                        (false, normal_cdf(z))
                     }
+                })
+                .collect();
+            tails
+                .windows(2)
+                .map(|w| match (w[0], w[1]) {
+                    ((true, a), (_, b)) => a - b,
+                    ((false, a), (false, b)) => b - a,
+                    ((false, a), (true, b)) => 1.0 - b - a,
                 })
                 .collect()
         }
