@@ -90,7 +90,11 @@ fn coverage(toys: usize) {
             continue;
         };
         if !r.converged {
-            println!("not converged: {}", r.reason.as_deref().unwrap_or("?"));
+            println!(
+                "not converged: {} at {:?}",
+                r.reason.as_deref().unwrap_or("?"),
+                r.params.iter().map(|p| p.value).collect::<Vec<_>>()
+            );
             continue;
         }
         fitted += 1;

@@ -202,7 +202,11 @@ fn parameters(
     h: &Histogram,
     overrides: &[(String, Override)],
 ) -> Result<Vec<Param>, FitError> {
-    let starts = model.starts(&Summary::of(&h.edges, &h.counts));
+    let starts = model.starts(&Summary::of(
+        &h.edges,
+        &h.counts,
+        model.components.len() > 1,
+    ));
     let mut params: Vec<Param> = starts
         .iter()
         .map(|s| Param {

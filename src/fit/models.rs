@@ -238,24 +238,44 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(edges: &[f64], counts: &[f64]) -> Summary {
+    /// `above_sides`: look for the peak above a straight line through the
+    /// densities of the two outer tenths (a sum's background), so that a
+    /// background falling from one edge is not taken for the peak.
+    pub fn of(edges: &[f64], counts: &[f64], above_sides: bool) -> Summary {
         let n = counts.len();
         let (lo, hi) = (edges[0], edges[n]);
         let center = |i: usize| 0.5 * (edges[i] + edges[i + 1]);
         let width = |i: usize| edges[i + 1] - edges[i];
         let total: f64 = counts.iter().sum();
+        let side = (n / 10).max(1);
+        let side_density = |r: std::ops::Range<usize>| {
+            let (c, w) = r.fold((0.0, 0.0), |(c, w), i| (c + counts[i], w + width(i)));
+            c / w
+        };
+        let (left_density, right_density) = (side_density(0..side), side_density(n - side..n));
+        let (xl, xr) = (0.5 * (lo + edges[side]), 0.5 * (edges[n - side] + hi));
+        let baseline = |x: f64| {
+            if above_sides && xr > xl {
+                left_density + (right_density - left_density) * (x - xl) / (xr - xl)
+            } else {
+                0.0
+            }
+        };
+        let peak_density: Vec<f64> = (0..n)
+            .map(|i| counts[i] / width(i) - baseline(center(i)))
+            .collect();
         let imax = (0..n)
-            .max_by(|&a, &b| (counts[a] / width(a)).total_cmp(&(counts[b] / width(b))))
+            .max_by(|&a, &b| peak_density[a].total_cmp(&peak_density[b]))
             .unwrap_or(0);
         // Width from the full width at half maximum around the peak, and from
         // the 16 % and 84 % quantiles; the smaller (a background widens the latter).
-        let half = counts[imax] / width(imax) / 2.0;
+        let half = peak_density[imax] / 2.0;
         let mut l = imax;
-        while l > 0 && counts[l] / width(l) > half {
+        while l > 0 && peak_density[l] > half {
             l -= 1;
         }
         let mut r = imax;
-        while r + 1 < n && counts[r] / width(r) > half {
+        while r + 1 < n && peak_density[r] > half {
             r += 1;
         }
         let fwhm = (center(r) - center(l)).max(width(imax));
@@ -271,19 +291,14 @@ impl Summary {
         };
         let spread = 0.5 * (quantile(0.84) - quantile(0.16));
         let sigma = (fwhm / 2.3548).min(if spread > 0.0 { spread } else { f64::INFINITY });
-        let side = (n / 10).max(1);
-        let density = |r: std::ops::Range<usize>| {
-            let (c, w) = r.fold((0.0, 0.0), |(c, w), i| (c + counts[i], w + width(i)));
-            c / w
-        };
         Summary {
             lo,
             hi,
             total,
             peak: center(imax),
             sigma: sigma.max(1e-3 * (hi - lo)),
-            left_density: density(0..side),
-            right_density: density(n - side..n),
+            left_density,
+            right_density,
         }
     }
 }
