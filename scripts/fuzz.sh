@@ -22,6 +22,8 @@
 #                  Markdown outline, the text cap): a first byte choosing PDF,
 #                  Markdown or text, seeded with the test documents
 #   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
+#   fit_model      fit_histogram's model parser and fits of what parses: a flags
+#                  byte, then the model, seeded with the shapes and expressions
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
 # use the sanitizer flags.
 set -euo pipefail
@@ -58,6 +60,13 @@ for i, cut in enumerate(cuts):
 PY
     max_len=4096
     dict="$PWD/fuzz/dicts/selection.dict"
+    ;;
+  fit_model)
+    for m in 'gaussian' 'gaussian + exponential' 'crystal_ball + polynomial(2)' 'voigtian + chebyshev(3)' \
+      'double_crystal_ball' 'breit_wigner + argus' 'a*exp(-x/t) + b' 'pow(x, p) / (1 + exp((x - m)/w))'; do
+      printf '\1%s' "$m" >"$corpus/$(echo "$m" | tr -c 'a-z0-9' _)"
+    done
+    max_len=512
     ;;
   code_query)
     # The first byte picks the language: even C++, odd Python.

@@ -89,7 +89,7 @@ fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
         | "rag_path_to_root" => READS,
         // plot: true writes a PNG under the export folder, named after the
         // request: the same request writes the same file again.
-        "compute_histogram" | "compute_histogram_2d" | "compare_histograms" => {
+        "compute_histogram" | "compute_histogram_2d" | "compare_histograms" | "fit_histogram" => {
             (false, false, true, false)
         }
         // Writes output_path under the export folder, replacing a file already

@@ -727,7 +727,7 @@ elements; reduce one to a value per entry with an aggregate, e.g. Sum$({b} > 0) 
     )
 }
 
-fn constant(func: &str) -> Option<f64> {
+pub fn constant(func: &str) -> Option<f64> {
     Some(match func {
         "TMath::Pi" => std::f64::consts::PI,
         "TMath::TwoPi" => std::f64::consts::TAU,
@@ -740,7 +740,7 @@ fn constant(func: &str) -> Option<f64> {
     })
 }
 
-pub(super) fn unary_function(func: &str, bare: &str) -> Option<(Fn1, Curve)> {
+pub fn unary_function(func: &str, bare: &str) -> Option<(Fn1, Curve)> {
     use Curve::{Falling, Other, Rising, Valley};
     let tmath = func.starts_with("TMath::");
     let (f, curve): (Fn1, Curve) = match (tmath, bare) {
@@ -767,7 +767,7 @@ pub(super) fn unary_function(func: &str, bare: &str) -> Option<(Fn1, Curve)> {
     Some((f, curve))
 }
 
-pub(super) fn binary_function(func: &str, bare: &str) -> Option<(Func2, Pair)> {
+pub fn binary_function(func: &str, bare: &str) -> Option<(Func2, Pair)> {
     let tmath = func.starts_with("TMath::");
     let (f, pair): (Func2, Pair) = match (tmath, bare) {
         (false, "pow") | (true, "Power") => (f64::powf, Pair::Other),

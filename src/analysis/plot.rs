@@ -8,6 +8,8 @@
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
 use plotters::prelude::*;
 
+pub mod fit;
+
 /// DejaVu Sans (Bitstream Vera licence, assets/fonts/LICENSE-DejaVu.txt).
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 

@@ -18,6 +18,7 @@ mod root_dataset;
 mod root_dataset_answers;
 mod root_dataset_files;
 mod root_export;
+mod root_fit;
 mod root_histogram;
 mod root_plot;
 mod root_quantities;
@@ -289,6 +290,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root_compare::TOOLS)
         .chain(root_rows::TOOLS)
         .chain(root_export::TOOLS)
+        .chain(root_fit::TOOLS)
         .chain(root_saved_datasets::TOOLS)
         .chain(documents::TOOLS)
         .chain(hdf5::TOOLS)

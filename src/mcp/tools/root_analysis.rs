@@ -368,7 +368,7 @@ pub(super) fn resolve_range(
     ))
 }
 
-fn compute_histogram(
+pub(super) fn compute_histogram(
     ctx: &Context,
     job: &Job,
     args: Map<String, Value>,

@@ -1,0 +1,113 @@
+//! Minos: asymmetric errors from the profile of the cost. For each side, the
+//! parameter is fixed at trial values and the others minimised again until the
+//! profile rises by 1 (Δ(−2 ln L) = 1, or Δχ² = 1) above the minimum.
+
+use super::minimise::{Cost, Internal, Param, migrad};
+
+/// Trials per side at most.
+const TRIALS: usize = 12;
+/// How close to 1 the rise must be.
+const TOLERANCE: f64 = 1e-4;
+
+/// One side of a Minos interval: the signed distance from the best value,
+/// whether it stopped at a limit, and whether the profile was found.
+#[derive(Debug, Clone, Copy)]
+pub struct Side {
+    pub error: f64,
+    pub at_limit: bool,
+    pub valid: bool,
+}
+
+/// The profile's minimum with parameter `i` fixed at `v`.
+fn profile(
+    cost: Cost<'_>,
+    params: &[Param],
+    best: &[f64],
+    cov: &[Vec<f64>],
+    i: usize,
+    v: f64,
+) -> f64 {
+    let shift = v - best[i];
+    let trial: Vec<Param> = params
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            let mut q = *p;
+            if j == i {
+                q.value = v;
+                q.fixed = true;
+            } else if !p.fixed {
+                // Start the others where the covariance says they go.
+                let moved = best[j] + cov[j][i] / cov[i][i] * shift;
+                q.value = q.internal(moved);
+                q.value = q.external(q.value);
+            }
+            q
+        })
+        .collect();
+    let f = Internal::new(cost, &trial);
+    migrad(&f, f.start()).fval
+}
+
+/// Minos for parameter `i` on side `sign` (−1 or +1).
+pub fn side(
+    cost: Cost<'_>,
+    params: &[Param],
+    best: &[f64],
+    cov: &[Vec<f64>],
+    fmin: f64,
+    i: usize,
+    sign: f64,
+) -> Side {
+    let sigma = cov[i][i].sqrt();
+    if sigma.is_nan() || sigma <= 0.0 {
+        return Side {
+            error: 0.0,
+            at_limit: false,
+            valid: false,
+        };
+    }
+    let limit = if sign > 0.0 {
+        params[i].upper
+    } else {
+        params[i].lower
+    };
+    let mut delta = sigma;
+    for _ in 0..TRIALS {
+        let mut v = best[i] + sign * delta;
+        let mut clamped = false;
+        if let Some(l) = limit
+            && sign * (v - l) >= 0.0
+        {
+            v = l;
+            clamped = true;
+        }
+        let rise = profile(cost, params, best, cov, i, v) - fmin;
+        if clamped && rise < 1.0 {
+            return Side {
+                error: v - best[i],
+                at_limit: true,
+                valid: true,
+            };
+        }
+        if (rise - 1.0).abs() < TOLERANCE {
+            return Side {
+                error: v - best[i],
+                at_limit: false,
+                valid: true,
+            };
+        }
+        let d = (v - best[i]).abs();
+        // The profile is near a parabola: rise ≈ (d/σ')², so σ' = d/√rise.
+        delta = if rise > 0.0 && rise.is_finite() {
+            d / rise.sqrt()
+        } else {
+            0.5 * d
+        };
+    }
+    Side {
+        error: sign * delta,
+        at_limit: false,
+        valid: false,
+    }
+}
