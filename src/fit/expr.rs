@@ -66,7 +66,7 @@ fn node(e: &Expr, params: &mut Vec<String>) -> Result<Node, String> {
             };
             Node::Var(i + 1)
         }
-        Expr::Index { name, at, .. } => {
+        Expr::Index { name, at, .. } | Expr::IndexBy { name, at, .. } => {
             return Err(format!(
                 "at column {at}: '{name}[...]' indexes a collection; a model is a function of x and parameters"
             ));

@@ -514,7 +514,7 @@ fn read_histogram(
     let y_offset = checked_offset(tool, "y_offset", args.y_offset)?;
     let mut data = match &h.y {
         None => json!({
-            "name": h.name, "type": h.class_name, "path": row_path, "title": h.title, "entries": h.entries,
+            "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
             "x_title": h.x.title, "bin_edges": bins::from(&h.x.edges, offset),
             "bin_counts": bins::from(&values[1..nx - 1], offset),
             "bin_errors": bins::from(&errors[1..nx - 1], offset),
@@ -530,7 +530,7 @@ fn read_histogram(
                 ny,
             );
             json!({
-                "name": h.name, "type": h.class_name, "path": row_path, "title": h.title, "entries": h.entries,
+                "name": h.name, "type": h.class_name, "path": row.path, "title": h.title, "entries": h.entries,
                 "x_title": h.x.title, "y_title": y.title,
                 "x_edges": bins::from(&h.x.edges, x_offset), "y_edges": bins::from(&y.edges, y_offset),
                 "counts": bins::window(&grid(&values, nx, ny), x_offset, y_offset),
