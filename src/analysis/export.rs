@@ -194,7 +194,7 @@ pub fn export<W: Write + Send + 'static>(
         done.stopped_at = w.first_entry + w.entries.end;
         done.by_member[w.member].scanned += w.len() as u64;
         if !rows.is_empty() {
-            let whence = provenance.map(|files| window_provenance(&files[w.member], &w));
+            let whence = provenance.map(|files| window_provenance(&files[w.member], w));
             let mut parts: Vec<ColumnPart> = read
                 .sources
                 .iter()
