@@ -16,76 +16,14 @@
 //! Without `--bench` (as `cargo test --all-targets` runs it) it checks itself
 //! on the bundled HZZ file.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
+use std::path::PathBuf;
 use std::time::Instant;
 
-use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
-use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
-use quarry::roots::Roots;
+use common::handlers::{context, link_into, reset_peak_rss, rss_mb, timed};
+use quarry::mcp::tools::Context;
 use serde_json::{Value, json};
-
-/// A catalog of the files in `data` (kept in `catalog_dir`), with an export
-/// folder beside it and a result cap large enough for 10,000 rows.
-fn context(data: &Path, catalog_dir: &Path) -> Context {
-    let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
-    let catalog = Arc::new(Catalog::open(catalog_dir, &roots).unwrap());
-    let exports = catalog_dir.join("exports");
-    std::fs::create_dir_all(&exports).unwrap();
-    let options = IndexOptions {
-        threads: 2,
-        batch: 512,
-        excluded_dirs: vec![catalog_dir.to_path_buf()],
-        stats: StatsMode::Lazy,
-    };
-    Indexer::new(catalog.clone(), options)
-        .unwrap()
-        .scan_all(&Quiet)
-        .unwrap();
-    let settings = ServerSettings {
-        export_dir: Some(exports),
-        limits: Limits {
-            max_result_bytes: 64 << 20,
-            ..Limits::default()
-        },
-        ..ServerSettings::default()
-    };
-    Context::new(catalog, settings)
-}
-
-/// Runs a tool's handler; returns its answer and the seconds it took.
-fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
-    let def = tools::all().find(|d| d.name == tool).unwrap();
-    let t = Instant::now();
-    let out = (def.handler)(
-        ctx,
-        &quarry::job::Job::default(),
-        args.as_object().unwrap().clone(),
-    )
-    .unwrap_or_else(|e| panic!("{tool} {args}: {e:?}"));
-    let seconds = t.elapsed().as_secs_f64();
-    (out.into_json(tool, seconds), seconds)
-}
-
-/// Resets the kernel's peak-RSS mark of this process (Linux: clear_refs 5).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// This process's resident set: (now, peak since the last reset), in MB.
-fn rss_mb() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 struct Names {
     tree: &'static str,
@@ -249,10 +187,7 @@ fn main() {
     };
     // A root of hard links (or copies, across file systems) to just these files.
     for f in &list {
-        let link = data.join(f.file_name().unwrap());
-        if !link.exists() && std::fs::hard_link(f, &link).is_err() {
-            std::fs::copy(f, &link).unwrap();
-        }
+        link_into(&data, f, &f.file_name().unwrap().to_string_lossy());
     }
     let ctx = context(&data, &catalog);
     for f in &list {

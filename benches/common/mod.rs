@@ -1,8 +1,11 @@
 //! What the benchmarks that drive a real daemon share: `quarry serve` started on
 //! one root, and a plain JSON-RPC session over its socket (no MCP client
-//! library in between, so the timings are the daemon's); and the percentile
-//! every benchmark reports.
+//! library in between, so the timings are the daemon's); the percentile
+//! every benchmark reports; and, for the benchmarks that call tool handlers
+//! in process, `handlers`.
 #![allow(dead_code)]
+
+pub mod handlers;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

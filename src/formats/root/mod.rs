@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use basket::basket_ranges;
 pub use column::Column;
-pub use compression::decompress;
+pub use compression::{decompress, decompress_into};
 pub use cursor::Cursor;
 pub use header::{MAGIC, RootHeader, compression_name, parse_header, read_header};
 pub use hist::{Axis, Histogram, Profile, ProfileErrors, is_histogram};

@@ -1,0 +1,83 @@
+//! What the benchmarks that call tool handlers in process share: a catalog
+//! of a root indexed once, a tool's handler timed (the server time, without
+//! the transport), and this process's resident memory.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quarry::catalog::Catalog;
+use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
+use quarry::roots::Roots;
+use serde_json::Value;
+
+/// A catalog of the files in `data` (kept in `catalog_dir`), with an export
+/// folder beside it and a result cap large enough for 10,000 rows.
+pub fn context(data: &Path, catalog_dir: &Path) -> Context {
+    let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
+    let catalog = Arc::new(Catalog::open(catalog_dir, &roots).unwrap());
+    let exports = catalog_dir.join("exports");
+    std::fs::create_dir_all(&exports).unwrap();
+    let options = IndexOptions {
+        threads: 2,
+        batch: 512,
+        excluded_dirs: vec![catalog_dir.to_path_buf()],
+        stats: StatsMode::Lazy,
+    };
+    Indexer::new(catalog.clone(), options)
+        .unwrap()
+        .scan_all(&Quiet)
+        .unwrap();
+    let settings = ServerSettings {
+        export_dir: Some(exports),
+        limits: Limits {
+            max_result_bytes: 64 << 20,
+            ..Limits::default()
+        },
+        ..ServerSettings::default()
+    };
+    Context::new(catalog, settings)
+}
+
+/// Runs a tool's handler; returns its answer and the seconds it took.
+pub fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
+    let def = tools::all().find(|d| d.name == tool).unwrap();
+    let t = Instant::now();
+    let out = (def.handler)(
+        ctx,
+        &quarry::job::Job::default(),
+        args.as_object().unwrap().clone(),
+    )
+    .unwrap_or_else(|e| panic!("{tool} {args}: {e:?}"));
+    let seconds = t.elapsed().as_secs_f64();
+    (out.into_json(tool, seconds), seconds)
+}
+
+/// Puts `file` into the root `data` as `name`: a hard link, or a copy
+/// across file systems (a benchmark's root holds just its files).
+pub fn link_into(data: &Path, file: &Path, name: &str) {
+    let link = data.join(name);
+    if !link.exists() && std::fs::hard_link(file, &link).is_err() {
+        std::fs::copy(file, &link).unwrap();
+    }
+}
+
+/// Resets the kernel's peak-RSS mark of this process (Linux: clear_refs 5).
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's resident set: (now, peak since the last reset), in MB.
+pub fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
