@@ -10,53 +10,12 @@
 //! `cargo test --all-targets` runs it) it checks itself on the bundled HZZ
 //! file: the cutflow's last step selects what apply_selection selects.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
+mod common;
 
-use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
-use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
-use quarry::roots::Roots;
+use std::path::PathBuf;
+
+use common::handlers::{context, link_into, timed};
 use serde_json::{Value, json};
-
-/// A catalog of the files in `data` (kept in `catalog_dir`).
-fn context(data: &Path, catalog_dir: &Path) -> Context {
-    let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
-    let catalog = Arc::new(Catalog::open(catalog_dir, &roots).unwrap());
-    let options = IndexOptions {
-        threads: 2,
-        batch: 512,
-        excluded_dirs: vec![catalog_dir.to_path_buf()],
-        stats: StatsMode::Lazy,
-    };
-    Indexer::new(catalog.clone(), options)
-        .unwrap()
-        .scan_all(&Quiet)
-        .unwrap();
-    let settings = ServerSettings {
-        limits: Limits {
-            max_result_bytes: 1 << 20,
-            ..Limits::default()
-        },
-        ..ServerSettings::default()
-    };
-    Context::new(catalog, settings)
-}
-
-/// Runs a tool's handler; returns its answer and the seconds it took.
-fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
-    let def = tools::all().find(|d| d.name == tool).unwrap();
-    let t = Instant::now();
-    let out = (def.handler)(
-        ctx,
-        &quarry::job::Job::default(),
-        args.as_object().unwrap().clone(),
-    )
-    .unwrap_or_else(|e| panic!("{tool} {args}: {e:?}"));
-    let seconds = t.elapsed().as_secs_f64();
-    (out.into_json(tool, seconds), seconds)
-}
 
 /// gen_root.py's branches: ten cuts, each on what the ones before leave.
 const EVENTS: [&str; 10] = [
@@ -112,10 +71,7 @@ fn main() {
     };
     // A root of hard links (or copies, across file systems) to just these files.
     for f in &list {
-        let link = data.join(f.file_name().unwrap());
-        if !link.exists() && std::fs::hard_link(f, &link).is_err() {
-            std::fs::copy(f, &link).unwrap();
-        }
+        link_into(&data, f, &f.file_name().unwrap().to_string_lossy());
     }
     let ctx = context(&data, &catalog);
     let steps: Vec<Value> = cuts

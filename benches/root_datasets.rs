@@ -16,14 +16,13 @@
 //! the medians and ratios. Without `--bench` (as `cargo test --all-targets`
 //! runs it) it checks itself on three copies of tests/data/root/dimuon.root.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
+use std::path::PathBuf;
 use std::time::Instant;
 
-use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
-use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
-use quarry::roots::Roots;
+use common::handlers::{self, context, reset_peak_rss, rss_mb};
+use quarry::mcp::tools::Context;
 use serde_json::{Value, json};
 
 /// The branch names of one family of files.
@@ -85,29 +84,6 @@ fn dimuon_args(n: &Names) -> Value {
     })
 }
 
-fn context(data: &Path, catalog_dir: &Path) -> Context {
-    let roots = Roots::new(vec![("data".into(), data.to_path_buf())]).unwrap();
-    let catalog = Arc::new(Catalog::open(catalog_dir, &roots).unwrap());
-    let options = IndexOptions {
-        threads: 2,
-        batch: 512,
-        excluded_dirs: vec![catalog_dir.to_path_buf()],
-        stats: StatsMode::Lazy,
-    };
-    Indexer::new(catalog.clone(), options)
-        .unwrap()
-        .scan_all(&Quiet)
-        .unwrap();
-    let settings = ServerSettings {
-        limits: Limits {
-            max_result_bytes: 1 << 20,
-            ..Limits::default()
-        },
-        ..ServerSettings::default()
-    };
-    Context::new(catalog, settings)
-}
-
 /// The CPU time this process has used (user and system, every thread), in
 /// seconds: on a shared machine it says what a call cost whatever else ran.
 fn cpu_seconds() -> f64 {
@@ -121,43 +97,13 @@ fn cpu_seconds() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// Runs a tool's handler; its answer (with the CPU seconds it took as
-/// `cpu_seconds`) and the wall seconds it took.
+/// Runs a tool's handler (`handlers::timed`); its answer, with the CPU
+/// seconds it took as `cpu_seconds`, and the wall seconds it took.
 fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
-    let def = tools::all().find(|d| d.name == tool).unwrap();
-    let Value::Object(map) = args.clone() else {
-        panic!("arguments are an object")
-    };
     let cpu = cpu_seconds();
-    let t = Instant::now();
-    let out = (def.handler)(ctx, &quarry::job::Job::default(), map);
-    let seconds = t.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu;
-    match out {
-        Ok(out) => (
-            json!({"data": out.data, "metadata": out.metadata, "cpu_seconds": cpu}),
-            seconds,
-        ),
-        Err(e) => panic!("{tool}: {e:?}"),
-    }
-}
-
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// This process's resident set: (now, peak since the last reset), in MB.
-fn rss_mb() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let (mut answer, seconds) = handlers::timed(ctx, tool, args);
+    answer["cpu_seconds"] = json!(cpu_seconds() - cpu);
+    (answer, seconds)
 }
 
 fn report(op: &str, files: usize, seconds: f64, extra: Value) {

@@ -27,4 +27,5 @@ pub mod mcp;
 pub mod panics;
 pub mod rag;
 pub mod roots;
+pub mod special;
 pub mod transient;

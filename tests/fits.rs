@@ -13,7 +13,8 @@
 mod common;
 
 use common::{Client, Sandbox, assert_valid, call, wait_indexed};
-use quarry::fit::{self, CostKind, Histogram, MinosRequest, Override, Request, special};
+use quarry::fit::{self, CostKind, Histogram, MinosRequest, Override, Request};
+use quarry::special;
 use serde_json::{Value, json};
 
 fn fixture() -> Value {

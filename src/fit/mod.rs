@@ -8,12 +8,11 @@ pub mod hesse;
 pub mod minimise;
 pub mod minos;
 pub mod models;
-pub mod special;
 
+use crate::special::chi2_p_value;
 use hesse::external_covariance;
 use minimise::{Internal, Param, migrad};
 use models::{Model, Summary};
-use special::chi2_p_value;
 
 /// A histogram to fit: bins `[edges[i], edges[i + 1])`, their contents and,
 /// for weighted contents, their variances (None: Poisson counts).

@@ -4,7 +4,7 @@
 //! Shapes are normalised over the fit range (the histogram's bins).
 
 use super::expr::{self, FreeExpr};
-use super::special::{integrate, normal_cdf, voigt_profile};
+use crate::special::{integrate, normal_cdf, voigt_profile};
 use std::f64::consts::PI;
 
 /// The degree of `polynomial` / `chebyshev` when none is given.

@@ -194,39 +194,84 @@ pub(super) fn summarize(values: &Values) -> Option<Accumulator> {
 /// A branch's statistics, read basket by basket (memory holds a few baskets).
 /// A stopped `job` ends the read between chunks (the row is then not usable).
 fn branch_stats(file: &RootFile, branch: &Branch, job: &Job) -> StatsRow {
-    let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
-    let (mut numeric, mut jagged) = (true, false);
-    let mut baskets = Vec::new();
+    let mut stats = ChunkStats::default();
     let read = file.for_each_chunk(branch, |chunk| {
         if job.is_stopped() {
             return Err(stopped());
         }
-        match summarize(&chunk.values) {
-            Some(part) => {
-                values.merge(&part);
-                baskets.push(basket_bounds(chunk, &part));
-            }
-            None => numeric = false,
-        }
-        if let Some(counts) = &chunk.counts {
-            jagged = true;
-            multiplicity.merge(&Accumulator::of_slice(counts, f64::from));
-        }
+        stats.add(chunk);
         Ok(())
     });
-    match read {
-        Err(e) => StatsRow {
-            values: None,
-            multiplicity: None,
-            unavailable: Some(e.to_string()),
+    stats.finish(read)
+}
+
+/// A column's statistics folded chunk by chunk (a TTree's baskets, an
+/// RNTuple's page runs): its values', its entries' multiplicities when it is
+/// a collection, and each chunk's bounds.
+pub(super) struct ChunkStats {
+    values: Accumulator,
+    multiplicity: Accumulator,
+    numeric: bool,
+    jagged: bool,
+    baskets: Vec<BasketBounds>,
+}
+
+impl Default for ChunkStats {
+    fn default() -> ChunkStats {
+        ChunkStats {
+            values: Accumulator::default(),
+            multiplicity: Accumulator::default(),
+            numeric: true,
+            jagged: false,
             baskets: Vec::new(),
-        },
-        Ok(()) => StatsRow {
-            values: if numeric { values.finish() } else { None },
-            multiplicity: if jagged { multiplicity.finish() } else { None },
-            unavailable: (!numeric).then(|| "not numeric".to_string()),
-            baskets: if numeric { baskets } else { Vec::new() },
-        },
+        }
+    }
+}
+
+impl ChunkStats {
+    pub(super) fn add(&mut self, chunk: &Column) {
+        match summarize(&chunk.values) {
+            Some(part) => {
+                self.values.merge(&part);
+                self.baskets.push(basket_bounds(chunk, &part));
+            }
+            None => self.numeric = false,
+        }
+        if let Some(counts) = &chunk.counts {
+            self.jagged = true;
+            self.multiplicity
+                .merge(&Accumulator::of_slice(counts, f64::from));
+        }
+    }
+
+    /// The row: the statistics, or why the column could not be read.
+    pub(super) fn finish(self, read: Result<(), FormatError>) -> StatsRow {
+        match read {
+            Err(e) => StatsRow {
+                values: None,
+                multiplicity: None,
+                unavailable: Some(e.to_string()),
+                baskets: Vec::new(),
+            },
+            Ok(()) => StatsRow {
+                values: if self.numeric {
+                    self.values.finish()
+                } else {
+                    None
+                },
+                multiplicity: if self.jagged {
+                    self.multiplicity.finish()
+                } else {
+                    None
+                },
+                unavailable: (!self.numeric).then(|| "not numeric".to_string()),
+                baskets: if self.numeric {
+                    self.baskets
+                } else {
+                    Vec::new()
+                },
+            },
+        }
     }
 }
 

@@ -6,8 +6,8 @@
 
 use crate::catalog::KindRow;
 use crate::catalog::root::{
-    Accumulator, BranchRow, NtupleRow, ROOT_BRANCHES, ROOT_STATS, ROOT_TREES, StatsRow,
-    TREE_KIND_RNTUPLE, TreeRow, branch_key,
+    BranchRow, NtupleRow, ROOT_BRANCHES, ROOT_STATS, ROOT_TREES, StatsRow, TREE_KIND_RNTUPLE,
+    TreeRow, branch_key,
 };
 use crate::formats::FormatError;
 use crate::formats::root::{
@@ -15,7 +15,7 @@ use crate::formats::root::{
 };
 use crate::job::Job;
 
-use super::root::{basket_bounds, row, stopped, summarize};
+use super::root::{ChunkStats, row, stopped};
 
 /// The `root_trees` and `root_branches` rows of the RNTuple anchored at
 /// `key` (found at `key_path`, `order`-th in the file).
@@ -124,9 +124,7 @@ pub(super) fn ntuple_stats_rows(
 /// A column's statistics, a chunk at a time; an unreadable column's row
 /// says why.
 fn column_stats(file: &RootFile, nt: &RNTuple, c: &NtupleColumn, job: &Job) -> StatsRow {
-    let (mut values, mut multiplicity) = (Accumulator::default(), Accumulator::default());
-    let (mut numeric, mut jagged) = (true, false);
-    let mut baskets = Vec::new();
+    let mut stats = ChunkStats::default();
     let read = (|| -> Result<(), FormatError> {
         let reader = file.ntuple_reader(nt, c)?;
         let mut chunk: Column = reader.empty_column();
@@ -135,32 +133,9 @@ fn column_stats(file: &RootFile, nt: &RNTuple, c: &NtupleColumn, job: &Job) -> S
                 return Err(stopped());
             }
             reader.read_basket(index, &mut chunk)?;
-            match summarize(&chunk.values) {
-                Some(part) => {
-                    values.merge(&part);
-                    baskets.push(basket_bounds(&chunk, &part));
-                }
-                None => numeric = false,
-            }
-            if let Some(counts) = &chunk.counts {
-                jagged = true;
-                multiplicity.merge(&Accumulator::of_slice(counts, f64::from));
-            }
+            stats.add(&chunk);
         }
         Ok(())
     })();
-    match read {
-        Err(e) => StatsRow {
-            values: None,
-            multiplicity: None,
-            unavailable: Some(e.to_string()),
-            baskets: Vec::new(),
-        },
-        Ok(()) => StatsRow {
-            values: if numeric { values.finish() } else { None },
-            multiplicity: if jagged { multiplicity.finish() } else { None },
-            unavailable: (!numeric).then(|| "not numeric".to_string()),
-            baskets: if numeric { baskets } else { Vec::new() },
-        },
-    }
+    stats.finish(read)
 }

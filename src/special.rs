@@ -1,7 +1,8 @@
-//! Special functions the fit models and goodness-of-fit need: the Gaussian
-//! CDF (libm's erfc), the Faddeeva function w(z) (for the Voigt profile), the
-//! regularised upper incomplete gamma function (the χ² p-value) and
-//! Gauss–Legendre nodes (bin integrals of shapes without a closed-form CDF).
+//! Special functions the engines share: the Gaussian CDF (libm's erfc), the
+//! Faddeeva function w(z) (for the fits' Voigt profile), the regularised upper
+//! incomplete gamma function (the χ² p-values of fits and of
+//! `compare_histograms`' χ² test) and Gauss–Legendre nodes (bin integrals of
+//! shapes without a closed-form CDF). A leaf: it uses nothing of quarry.
 
 use std::f64::consts::{PI, SQRT_2};
 use std::sync::OnceLock;
@@ -117,7 +118,7 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
     let log_prefactor = a * x.ln() - x - libm::lgamma(a);
     if x < a + 1.0 {
         let (mut term, mut sum, mut ap) = (1.0 / a, 1.0 / a, a);
-        for _ in 0..1000 {
+        for _ in 0..10_000 {
             ap += 1.0;
             term *= x / ap;
             sum += term;
@@ -132,7 +133,7 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
         let mut c = 1.0 / tiny;
         let mut d = 1.0 / b;
         let mut h = d;
-        for i in 1..1000 {
+        for i in 1..10_000 {
             let an = -(i as f64) * (i as f64 - a);
             b += 2.0;
             d = an * d + b;
