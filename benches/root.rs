@@ -14,10 +14,13 @@
 //! generates them). Without `--bench` (as `cargo test --all-targets` runs it) it
 //! checks itself on the bundled HZZ file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::handlers::{cpu_seconds, reset_peak_rss, rss_mb};
 use quarry::catalog::Catalog;
 use quarry::formats::root::{Branch, RootFile};
 use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
@@ -60,34 +63,6 @@ fn stream_branch(path: &Path, name: &str) -> usize {
     })
     .unwrap();
     n
-}
-
-/// CPU time (user + system) this process has used, all threads.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
-}
-
-/// Resets the kernel's peak-RSS mark of this process (Linux: clear_refs 5).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// This process's resident set: (now, peak since the last reset), in MB.
-fn rss_mb() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn stream_throughput(path: &Path, branches: &[&str], repeats: usize) {

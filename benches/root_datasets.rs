@@ -21,7 +21,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use common::handlers::{self, context, reset_peak_rss, rss_mb};
+use common::handlers::{self, context, cpu_seconds, reset_peak_rss, rss_mb};
 use quarry::mcp::tools::Context;
 use serde_json::{Value, json};
 
@@ -82,19 +82,6 @@ fn dimuon_args(n: &Names) -> Value {
         "bins": 120,
         "range": [0, 300],
     })
-}
-
-/// The CPU time this process has used (user and system, every thread), in
-/// seconds: on a shared machine it says what a call cost whatever else ran.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes one rusage struct that we own.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Runs a tool's handler (`handlers::timed`); its answer, with the CPU

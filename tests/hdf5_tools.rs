@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Client, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Sandbox, assert_valid, call, call_ok as ok, wait_indexed};
 use rmcp::model::{ErrorCode, PaginatedRequestParams, ReadResourceRequestParams, ResourceContents};
 use serde_json::{Value, json};
 
@@ -36,13 +36,6 @@ fn sandbox() -> Sandbox {
 
 fn uri(s: &Sandbox, file: &str, path: &str) -> String {
     format!("h5://{}?path={path}", s.root.join(file).display())
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args).await;
-    assert!(!is_error, "{tool}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v
 }
 
 async fn read(client: &Client, uri: &str) -> Result<Value, rmcp::ServiceError> {

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
+use common::{Form, Sandbox, call_err as err, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -27,19 +27,6 @@ fn served_files(doc: &Value, form: Form) -> Vec<(String, &Value)> {
             Some((rel.to_string(), f))
         })
         .collect()
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(!is_error, "{tool} {args}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v
-}
-
-async fn err(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(is_error, "{tool} {args}: {v}");
-    v
 }
 
 fn assert_close(got: &Value, want: &Value, what: &str) {

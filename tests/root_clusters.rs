@@ -16,7 +16,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
 const FILE: &str = "root/clusters.root";
@@ -51,13 +51,6 @@ const DECIDED_EXACTLY: &[&str] = &[
     "event_number < 31000 || muon_pt > 90",
     "Sum$(muon_pt > 0) == 0 && event_number > 29000",
 ];
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(!is_error, "{tool} {args}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v
-}
 
 /// A client of quarry serving a root that holds the clusters file, indexed.
 async fn serving_clusters(s: &Sandbox) -> Client {

@@ -18,7 +18,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, call_err as err, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -49,19 +49,6 @@ fn sandbox_with_rntuples(doc: &Value, rntuples: &[&str]) -> Sandbox {
         s.write(rel, &std::fs::read(source).unwrap());
     }
     s
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(!is_error, "{tool} {args}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v
-}
-
-async fn err(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(is_error, "{tool} {args} should fail: {v}");
-    v
 }
 
 /// Numbers equal to `tolerance` of their size, the rest exactly (objects on

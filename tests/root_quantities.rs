@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
+use common::{Client, Form, Sandbox, call_err as err, call_ok as ok, wait_indexed};
 use quarry::analysis::dataset::Member;
 use quarry::analysis::ops::count_selected;
 use quarry::analysis::prune::BasketSpan;
@@ -53,19 +53,6 @@ fn tool_path(rel: &str) -> String {
         "root/{}",
         Path::new(rel).file_name().unwrap().to_str().unwrap()
     )
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(!is_error, "{tool} {args}: {v}");
-    assert_valid(&format!("{tool}.output.json"), &v);
-    v
-}
-
-async fn err(client: &Client, tool: &str, args: Value) -> Value {
-    let (v, is_error) = call(client, tool, args.clone()).await;
-    assert!(is_error, "{tool} {args}: {v}");
-    v
 }
 
 /// Numbers equal to 1e-9 relative (or both null), lists and objects alike.

@@ -81,3 +81,13 @@ pub fn rss_mb() -> (f64, f64) {
     };
     (field("VmRSS:"), field("VmHWM:"))
 }
+
+/// The CPU time (user and system, every thread) this process has used, in
+/// seconds: on a shared machine it says what work cost whatever else ran.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}

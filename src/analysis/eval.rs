@@ -123,7 +123,7 @@ pub(super) fn and_masks(a: Option<Vec<bool>>, b: Option<Vec<bool>>) -> Option<Ve
 }
 
 /// A per-entry value repeated for each element of the entries (`offsets`).
-fn spread(v: &[f64], offsets: &[usize]) -> Vec<f64> {
+pub(super) fn spread(v: &[f64], offsets: &[usize]) -> Vec<f64> {
     let mut out = Vec::with_capacity(offsets.last().copied().unwrap_or(0));
     for (x, w) in v.iter().zip(offsets.windows(2)) {
         out.extend(std::iter::repeat_n(*x, w[1] - w[0]));

@@ -493,13 +493,7 @@ deep once its defines are written out; nest the defines less"
                     unreachable!("a column checks to a column")
                 };
                 if shape == Shape::Scalar {
-                    return Err(AnalysisError::invalid(
-                        *at,
-                        "a collection before '['",
-                        format!(
-                            "at column {at}: '{name}' holds one value per entry and cannot be indexed"
-                        ),
-                    ));
+                    return Err(vecops::not_indexable(*at, &format!("'{name}' holds")));
                 }
                 Ok((
                     Node::Index {

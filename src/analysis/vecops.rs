@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use super::AnalysisError;
-use super::eval::{Inputs, Val, and_masks, different_lengths, truth};
+use super::eval::{Inputs, Val, and_masks, different_lengths, spread, truth};
 use super::kinematics;
 use super::pairs;
 use super::plan::{Checked, Checker, Collection, Node, Shape, arity, combine, first_column};
@@ -205,6 +205,16 @@ pub(super) fn check(
     Ok((Node::Vec(op, nodes), shape))
 }
 
+/// The error for `x[...]` where `x` (named by `subject`, which ends in its
+/// verb) holds one value per entry.
+pub(super) fn not_indexable(at: usize, subject: &str) -> AnalysisError {
+    AnalysisError::invalid(
+        at,
+        "a collection before '['",
+        format!("at column {at}: {subject} one value per entry and cannot be indexed"),
+    )
+}
+
 /// `name[index]` where `name` is a define: element `index` of each entry of
 /// the collection it computes.
 pub(super) fn element(
@@ -214,13 +224,7 @@ pub(super) fn element(
     at: usize,
 ) -> Result<Checked, AnalysisError> {
     if shape == Shape::Scalar {
-        return Err(AnalysisError::invalid(
-            at,
-            "a collection before '['",
-            format!(
-                "at column {at}: the define '{name}' has one value per entry and cannot be indexed"
-            ),
-        ));
+        return Err(not_indexable(at, &format!("the define '{name}' has")));
     }
     Ok((Node::Vec(VecOp::At(index), vec![node]), Shape::Scalar))
 }
@@ -233,13 +237,7 @@ pub(super) fn element_by(
     at: usize,
 ) -> Result<Checked, AnalysisError> {
     if shape == Shape::Scalar {
-        return Err(AnalysisError::invalid(
-            at,
-            "a collection before '['",
-            format!(
-                "at column {at}: the name before '[' has one value per entry and cannot be indexed"
-            ),
-        ));
+        return Err(not_indexable(at, "the name before '[' has"));
     }
     if index_shape != Shape::Scalar {
         return Err(AnalysisError::invalid(
@@ -635,15 +633,6 @@ pub(super) fn align(args: Vec<Val>, inputs: &Inputs<'_>) -> Result<Aligned, Anal
         frame,
         valid,
     })
-}
-
-/// A per-entry value repeated for each of the entry's elements.
-fn spread(v: &[f64], offsets: &[usize]) -> Vec<f64> {
-    let mut out = Vec::with_capacity(offsets.last().copied().unwrap_or(0));
-    for (x, w) in v.iter().zip(offsets.windows(2)) {
-        out.extend(std::iter::repeat_n(*x, w[1] - w[0]));
-    }
-    out
 }
 
 impl Aligned {

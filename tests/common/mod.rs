@@ -281,6 +281,22 @@ pub async fn call(client: &Client, tool: &str, arguments: Value) -> (Value, bool
     (json, is_error)
 }
 
+/// Calls a tool that must succeed; its structured content, checked against
+/// the tool's output schema.
+pub async fn call_ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (v, is_error) = call(client, tool, args.clone()).await;
+    assert!(!is_error, "{tool} {args}: {v}");
+    assert_valid(&format!("{tool}.output.json"), &v);
+    v
+}
+
+/// Calls a tool that must fail; its error object.
+pub async fn call_err(client: &Client, tool: &str, args: Value) -> Value {
+    let (v, is_error) = call(client, tool, args.clone()).await;
+    assert!(is_error, "{tool} {args} should fail: {v}");
+    v
+}
+
 /// Waits until index_status says the catalog is complete.
 pub async fn wait_indexed(client: &Client) {
     let start = Instant::now();

@@ -355,6 +355,12 @@ impl Tasks {
 
     /// The work of task `id` has ended with `outcome`.
     fn finished(&self, id: &str, outcome: Outcome) {
+        // Measured before the lock: a result can be megabytes of JSON, and
+        // every tasks/get, list and cancel waits on the registry.
+        let bytes = match &outcome {
+            Outcome::Completed(r) | Outcome::Failed(r) => json_len(r) + ENTRY_OVERHEAD_BYTES,
+            _ => ENTRY_OVERHEAD_BYTES,
+        };
         let mut registry = self.lock();
         let Some(entry) = registry.entries.get_mut(id) else {
             return;
@@ -365,10 +371,6 @@ impl Tasks {
             // answer is dropped.
             return;
         }
-        let bytes = match &outcome {
-            Outcome::Completed(r) | Outcome::Failed(r) => json_len(r) + ENTRY_OVERHEAD_BYTES,
-            _ => ENTRY_OVERHEAD_BYTES,
-        };
         entry.bytes = bytes;
         entry.finish(outcome);
         registry.kept_bytes += bytes;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::root::stored_histogram;
 use super::root_analysis::compute_histogram;
 use super::root_plot::with_plot;
-use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
+use super::{Context, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::fit::{self, CostKind, FitError, Histogram, MinosRequest, Override, Report, Request};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -26,12 +26,7 @@ model such as 'gaussian + exponential' (or an expression in x) to a histogram: c
 stored TH1 (path + name) or bin_edges + counts. Gives values, errors, covariance, chi2/ndf, p-values, pulls.",
     input_schema: include_str!("../../../schema/tools/fit_histogram.input.json"),
     output_schema: include_str!("../../../schema/tools/fit_histogram.output.json"),
-    effects: Effects {
-        read_only: false,
-        destructive: false,
-        idempotent: true,
-        asks_llm: false,
-    },
+    effects: super::root_analysis::PLOTS,
     handler: fit_histogram,
 }];
 

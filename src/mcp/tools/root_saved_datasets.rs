@@ -95,7 +95,7 @@ fn files_of(ctx: &Context, tool: &str, files: DatasetArg) -> Result<DatasetFiles
             let text = text.trim().to_string();
             if let Ok(paths) = serde_json::from_str::<Vec<String>>(&text) {
                 paths
-            } else if text.contains(['*', '?', '[', ']', '{', '}']) {
+            } else if text.contains(super::root_dataset_files::GLOB_CHARS) {
                 // Checked now: a glob outside the roots, or malformed, is refused.
                 glob_files(ctx, tool, &text)?;
                 return Ok(DatasetFiles::Glob(text));
@@ -215,9 +215,7 @@ fn define_dataset(
     }
     let files = files_of(ctx, tool, args.files)?;
     let define = defines_of(tool, args.define)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = crate::index::now_ms();
     let previous = ctx
         .catalog
         .dataset(&args.name)
