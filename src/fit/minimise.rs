@@ -1,7 +1,9 @@
 //! Migrad-like minimisation: argmin's BFGS with the Moré–Thuente line search
 //! on internal parameters (Minuit's transforms map a bounded parameter to an
 //! unbounded one), numerical gradients, and restarts from the Hessian at the
-//! best point until the estimated distance to minimum (EDM) is small.
+//! best point until the estimated distance to minimum (EDM) is small. A
+//! binned fit goes by Fisher scoring first (`scoring`), which usually ends at
+//! the minimum; the rounds take over when it does not.
 
 use std::cell::RefCell;
 
@@ -10,6 +12,7 @@ use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::BFGS;
 
 use super::hesse::{hessian, invert_positive};
+use super::scoring::{Binned, half_quadratic, score};
 
 /// A parameter as the minimiser sees it.
 #[derive(Debug, Clone, Copy)]
@@ -112,8 +115,18 @@ impl<'a> Internal<'a> {
     }
 
     pub fn value(&self, u: &[f64]) -> f64 {
-        *self.calls.borrow_mut() += 1;
-        let f = (self.cost)(&self.external(u));
+        self.count(1);
+        self.offer(u, (self.cost)(&self.external(u)))
+    }
+
+    /// Counts `k` evaluations of the cost (or of the model behind it).
+    pub fn count(&self, k: usize) {
+        *self.calls.borrow_mut() += k;
+    }
+
+    /// Keeps `u` as the best point if its cost `f` is the lowest yet; returns
+    /// `f`, or the penalty when it is not finite.
+    pub fn offer(&self, u: &[f64], f: f64) -> f64 {
         let f = if f.is_finite() { f } else { PENALTY };
         let mut best = self.best.borrow_mut();
         if f < best.1 {
@@ -183,6 +196,27 @@ const EDM_GOAL: f64 = 1e-9;
 const ROUNDS: usize = 6;
 const ITERATIONS: u64 = 400;
 
+/// Minimises a binned cost from `u0`: Fisher scoring first, then the
+/// Migrad-like rounds only when scoring did not reach the minimum.
+pub fn migrad_binned(f: &Internal<'_>, binned: &dyn Binned, u0: Vec<f64>) -> Minimum {
+    if u0.is_empty() {
+        return migrad(f, u0);
+    }
+    let scored = score(f, binned, u0);
+    let Some(inverse) = scored.inverse else {
+        return migrad(f, f.best().0);
+    };
+    if let Some(g) = scored.gradient {
+        // Scoring's gradient is the cost's at its last point, which is
+        // where it stopped converged: only the Hessian is still needed.
+        let (edm, inv) = estimate_with(f, &scored.u, &g);
+        if let Some(inv) = inv.filter(|_| edm < EDM_MAX) {
+            return finish(f, scored.u, edm, Some(inv), None);
+        }
+    }
+    rounds(f, f.best().0, inverse)
+}
+
 /// Minimises `f` from `u0` (internal coordinates).
 pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
     let n = u0.len();
@@ -197,8 +231,14 @@ pub fn migrad(f: &Internal<'_>, u0: Vec<f64>) -> Minimum {
             reason: None,
         };
     }
-    let mut u = u0;
-    let mut inverse = seed(f, &u);
+    let inverse = seed(f, &u0);
+    rounds(f, u0, inverse)
+}
+
+/// BFGS rounds from `u` with the inverse Hessian `inverse`, each ended by a
+/// numerical Hessian and the EDM, until the EDM is small.
+fn rounds(f: &Internal<'_>, mut u: Vec<f64>, mut inverse: Vec<Vec<f64>>) -> Minimum {
+    let n = u.len();
     let mut failure = None;
     let mut last = (f64::INFINITY, None);
     for _ in 0..ROUNDS {
@@ -324,7 +364,7 @@ fn identity_scaled(f: &Internal<'_>) -> Vec<Vec<f64>> {
 
 /// Derivative steps from the current inverse Hessian: a small fraction of each
 /// parameter's estimated error (σ² = 2 H⁻¹ for a −2 ln L cost).
-fn set_steps(f: &Internal<'_>, inverse: &[Vec<f64>]) {
+pub(super) fn set_steps(f: &Internal<'_>, inverse: &[Vec<f64>]) {
     let mut steps = f.steps.borrow_mut();
     for (k, s) in steps.iter_mut().enumerate() {
         let sigma = (2.0 * inverse[k][k]).sqrt();
@@ -337,17 +377,18 @@ fn set_steps(f: &Internal<'_>, inverse: &[Vec<f64>]) {
 /// The EDM (½ gᵀ H⁻¹ g) at `u`, the inverse Hessian there and the gradient.
 pub fn estimate(f: &Internal<'_>, u: &[f64]) -> (f64, Option<Vec<Vec<f64>>>, Vec<f64>) {
     let g = f.gradient_at(u);
+    let (edm, inv) = estimate_with(f, u, &g);
+    (edm, inv, g)
+}
+
+/// The EDM and the inverse Hessian at `u`, given the gradient there.
+fn estimate_with(f: &Internal<'_>, u: &[f64], g: &[f64]) -> (f64, Option<Vec<Vec<f64>>>) {
     let inv = invert_positive(&hessian(f, u));
     let edm = match &inv {
-        Some(inv) => {
-            let n = g.len();
-            0.5 * (0..n)
-                .map(|i| (0..n).map(|j| g[i] * inv[i][j] * g[j]).sum::<f64>())
-                .sum::<f64>()
-        }
+        Some(inv) => half_quadratic(g, inv).abs(),
         None => f64::INFINITY,
     };
-    (edm.abs(), inv, g)
+    (edm, inv)
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@ pub mod hesse;
 pub mod minimise;
 pub mod minos;
 pub mod models;
+pub mod scoring;
 
 use crate::special::chi2_p_value;
 use hesse::external_covariance;
-use minimise::{Internal, Param, migrad};
+use minimise::{Internal, Param, migrad_binned};
 use models::{Model, Summary};
+use scoring::Binned;
 
 /// A histogram to fit: bins `[edges[i], edges[i + 1])`, their contents and,
 /// for weighted contents, their variances (None: Poisson counts).
@@ -149,6 +151,29 @@ impl<'h> Data<'h> {
         sum
     }
 
+    /// Per bin, d cost / d μ and the expected second derivative (for Fisher
+    /// scoring): for the deviance 2s(1 − n/μ) and 2s/μ (s the bin's scale),
+    /// for χ² −2(n − μ)/σ² and 2/σ².
+    fn derivatives(&self, kind: CostKind, mu: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let bins = self.h.counts.iter().zip(mu);
+        match kind {
+            CostKind::Poisson => bins
+                .zip(&self.scale)
+                .map(|((&n, &m), &s)| (2.0 * s * (1.0 - n / m), 2.0 * s / m))
+                .unzip(),
+            CostKind::Chi2 => bins
+                .zip(&self.variance)
+                .map(|((&n, &m), &v)| {
+                    if v > 0.0 {
+                        (-2.0 * (n - m) / v, 2.0 / v)
+                    } else {
+                        (0.0, 0.0)
+                    }
+                })
+                .unzip(),
+        }
+    }
+
     /// The model's variance in each bin (for Pearson's χ² and the pulls).
     fn expected_variance(&self, kind: CostKind, mu: &[f64]) -> Vec<f64> {
         match kind {
@@ -266,6 +291,32 @@ fn parameters(
 }
 
 /// Fits `request.model` to `h`.
+/// The fit's cost as Fisher scoring sees it: the model's expected counts and
+/// the cost of them.
+struct BinnedCost<'a> {
+    model: &'a Model,
+    edges: &'a [f64],
+    data: &'a Data<'a>,
+    kind: CostKind,
+}
+
+impl Binned for BinnedCost<'_> {
+    fn expected(&self, x: &[f64]) -> Vec<f64> {
+        self.model.expected(x, self.edges, self.data.total)
+    }
+
+    fn cost(&self, mu: &[f64]) -> f64 {
+        match self.kind {
+            CostKind::Poisson => self.data.deviance(mu),
+            CostKind::Chi2 => self.data.chi2(mu),
+        }
+    }
+
+    fn derivatives(&self, mu: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        self.data.derivatives(self.kind, mu)
+    }
+}
+
 pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
     check_histogram(h, request.cost)?;
     let model = models::parse(request.model, request.extended).map_err(FitError)?;
@@ -274,13 +325,13 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
     let data = Data::new(h);
     let kind = request.cost;
     let edges = &h.edges;
-    let cost = |p: &[f64]| {
-        let mu = model.expected(p, edges, data.total);
-        match kind {
-            CostKind::Poisson => data.deviance(&mu),
-            CostKind::Chi2 => data.chi2(&mu),
-        }
+    let binned = BinnedCost {
+        model: &model,
+        edges,
+        data: &data,
+        kind,
     };
+    let cost = |p: &[f64]| binned.cost(&binned.expected(p));
     let start_cost = cost(&params.iter().map(|p| p.value).collect::<Vec<_>>());
     if !start_cost.is_finite() {
         return Err(FitError(format!(
@@ -288,7 +339,7 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         )));
     }
     let internal = Internal::new(&cost, &params);
-    let m = migrad(&internal, internal.start());
+    let m = migrad_binned(&internal, &binned, internal.start());
     let best = internal.external(&m.u);
     let covariance = match &m.inverse {
         Some(inv) => external_covariance(&internal, &m.u, inv),
