@@ -109,11 +109,36 @@ pub fn voigt_profile(x: f64, sigma: f64, gamma: f64) -> f64 {
 /// Q(a, x) = Γ(a, x) / Γ(a): the probability that a χ² with 2a degrees of
 /// freedom exceeds 2x. Series below a + 1, Lentz's continued fraction above.
 pub fn gamma_q(a: f64, x: f64) -> f64 {
-    if a.is_nan() || a <= 0.0 || x.is_nan() {
-        return f64::NAN;
+    match incomplete_gamma(a, x) {
+        Some(Tail::Lower(p)) => (1.0 - p).max(0.0),
+        Some(Tail::Upper(q)) => q,
+        None if x <= 0.0 && a > 0.0 => 1.0,
+        None => f64::NAN,
     }
-    if x <= 0.0 {
-        return 1.0;
+}
+
+/// P(a, x) = γ(a, x) / Γ(a) = 1 − Q(a, x), accurate where it is small.
+pub fn gamma_p(a: f64, x: f64) -> f64 {
+    match incomplete_gamma(a, x) {
+        Some(Tail::Lower(p)) => p,
+        Some(Tail::Upper(q)) => (1.0 - q).max(0.0),
+        None if x <= 0.0 && a > 0.0 => 0.0,
+        None => f64::NAN,
+    }
+}
+
+/// Which regularised incomplete gamma function was computed directly.
+enum Tail {
+    Lower(f64),
+    Upper(f64),
+}
+
+/// P by its series below a + 1, Q by Lentz's continued fraction above (each
+/// where it converges fast and keeps its precision); None for a ≤ 0, x ≤ 0
+/// or NaN.
+fn incomplete_gamma(a: f64, x: f64) -> Option<Tail> {
+    if a.is_nan() || a <= 0.0 || x.is_nan() || x <= 0.0 {
+        return None;
     }
     let log_prefactor = a * x.ln() - x - libm::lgamma(a);
     if x < a + 1.0 {
@@ -126,7 +151,7 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
                 break;
             }
         }
-        (1.0 - sum * log_prefactor.exp()).max(0.0)
+        Some(Tail::Lower((sum * log_prefactor.exp()).min(1.0)))
     } else {
         let tiny = 1e-300;
         let mut b = x + 1.0 - a;
@@ -151,7 +176,7 @@ pub fn gamma_q(a: f64, x: f64) -> f64 {
                 break;
             }
         }
-        (log_prefactor.exp() * h).clamp(0.0, 1.0)
+        Some(Tail::Upper((log_prefactor.exp() * h).clamp(0.0, 1.0)))
     }
 }
 

@@ -1,7 +1,9 @@
 //! fit_histogram (issue #30 part 1) against iminuit: values, Hesse errors,
 //! covariance and Minos intervals of binned likelihood and χ² fits, on the Z
 //! peak of the testdata's uproot-Zmumu.root and on generated peaks with known
-//! truth, and a weighted one (the scaled Poisson likelihood). Expected values: tests/fixtures/fit/fits.json, written by
+//! truth, every shape of the model language (Crystal Ball, double Crystal
+//! Ball, Breit–Wigner, polynomial, Chebyshev, ARGUS, a free expression) on
+//! events drawn from it, and a weighted one (the scaled Poisson likelihood). Expected values: tests/fixtures/fit/fits.json, written by
 //! scripts/fixtures/fits.py with iminuit (ExtendedBinnedNLL / BinnedNLL,
 //! Minuit.migrad/hesse/minos) and scipy.special.voigt_profile.
 //!
