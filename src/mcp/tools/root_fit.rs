@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::root::stored_histogram;
-use super::root_analysis::compute_histogram;
+use super::root_analysis::{MAX_BINS, checked_bins, open_for, open_named};
+use super::root_dataset::reading;
+use super::root_histogram::{HistogramArgs, fill_histogram, histogram_plans};
 use super::root_plot::with_plot;
 use super::{Context, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::fit::{self, CostKind, FitError, Histogram, MinosRequest, Override, Report, Request};
@@ -29,9 +31,6 @@ stored TH1 (path + name) or bin_edges + counts. Gives values, errors, covariance
     effects: super::root_analysis::PLOTS,
     handler: fit_histogram,
 }];
-
-/// Bins a fit takes at most.
-const MAX_BINS: usize = 10_000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,8 +154,9 @@ fn within(h: Histogram, range: Option<[f64; 2]>) -> Result<Histogram, ToolError>
     })
 }
 
-/// A histogram made by compute_histogram itself, page by page if the result
-/// budget cuts its bins.
+/// A histogram made from compute_histogram's arguments, filled as
+/// compute_histogram fills it (`root_histogram::fill_histogram`), in one pass
+/// over the data.
 fn computed_histogram(
     ctx: &Context,
     job: &Job,
@@ -168,12 +168,7 @@ fn computed_histogram(
             "e.g. bins=50, as for compute_histogram",
         ));
     };
-    if bins < 1 || bins as usize > MAX_BINS {
-        return Err(invalid(
-            format!("bins must be from 1 to {MAX_BINS}, got {bins}"),
-            "Give fewer bins",
-        ));
-    }
+    let bins = checked_bins("bins", bins, MAX_BINS)?;
     let mut request = Map::new();
     let mut put = |k: &str, v: Option<Value>| {
         if let Some(v) = v {
@@ -191,43 +186,21 @@ fn computed_histogram(
     put("flatten", args.flatten.map(Value::from));
     put("define", args.define.clone());
     put("skip_mismatched", args.skip_mismatched.map(Value::from));
-    let (mut edges, mut counts, mut errors) = (Vec::new(), Vec::new(), Vec::new());
-    while counts.len() < bins as usize {
-        let mut page = request.clone();
-        page.insert("offset".into(), json!(counts.len()));
-        let out = compute_histogram(ctx, job, page)?;
-        let numbers = |key: &str| -> Vec<f64> {
-            out.data[key]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default()
-        };
-        let (e, c, r) = (
-            numbers("bin_edges"),
-            numbers("bin_counts"),
-            numbers("bin_errors"),
-        );
-        if c.is_empty() {
-            return Err(ToolError::internal("compute_histogram gave no bins"));
-        }
-        if edges.is_empty() {
-            edges.extend(e);
-        } else {
-            edges.extend(e.into_iter().skip(1));
-        }
-        counts.extend(c);
-        errors.extend(r);
-    }
-    let weighted = args.weights.is_some();
-    let variances = weighted.then(|| errors.iter().map(|e| e * e).collect());
-    let title = args.branch.clone().unwrap_or_default();
+    let hargs: HistogramArgs = parse_args(TOOL, request)?;
+    let (t, _, _) = open_named!(ctx, TOOL, hargs)?;
+    let mut columns = t.columns();
+    let plans = histogram_plans(ctx, TOOL, &hargs, &t, &mut columns)?;
+    let members = t.members(&columns);
+    let read = (&t, columns.as_slice(), members.as_slice());
+    let (h, axis, _) = fill_histogram(ctx, job, read, &plans, (&hargs, bins))?;
+    let variances = args.weights.is_some().then(|| h.sumw2.clone());
     Ok((
         Histogram {
-            edges,
-            counts,
+            edges: axis.edges(),
+            counts: h.counts,
             variances,
         },
-        title,
+        hargs.branch,
     ))
 }
 
@@ -322,7 +295,7 @@ pub(super) fn fit_histogram(
         minos: minos_request(args.minos.as_ref())?,
     };
     let (h, x_title) = histogram(ctx, job, &args)?;
-    if h.counts.len() > MAX_BINS {
+    if h.counts.len() > MAX_BINS as usize {
         return Err(invalid(
             format!(
                 "{} bins is more than the {MAX_BINS} a fit takes",
