@@ -136,7 +136,7 @@ pub fn truth(x: f64) -> bool {
 }
 
 #[inline(always)]
-pub(super) fn apply(op: BinOp, a: f64, b: f64) -> f64 {
+pub fn apply(op: BinOp, a: f64, b: f64) -> f64 {
     let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
     match op {
         BinOp::Add => a + b,

@@ -3,6 +3,7 @@
 //! order they first appear). It is parsed by the analysis engine's parser and
 //! compiled into a small tree evaluated on one number at a time.
 
+use crate::analysis::eval::{apply, truth};
 use crate::analysis::plan::{Fn1, Func2, binary_function, constant, unary_function};
 use crate::analysis::syntax::{self, BinOp, Expr, UnOp};
 
@@ -114,40 +115,25 @@ asin acos atan atan2 sinh cosh tanh min max floor ceil hypot and TMath::Pi())"
     ))
 }
 
-fn truth(v: f64) -> f64 {
-    if v != 0.0 { 1.0 } else { 0.0 }
-}
-
 /// The value at `x` with parameters `p` (NaN where the expression is undefined,
-/// e.g. a division by zero gives ±inf or NaN, which the cost turns away).
+/// e.g. a division by zero gives ±inf or NaN, which the cost turns away). The
+/// operators are the cut language's own (`eval::apply`: `%` as TTreeFormula's).
 pub fn eval(n: &Node, x: f64, p: &[f64]) -> f64 {
     match n {
         Node::Const(c) => *c,
         Node::Var(0) => x,
         Node::Var(i) => p[i - 1],
         Node::Neg(a) => -eval(a, x, p),
-        Node::Not(a) => 1.0 - truth(eval(a, x, p)),
-        Node::F1(f, a) => f.call(eval(a, x, p)),
-        Node::F2(f, a, b) => f(eval(a, x, p), eval(b, x, p)),
-        Node::Binary(op, a, b) => {
-            let (a, b) = (eval(a, x, p), eval(b, x, p));
-            let bool_of = |c: bool| if c { 1.0 } else { 0.0 };
-            match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-                BinOp::Mod => a % b,
-                BinOp::Lt => bool_of(a < b),
-                BinOp::Le => bool_of(a <= b),
-                BinOp::Gt => bool_of(a > b),
-                BinOp::Ge => bool_of(a >= b),
-                BinOp::Eq => bool_of(a == b),
-                BinOp::Ne => bool_of(a != b),
-                BinOp::And => truth(a) * truth(b),
-                BinOp::Or => truth(truth(a) + truth(b)),
+        Node::Not(a) => {
+            if truth(eval(a, x, p)) {
+                0.0
+            } else {
+                1.0
             }
         }
+        Node::F1(f, a) => f.call(eval(a, x, p)),
+        Node::F2(f, a, b) => f(eval(a, x, p), eval(b, x, p)),
+        Node::Binary(op, a, b) => apply(*op, eval(a, x, p), eval(b, x, p)),
     }
 }
 
@@ -171,5 +157,17 @@ mod tests {
         assert!(compile("x[0] * a").is_err());
         let e = compile("a / (x - x)").unwrap();
         assert!(!eval(&e.root, 1.0, &[1.0]).is_finite());
+    }
+
+    #[test]
+    fn operators_are_the_cut_languages() {
+        // `%` truncates both operands to integers, as TTreeFormula: 7.9 % 2 = 1
+        // (a float remainder would give 1.9); a zero divisor gives NaN.
+        let e = compile("x % a").unwrap();
+        assert_eq!(eval(&e.root, 7.9, &[2.0]), 1.0);
+        assert!(eval(&e.root, 7.9, &[0.5]).is_nan());
+        let e = compile("(x > a) && !(x > b)").unwrap();
+        assert_eq!(eval(&e.root, 2.0, &[1.0, 3.0]), 1.0);
+        assert_eq!(eval(&e.root, 4.0, &[1.0, 3.0]), 0.0);
     }
 }

@@ -712,7 +712,10 @@ mod tests {
             let ratio = bins[0] / integrate(edges[0], edges[1], density);
             for (i, w) in edges.windows(2).enumerate() {
                 let r = bins[i] / integrate(w[0], w[1], density);
-                assert!((r / ratio - 1.0).abs() < 1e-9, "c {c} bin {i}: {r} vs {ratio}");
+                assert!(
+                    (r / ratio - 1.0).abs() < 1e-9,
+                    "c {c} bin {i}: {r} vs {ratio}"
+                );
             }
         }
     }
