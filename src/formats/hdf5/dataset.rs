@@ -96,6 +96,12 @@ fn filter_name(id: i32, given: &str) -> String {
         5 => "nbit".into(),
         6 => "scaleoffset".into(),
         32000 => "lzf".into(),
+        // hdf5plugin's names for the filters registered with The HDF Group.
+        307 => "bzip2".into(),
+        32001 => "blosc".into(),
+        32004 => "lz4".into(),
+        32008 => "bitshuffle".into(),
+        32015 => "zstd".into(),
         _ if !given.is_empty() => given.into(),
         _ => format!("filter {id}"),
     }

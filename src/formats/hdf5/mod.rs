@@ -2,6 +2,7 @@
 //! object tree for the catalog, and hyperslab reads of datasets.
 //!
 //! - `ffi`: the one place libhdf5 is called from (a global lock; errors typed);
+//! - `filters`: LZF and Zstandard registered with libhdf5, and its plugin folders;
 //! - `tree`: groups, datasets, named types and links, depth first;
 //! - `dataset`, `attributes`: what is kept of each dataset and attribute;
 //! - `types`: NumPy-style type strings and the decoding of values;
@@ -23,6 +24,7 @@ mod attributes;
 mod buffer;
 mod dataset;
 mod ffi;
+pub mod filters;
 pub mod isolated;
 mod outside;
 mod read;
