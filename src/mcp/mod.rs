@@ -2,6 +2,7 @@
 
 pub mod budget;
 pub mod client;
+pub mod prompts;
 pub mod codec;
 pub mod connection;
 pub mod relay;

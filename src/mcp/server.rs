@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
     ServerConfig, Tool, ToolAnnotations,
@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use super::prompts;
 use super::resources;
 use super::response::ToolError;
 use super::tasks::{self, Tasks};
@@ -260,13 +261,15 @@ impl ServerHandler for QuarryServer {
         // tasks as the initialize result is written (`connection`).
         let capabilities = if self.serves_resources() {
             ServerCapabilities::builder()
-                .enable_tools()
+                .enable_prompts()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_tools()
                 .enable_tasks()
                 .build()
         } else {
             ServerCapabilities::builder()
+                .enable_prompts()
                 .enable_tools()
                 .enable_tasks()
                 .build()
@@ -286,6 +289,26 @@ impl ServerHandler for QuarryServer {
             ListToolsResult::with_all_items(self.tools.iter().map(|(_, t)| t.clone()).collect())
                 .with_ttl_ms(TOOLS_TTL_MS),
         )
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let toolsets: Vec<Toolset> = self.ctx.settings.toolsets.iter().copied().collect();
+        Ok(ListPromptsResult::with_all_items(prompts::list(&toolsets)))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let toolsets: Vec<Toolset> = self.ctx.settings.toolsets.iter().copied().collect();
+        prompts::get(&request.name, request.arguments.as_ref(), &toolsets)
+            .map(Into::into)
+            .map_err(|e| McpError::invalid_params(e.to_string(), None))
     }
 
     async fn list_resources(
