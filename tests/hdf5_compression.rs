@@ -122,3 +122,51 @@ async fn plugins_come_from_the_system_folder_whatever_the_environment_says() {
     }
     client.cancel().await.unwrap();
 }
+
+/// `resources/read` of a chunked dataset reports its chunk storage as h5py's
+/// chunk iteration sees it (`dset.id.get_num_chunks`, the sum of
+/// `get_chunk_info` sizes), from the catalog: `/sparse` has 5 of its 100
+/// chunks written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_report_chunk_storage_as_h5py_counts_it() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let s = sandbox();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let expected = expected();
+    let datasets = expected["datasets"].as_object().unwrap();
+    assert!(datasets.len() >= 14);
+    for (path, want) in datasets {
+        let result = client
+            .read_resource(ReadResourceRequestParams::new(uri(&s, "filters.h5", path)))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents { text, .. } = &result.contents[0] else {
+            panic!("a text resource");
+        };
+        let v: Value = serde_json::from_str(text).unwrap();
+        let chunks = &want["chunks"];
+        let got = &v["chunk_storage"];
+        assert_eq!(got["chunks"], chunks["chunks_in_extent"], "{path}: {v}");
+        assert_eq!(got["chunks_written"], chunks["count"], "{path}");
+        assert_eq!(got["allocated_bytes"], chunks["stored_bytes"], "{path}");
+        let fraction = chunks["count"].as_f64().unwrap() / chunks["chunks_in_extent"].as_f64().unwrap();
+        assert_eq!(got["fraction_written"].as_f64(), Some(fraction), "{path}");
+    }
+    // A dataset stored without chunks has no chunk storage.
+    let result = client
+        .read_resource(ReadResourceRequestParams::new(uri(
+            &s,
+            "conditions.h5",
+            "/detector/channel_ids",
+        )))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &result.contents[0] else {
+        panic!("a text resource");
+    };
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["layout"], "contiguous");
+    assert!(v.get("chunk_storage").is_none(), "{v}");
+    client.cancel().await.unwrap();
+}
