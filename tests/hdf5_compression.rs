@@ -150,7 +150,8 @@ async fn resources_report_chunk_storage_as_h5py_counts_it() {
         assert_eq!(got["chunks"], chunks["chunks_in_extent"], "{path}: {v}");
         assert_eq!(got["chunks_written"], chunks["count"], "{path}");
         assert_eq!(got["allocated_bytes"], chunks["stored_bytes"], "{path}");
-        let fraction = chunks["count"].as_f64().unwrap() / chunks["chunks_in_extent"].as_f64().unwrap();
+        let fraction =
+            chunks["count"].as_f64().unwrap() / chunks["chunks_in_extent"].as_f64().unwrap();
         assert_eq!(got["fraction_written"].as_f64(), Some(fraction), "{path}");
     }
     // A dataset stored without chunks has no chunk storage.

@@ -45,13 +45,28 @@ fn read_npy(path: &Path) -> (String, Vec<u64>, Vec<f64>) {
     assert_eq!(&bytes[..6], b"\x93NUMPY");
     let (len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize, 12),
+        _ => (
+            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
+            12,
+        ),
     };
     assert_eq!((start + len) % 64, 0, "header padded to 64 bytes");
     let header = std::str::from_utf8(&bytes[start..start + len]).unwrap();
-    let descr = header.split("'descr': '").nth(1).unwrap().split('\'').next().unwrap();
+    let descr = header
+        .split("'descr': '")
+        .nth(1)
+        .unwrap()
+        .split('\'')
+        .next()
+        .unwrap();
     assert!(header.contains("'fortran_order': False"), "{header}");
-    let shape_text = header.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
+    let shape_text = header
+        .split("'shape': (")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap();
     let shape: Vec<u64> = shape_text
         .split(',')
         .map(str::trim)
@@ -60,7 +75,10 @@ fn read_npy(path: &Path) -> (String, Vec<u64>, Vec<f64>) {
         .collect();
     let data = &bytes[start + len..];
     let values = match descr {
-        "<f8" => data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+        "<f8" => data
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
         "<f4" => data
             .chunks_exact(4)
             .map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap())))
@@ -98,7 +116,10 @@ fn read_parquet(path: &Path, name: &str) -> (usize, Vec<f64>) {
         rows += batch.num_rows();
         let mut col = batch.column_by_name(name).unwrap().clone();
         if let Some(list) = col.as_any().downcast_ref::<FixedSizeListArray>() {
-            col = list.values().slice(list.offset() * list.value_length() as usize, list.len() * list.value_length() as usize);
+            col = list.values().slice(
+                list.offset() * list.value_length() as usize,
+                list.len() * list.value_length() as usize,
+            );
         }
         if let Some(v) = col.as_any().downcast_ref::<Float64Array>() {
             out.extend(v.values().iter().copied());
@@ -155,7 +176,11 @@ assert np.array_equal(got, want.ravel(), equal_nan=True)
         .arg(values.to_string())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,11 +208,24 @@ async fn exports_read_back_as_numpy_slices() {
             )
             .await;
             let path = PathBuf::from(v["data"]["output_path"].as_str().unwrap());
-            assert_eq!(path, exports.canonicalize().unwrap().join(format!("case{k}/out.{format}")));
+            assert_eq!(
+                path,
+                exports
+                    .canonicalize()
+                    .unwrap()
+                    .join(format!("case{k}/out.{format}"))
+            );
             assert_eq!(v["data"]["shape"], case["shape"], "{what}");
             assert_eq!(v["data"]["dtype"], case["dtype"], "{what}");
-            assert_eq!(v["data"]["elements_written"], shape.iter().product::<u64>(), "{what}");
-            assert_eq!(v["data"]["size_bytes"], std::fs::metadata(&path).unwrap().len());
+            assert_eq!(
+                v["data"]["elements_written"],
+                shape.iter().product::<u64>(),
+                "{what}"
+            );
+            assert_eq!(
+                v["data"]["size_bytes"],
+                std::fs::metadata(&path).unwrap().len()
+            );
             written.push(path);
         }
         let (descr, npy_shape, values) = read_npy(&written[0]);
@@ -195,9 +233,16 @@ async fn exports_read_back_as_numpy_slices() {
         assert_eq!(npy_shape, shape, "{what}");
         same(&values, &case["values"], &format!("{what} npy"));
         let (header, rows) = read_csv(&written[1]);
-        assert_eq!(rows.len() as u64, shape.first().copied().unwrap_or(1), "{what} csv rows");
+        assert_eq!(
+            rows.len() as u64,
+            shape.first().copied().unwrap_or(1),
+            "{what} csv rows"
+        );
         let width = shape.iter().skip(1).product::<u64>() as usize;
-        assert!(rows.iter().all(|r| r.len() == width.max(1)), "{what} csv width");
+        assert!(
+            rows.iter().all(|r| r.len() == width.max(1)),
+            "{what} csv width"
+        );
         if shape.len() <= 1 {
             assert_eq!(header, name);
         } else {
@@ -205,7 +250,11 @@ async fn exports_read_back_as_numpy_slices() {
         }
         same(&rows.concat(), &case["values"], &format!("{what} csv"));
         let (parquet_rows, flat) = read_parquet(&written[2], name);
-        assert_eq!(parquet_rows as u64, shape.first().copied().unwrap_or(1), "{what} parquet rows");
+        assert_eq!(
+            parquet_rows as u64,
+            shape.first().copied().unwrap_or(1),
+            "{what} parquet rows"
+        );
         same(&flat, &case["values"], &format!("{what} parquet"));
         if python {
             check_with_python(&written[0], &written[2], &case["shape"], &case["values"]);
@@ -274,9 +323,17 @@ async fn a_dataset_past_the_slice_cap_is_exported_whole() {
                "output_path": "ramp.parquet"}),
     )
     .await;
-    let (rows, values) = read_parquet(Path::new(v["data"]["output_path"].as_str().unwrap()), "ramp");
+    let (rows, values) = read_parquet(
+        Path::new(v["data"]["output_path"].as_str().unwrap()),
+        "ramp",
+    );
     assert_eq!(rows, N / 3);
-    assert!(values.iter().enumerate().all(|(i, &x)| x == (N - 1 - 3 * i) as f64));
+    assert!(
+        values
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (N - 1 - 3 * i) as f64)
+    );
     client.cancel().await.unwrap();
 }
 
@@ -288,14 +345,23 @@ async fn bad_exports_are_refused_with_the_specs_codes() {
     let outside = tempfile::tempdir().unwrap();
     let grid = uri(&s, "filters.h5", "/zstd/grid");
     let cases = [
-        (json!({"uri": grid, "output_format": "npy", "output_path": "../escape.npy"}), "permission_denied"),
+        (
+            json!({"uri": grid, "output_format": "npy", "output_path": "../escape.npy"}),
+            "permission_denied",
+        ),
         (
             json!({"uri": grid, "output_format": "npy",
                    "output_path": outside.path().join("x.npy").display().to_string()}),
             "permission_denied",
         ),
-        (json!({"uri": grid, "output_format": "xlsx", "output_path": "x.xlsx"}), "invalid_arguments"),
-        (json!({"uri": grid, "slice_str": "1:2, 99", "output_format": "npy", "output_path": "x.npy"}), "index_out_of_range"),
+        (
+            json!({"uri": grid, "output_format": "xlsx", "output_path": "x.xlsx"}),
+            "invalid_arguments",
+        ),
+        (
+            json!({"uri": grid, "slice_str": "1:2, 99", "output_format": "npy", "output_path": "x.npy"}),
+            "index_out_of_range",
+        ),
         (
             json!({"uri": uri(&s, "kinds.h5", "/text/fixed"), "output_format": "csv", "output_path": "s.csv"}),
             "unsupported_type",

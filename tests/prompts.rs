@@ -70,12 +70,18 @@ async fn check_prompts(client: &Client) {
         assert!(!got.messages.is_empty(), "{name}");
         let text = serde_json::to_string(&got.messages).unwrap();
         for a in args {
-            assert!(text.contains(&format!("VALUE-OF-{a}")), "{name}: {a} not filled in");
+            assert!(
+                text.contains(&format!("VALUE-OF-{a}")),
+                "{name}: {a} not filled in"
+            );
         }
         let named = calls(&text);
         assert!(named.len() >= 3, "{name}: {named:?}");
         for tool in &named {
-            assert!(tools.contains(tool), "{name} names {tool}, which tools/list lacks");
+            assert!(
+                tools.contains(tool),
+                "{name} names {tool}, which tools/list lacks"
+            );
         }
     }
     // The first tool of each job, in order.
@@ -100,7 +106,10 @@ async fn check_prompts(client: &Client) {
             .get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments(args)))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("-32602") || format!("{err:?}").contains("-32602"), "{name}: {err}");
+        assert!(
+            err.to_string().contains("-32602") || format!("{err:?}").contains("-32602"),
+            "{name}: {err}"
+        );
     }
 }
 

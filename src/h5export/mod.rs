@@ -80,7 +80,8 @@ pub struct Exporter<W: Write + Send> {
 enum Sink<W: Write + Send> {
     Npy(npy::Npy<W>),
     Csv(table::Csv<W>),
-    Parquet(table::Parquet<W>),
+    // Boxed: the Parquet writer is far larger than the others.
+    Parquet(Box<table::Parquet<W>>),
 }
 
 impl<W: Write + Send> Exporter<W> {
@@ -89,7 +90,7 @@ impl<W: Write + Send> Exporter<W> {
         let sink = match format {
             Format::Npy => Sink::Npy(npy::Npy::new(out, layout)?),
             Format::Csv => Sink::Csv(table::Csv::new(out, layout)?),
-            Format::Parquet => Sink::Parquet(table::Parquet::new(out, layout)?),
+            Format::Parquet => Sink::Parquet(Box::new(table::Parquet::new(out, layout)?)),
         };
         Ok(Exporter { sink })
     }
@@ -108,7 +109,7 @@ impl<W: Write + Send> Exporter<W> {
         match self.sink {
             Sink::Npy(s) => s.finish(),
             Sink::Csv(s) => s.finish(),
-            Sink::Parquet(s) => s.finish(),
+            Sink::Parquet(s) => (*s).finish(),
         }
     }
 }
@@ -126,7 +127,9 @@ enum Element {
 fn element(plain: Plain, b: &[u8]) -> Element {
     match plain {
         Plain::Bool => Element::Bool(b[0] != 0),
-        Plain::Float { size: 4 } => Element::Float32(f32::from_ne_bytes(b[..4].try_into().unwrap())),
+        Plain::Float { size: 4 } => {
+            Element::Float32(f32::from_ne_bytes(b[..4].try_into().unwrap()))
+        }
         Plain::Float { .. } => Element::Float64(f64::from_ne_bytes(b[..8].try_into().unwrap())),
         Plain::Int { size, signed } => {
             let mut raw = [0u8; 8];

@@ -13,7 +13,11 @@ pub struct Npy<W: Write> {
 
 /// NumPy's type string for the host's layout of `plain`.
 pub fn descr(plain: Plain) -> String {
-    let order = if cfg!(target_endian = "little") { '<' } else { '>' };
+    let order = if cfg!(target_endian = "little") {
+        '<'
+    } else {
+        '>'
+    };
     match plain {
         Plain::Bool => "|b1".into(),
         Plain::Int { size: 1, signed } => format!("|{}1", if signed { 'i' } else { 'u' }),

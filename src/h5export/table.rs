@@ -6,9 +6,8 @@ use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array,
-    Int16Array, Int32Array, Int64Array, RecordBatch, UInt8Array, UInt16Array, UInt32Array,
-    UInt64Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int16Array,
+    Int32Array, Int64Array, RecordBatch, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -183,7 +182,9 @@ impl<W: Write + Send> Parquet<W> {
             Some(width) => DataType::FixedSizeList(
                 Arc::new(Field::new("item", item, false)),
                 i32::try_from(width).map_err(|_| {
-                    ExportError::Encode(format!("rows of {width} elements are too wide for Parquet"))
+                    ExportError::Encode(format!(
+                        "rows of {width} elements are too wide for Parquet"
+                    ))
                 })?,
             ),
             None => item,
@@ -227,14 +228,12 @@ impl<W: Write + Send> Parquet<W> {
     fn write(&mut self, bytes: &[u8]) -> Result<(), ExportError> {
         let flat = values(self.plain, bytes);
         let column: ArrayRef = match self.list {
-            Some(width) => {
-                Arc::new(FixedSizeListArray::try_new(
-                    Arc::new(Field::new("item", data_type(self.plain), false)),
-                    width as i32,
-                    flat,
-                    None,
-                )?)
-            }
+            Some(width) => Arc::new(FixedSizeListArray::try_new(
+                Arc::new(Field::new("item", data_type(self.plain), false)),
+                width as i32,
+                flat,
+                None,
+            )?),
             None => flat,
         };
         let batch = RecordBatch::try_new(self.schema.clone(), vec![column])?;

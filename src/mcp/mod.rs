@@ -2,9 +2,9 @@
 
 pub mod budget;
 pub mod client;
-pub mod prompts;
 pub mod codec;
 pub mod connection;
+pub mod prompts;
 pub mod relay;
 pub mod resources;
 pub mod response;

@@ -7,6 +7,9 @@ use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMes
 
 use super::tools::Toolset;
 
+/// Makes a prompt's messages from its arguments' values (`arg(name)`).
+type Messages = fn(&dyn Fn(&str) -> String) -> Vec<(Role, String)>;
+
 /// One prompt: its name, what it is for, its arguments (all required), and
 /// the messages made from the arguments' values.
 struct PromptDef {
@@ -16,7 +19,7 @@ struct PromptDef {
     arguments: &'static [(&'static str, &'static str)],
     /// Served when any of these toolsets is on (the tools it names are).
     needs: &'static [Toolset],
-    messages: fn(&dyn Fn(&str) -> String) -> Vec<(Role, String)>,
+    messages: Messages,
 }
 
 static PROMPTS: &[PromptDef] = &[
@@ -53,7 +56,10 @@ Summarise what the file is for, its main objects and anything odd (empty trees, 
         title: "Analyse a dataset",
         description: "Answers a question about an HDF5 dataset or a ROOT tree or saved dataset from its values.",
         arguments: &[
-            ("dataset", "An h5:// URI, a ROOT file, or a saved ROOT dataset's name"),
+            (
+                "dataset",
+                "An h5:// URI, a ROOT file, or a saved ROOT dataset's name",
+            ),
             ("question", "What to find out"),
         ],
         needs: &[Toolset::Hdf5, Toolset::Root],
@@ -79,7 +85,8 @@ Give the numbers the answer rests on and the calls that produced them."
                 ),
                 (
                     Role::Assistant,
-                    "I'll first find out what kind of dataset this is and how it is shaped.".to_string(),
+                    "I'll first find out what kind of dataset this is and how it is shaped."
+                        .to_string(),
                 ),
             ]
         },
@@ -165,7 +172,11 @@ impl std::fmt::Display for PromptError {
             PromptError::Unknown(name) => write!(
                 f,
                 "no prompt '{name}'; prompts/list gives: {}",
-                PROMPTS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+                PROMPTS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             PromptError::MissingArgument(name) => write!(f, "the argument '{name}' is required"),
         }
@@ -240,7 +251,11 @@ mod tests {
             let named = named_tools(&text);
             assert!(named.len() >= 3, "{}: names {named:?}", p.name);
             for tool in named {
-                assert!(registered.contains(&tool.as_str()), "{} names '{tool}', no such tool", p.name);
+                assert!(
+                    registered.contains(&tool.as_str()),
+                    "{} names '{tool}', no such tool",
+                    p.name
+                );
             }
         }
     }
@@ -251,11 +266,15 @@ mod tests {
             get("explore_root_file", None, ALL).unwrap_err(),
             PromptError::MissingArgument("path")
         );
-        let args: JsonObject = serde_json::from_value(serde_json::json!({"path": "root/a.root"})).unwrap();
+        let args: JsonObject =
+            serde_json::from_value(serde_json::json!({"path": "root/a.root"})).unwrap();
         let got = get("explore_root_file", Some(&args), ALL).unwrap();
         let text = serde_json::to_string(&got.messages).unwrap();
         assert!(text.contains("inspect_file(path='root/a.root')"), "{text}");
-        assert!(matches!(get("nope", None, ALL), Err(PromptError::Unknown(_))));
+        assert!(matches!(
+            get("nope", None, ALL),
+            Err(PromptError::Unknown(_))
+        ));
         // A prompt whose tools are off is not served.
         assert!(matches!(
             get("explore_root_file", Some(&args), &[Toolset::Hdf5]),

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -296,8 +297,9 @@ impl ServerHandler for QuarryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let toolsets: Vec<Toolset> = self.ctx.settings.toolsets.iter().copied().collect();
-        Ok(ListPromptsResult::with_all_items(prompts::list(&toolsets)))
+        Ok(ListPromptsResult::with_all_items(prompts::list(
+            &self.ctx.settings.toolsets,
+        )))
     }
 
     async fn get_prompt(
@@ -305,10 +307,13 @@ impl ServerHandler for QuarryServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let toolsets: Vec<Toolset> = self.ctx.settings.toolsets.iter().copied().collect();
-        prompts::get(&request.name, request.arguments.as_ref(), &toolsets)
-            .map(Into::into)
-            .map_err(|e| McpError::invalid_params(e.to_string(), None))
+        prompts::get(
+            &request.name,
+            request.arguments.as_ref(),
+            &self.ctx.settings.toolsets,
+        )
+        .map(Into::into)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))
     }
 
     async fn list_resources(

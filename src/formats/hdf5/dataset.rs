@@ -188,8 +188,7 @@ fn written_chunks(ds: &Dataset) -> Option<u64> {
     let mut count: hdf5_sys::h5::hsize_t = 0;
     // SAFETY: valid dataset and dataspace ids, an out-pointer to a local;
     // callers hold the lock.
-    let status =
-        unsafe { hdf5_sys::h5d::H5Dget_num_chunks(ds.id(), space.id(), &mut count) };
+    let status = unsafe { hdf5_sys::h5d::H5Dget_num_chunks(ds.id(), space.id(), &mut count) };
     (status >= 0).then_some(count)
 }
 
@@ -275,4 +274,3 @@ fn fill_value(dcpl: hdf5_sys::h5i::hid_t, file_type: &Datatype) -> Option<String
     let (values, _) = buf.decode_all();
     values.into_iter().next().map(|v| v.to_string())
 }
-

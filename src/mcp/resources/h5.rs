@@ -316,7 +316,10 @@ pub fn dataset_json(d: &DatasetInfo) -> Map<String, Value> {
         unreachable!("a JSON object literal")
     };
     if let (Some(extent), Some(written)) = (d.chunks_in_extent(), d.chunks_written) {
-        map.insert("chunk_storage".into(), chunk_storage_json(extent, written, d.storage_size));
+        map.insert(
+            "chunk_storage".into(),
+            chunk_storage_json(extent, written, d.storage_size),
+        );
     }
     if d.external_data_total > 0 {
         map.extend(external_data_json(d));

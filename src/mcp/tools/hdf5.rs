@@ -53,7 +53,10 @@ left out of the rest.",
 ];
 
 /// The dataset a URI names, through soft links, with its file.
-pub(super) fn dataset_of(ctx: &Context, uri: &str) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
+pub(super) fn dataset_of(
+    ctx: &Context,
+    uri: &str,
+) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
     let parsed =
         h5::parse_uri(uri).map_err(|why| resources::tool_error(ResourceError::BadUri(why)))?;
     let file = h5::known_file(ctx, uri, &parsed.file).map_err(resources::tool_error)?;

@@ -71,7 +71,10 @@ fn export_dataset(
             "the dataset has an empty (null) dataspace: it holds no values".into(),
         ));
     }
-    let sel = selection(args.slice_str.as_deref().unwrap_or(""), info.shape.as_deref())?;
+    let sel = selection(
+        args.slice_str.as_deref().unwrap_or(""),
+        info.shape.as_deref(),
+    )?;
     let layout = Layout {
         name: path.rsplit('/').next().unwrap_or("value").to_string(),
         plain,

@@ -105,11 +105,17 @@ mod tests {
     fn back_references_repeat_earlier_output() {
         // "ab", then a reference of length (1 << 5 >> 5) + 2 = 3 at distance 2:
         // "aba", giving "ababa".
-        assert_eq!(decompress(&[1, b'a', b'b', 1 << 5, 1], 10).unwrap(), b"ababa");
+        assert_eq!(
+            decompress(&[1, b'a', b'b', 1 << 5, 1], 10).unwrap(),
+            b"ababa"
+        );
         // A long reference: top value 7 plus 10 more, + 2 = 19 copies of the
         // byte one back.
         let expected = vec![b'z'; 20];
-        assert_eq!(decompress(&[0, b'z', 7 << 5, 10, 0], 100).unwrap(), expected);
+        assert_eq!(
+            decompress(&[0, b'z', 7 << 5, 10, 0], 100).unwrap(),
+            expected
+        );
         // A distance with high bits: (1 << 8) + 0 + 1 = 257 back, after 288
         // literal bytes 0, 1, 2, ...: the three bytes from position 31.
         let mut stream = Vec::new();
@@ -127,7 +133,10 @@ mod tests {
     fn broken_streams_are_errors() {
         assert_eq!(decompress(&[5, b'a'], 10), Err(LzfError::Truncated));
         assert_eq!(decompress(&[0, b'a', 7 << 5], 10), Err(LzfError::Truncated));
-        assert_eq!(decompress(&[0, b'a', 1 << 5, 5], 10), Err(LzfError::BadReference));
+        assert_eq!(
+            decompress(&[0, b'a', 1 << 5, 5], 10),
+            Err(LzfError::BadReference)
+        );
         assert_eq!(decompress(&[1 << 5, 0], 10), Err(LzfError::BadReference));
     }
 

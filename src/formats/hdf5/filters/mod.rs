@@ -150,16 +150,17 @@ unsafe extern "C" fn zstd_filter(
 /// Decodes Zstandard frames into at most the size the first frame states
 /// (when it states one) and never more than `MAX_CHUNK_BYTES`.
 pub fn zstd_decompress(input: &[u8]) -> Option<Vec<u8>> {
-    let stated = zstd::zstd_safe::get_frame_content_size(input).ok().flatten();
+    let stated = zstd::zstd_safe::get_frame_content_size(input)
+        .ok()
+        .flatten();
     let limit = stated.map_or(MAX_CHUNK_BYTES, |n| {
-        usize::try_from(n).unwrap_or(usize::MAX).min(MAX_CHUNK_BYTES)
+        usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .min(MAX_CHUNK_BYTES)
     });
     let decoder = zstd::stream::read::Decoder::with_buffer(input).ok()?;
     let mut out = Vec::with_capacity(limit.min(input.len().saturating_mul(8)));
-    decoder
-        .take(limit as u64 + 1)
-        .read_to_end(&mut out)
-        .ok()?;
+    decoder.take(limit as u64 + 1).read_to_end(&mut out).ok()?;
     (out.len() <= limit).then_some(out)
 }
 
@@ -257,11 +258,17 @@ mod tests {
         for path in ["/lzf/counts", "/zstd/counts", "/lz4/counts"] {
             let ds = h5.dataset(path).unwrap();
             let all = Selection::all(ds.shape.as_deref().unwrap());
-            assert_eq!(ds.read(&all).unwrap().data, expected["values"]["counts"], "{path}");
+            assert_eq!(
+                ds.read(&all).unwrap().data,
+                expected["values"]["counts"],
+                "{path}"
+            );
         }
     }
 
     fn zstd_get_size(input: &[u8]) -> Option<u64> {
-        zstd::zstd_safe::get_frame_content_size(input).ok().flatten()
+        zstd::zstd_safe::get_frame_content_size(input)
+            .ok()
+            .flatten()
     }
 }
