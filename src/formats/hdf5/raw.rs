@@ -92,8 +92,10 @@ fn numpy_order(bytes: Vec<u8>, size: usize, axes: &[Axis]) -> Vec<u8> {
 /// The blocks, in NumPy's order, that together make `sel`, each at most
 /// `max_elements` elements (or a single element): the leading axes are
 /// taken one index at a time, the first axis whose trailing axes fit is
-/// taken in runs, the axes after it whole.
-pub fn blocks(sel: &Selection, max_elements: u64) -> Vec<Selection> {
+/// taken in runs, the axes after it whole. With the dataset's `chunks`, a run
+/// spans whole chunks along its axis when one fits, so that (for a selection
+/// starting on a chunk boundary) no chunk is decompressed for two blocks.
+pub fn blocks(sel: &Selection, max_elements: u64, chunks: Option<&[u64]>) -> Vec<Selection> {
     let max = max_elements.max(1);
     if sel.is_empty() || sel.axes.is_empty() {
         return vec![sel.clone()];
@@ -112,7 +114,15 @@ pub fn blocks(sel: &Selection, max_elements: u64) -> Vec<Selection> {
             return vec![sel.clone()];
         }
     }
-    let run = (max / trailing).max(1);
+    let mut run = (max / trailing).max(1);
+    let axis = sel.axes[split];
+    if let Some(&chunk) = chunks.and_then(|c| c.get(split)) {
+        // Selected indices per chunk along this axis.
+        let per_chunk = (chunk / axis.step.max(1)).max(1);
+        if run >= per_chunk {
+            run = run / per_chunk * per_chunk;
+        }
+    }
     let mut out = Vec::new();
     let leading: Vec<u64> = sel.axes[..split].iter().map(|a| a.count).collect();
     let mut index = vec![0u64; split];
@@ -211,7 +221,7 @@ mod tests {
             ]
         );
         for max in [1, 2, 3, 4, 5, 8, 9, 10, 27, 100] {
-            let pieces = blocks(&s, max);
+            let pieces = blocks(&s, max, None);
             assert!(pieces.iter().all(|b| b.len() <= max), "{max}");
             let joined: Vec<u64> = pieces.iter().flat_map(|b| elements(b, &shape)).collect();
             assert_eq!(joined, whole, "blocks of at most {max}");
@@ -220,8 +230,27 @@ mod tests {
 
     #[test]
     fn scalars_and_empty_selections_are_one_block() {
-        assert_eq!(blocks(&sel("", &[]), 10).len(), 1);
-        assert_eq!(blocks(&sel("5:5", &[10]), 10).len(), 1);
-        assert_eq!(blocks(&sel("2", &[10]), 1).len(), 1);
+        assert_eq!(blocks(&sel("", &[]), 10, None).len(), 1);
+        assert_eq!(blocks(&sel("5:5", &[10]), 10, None).len(), 1);
+        assert_eq!(blocks(&sel("2", &[10]), 1, None).len(), 1);
+    }
+
+    #[test]
+    fn runs_span_whole_chunks() {
+        // 1000 rows of 7 in chunks of 30 rows: a block of at most 1000
+        // elements holds 142 rows, cut to 120 (four chunks).
+        let s = sel(":", &[1000, 7]);
+        let shape = [1000, 7];
+        let pieces = blocks(&s, 1000, Some(&[30, 7]));
+        assert!(pieces.iter().all(|b| b.axes[0].first % 30 == 0));
+        assert!(
+            pieces[..pieces.len() - 1]
+                .iter()
+                .all(|b| b.axes[0].count == 120)
+        );
+        let joined: Vec<u64> = pieces.iter().flat_map(|b| elements(b, &shape)).collect();
+        assert_eq!(joined, elements(&s, &shape));
+        // A chunk larger than a block: runs as before.
+        assert_eq!(blocks(&s, 70, Some(&[30, 7]))[0].axes[0].count, 10);
     }
 }

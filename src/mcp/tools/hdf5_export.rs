@@ -101,7 +101,7 @@ fn export_dataset(
     let total = sel.len();
     let mut done = 0;
     job.progress(0, Some(total));
-    for block in blocks(&sel, EXPORT_BLOCK) {
+    for block in blocks(&sel, EXPORT_BLOCK, info.chunks.as_deref()) {
         if block.is_empty() {
             continue;
         }
