@@ -22,6 +22,8 @@
 #                  Markdown outline, the text cap): a first byte choosing PDF,
 #                  Markdown or text, seeded with the test documents
 #   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
+#   lzf_decoder    the HDF5 LZF filter's decoder: two limit bytes, then the
+#                  stream, seeded with the LZF chunks of tests/data/hdf5/filters.h5
 #   fit_model      fit_histogram's model parser and fits of what parses: a flags
 #                  byte, then the model, seeded with the shapes and expressions
 # Needs `cargo install cargo-fuzz`; on a stable toolchain RUSTC_BOOTSTRAP lets it
@@ -51,7 +53,8 @@ case "$target" in
     max_len=65536
     ;;
   selection)
-    python3 - "$corpus" <<'PY'
+    # Needs h5py: PYTHON names an interpreter that has it.
+    "${PYTHON:-python3}" - "$corpus" <<'PY'
 import json, pathlib, sys
 doc = json.load(open("tests/fixtures/root/selections.json"))
 cuts = [c["cut"] for f in doc["files"] for c in f["cuts"] + f["errors"]]
@@ -103,6 +106,21 @@ PY
     for f in $(find testdata/docs -name '*.md'); do { printf '\1'; cat "$f"; } >"$corpus/$(basename "$f")"; done
     { printf '\2'; cat testdata/docs/run_log_2024.txt; } >"$corpus/run_log"
     max_len=1048576
+    ;;
+  lzf_decoder)
+    # The raw LZF chunks of the test file, each after a limit of 0xFFFF.
+    # Needs h5py: PYTHON names an interpreter that has it.
+    "${PYTHON:-python3}" - "$corpus" <<'PY'
+import sys, h5py
+with h5py.File("tests/data/hdf5/filters.h5", "r") as f:
+    for name in ("grid", "counts"):
+        d = f["lzf"][name]
+        for k in range(d.id.get_num_chunks()):
+            offset = d.id.get_chunk_info(k).chunk_offset
+            chunk = d.id.read_direct_chunk(offset)[1]
+            open(f"{sys.argv[1]}/{name}{k}", "wb").write(b"\xff\xff" + chunk)
+PY
+    max_len=65536
     ;;
   worker_answer)
     printf '\0' >"$corpus/empty"

@@ -12,6 +12,9 @@
 # when something is missing.
 set -euo pipefail
 packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
+# hdf5x: libhdf5 plugins for the compressors of h5py/hdf5plugin files (LZ4, BZip2
+# in hdf5-filter-plugin; Blosc); quarry loads them from the system plugin folder.
+packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod fit;
 pub mod formats;
 pub mod glob;
+pub mod h5export;
 pub mod index;
 pub mod job;
 pub mod logging;

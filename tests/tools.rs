@@ -94,7 +94,7 @@ fn expected_hints(tool: &str, llm: bool) -> Option<Hints> {
         }
         // Writes output_path under the export folder, replacing a file already
         // there; the same request writes the same file again.
-        "export_branches" => (false, true, true, false),
+        "export_branches" | "export_dataset" => (false, true, true, false),
         // Saves a dataset definition in quarry's catalog, which the user sees
         // again, replacing one of the same name; the same call again changes
         // nothing more.

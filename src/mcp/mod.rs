@@ -4,6 +4,7 @@ pub mod budget;
 pub mod client;
 pub mod codec;
 pub mod connection;
+pub mod prompts;
 pub mod relay;
 pub mod resources;
 pub mod response;

@@ -7,16 +7,18 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use super::prompts;
 use super::resources;
 use super::response::ToolError;
 use super::tasks::{self, Tasks};
@@ -260,13 +262,15 @@ impl ServerHandler for QuarryServer {
         // tasks as the initialize result is written (`connection`).
         let capabilities = if self.serves_resources() {
             ServerCapabilities::builder()
-                .enable_tools()
+                .enable_prompts()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_tools()
                 .enable_tasks()
                 .build()
         } else {
             ServerCapabilities::builder()
+                .enable_prompts()
                 .enable_tools()
                 .enable_tasks()
                 .build()
@@ -286,6 +290,30 @@ impl ServerHandler for QuarryServer {
             ListToolsResult::with_all_items(self.tools.iter().map(|(_, t)| t.clone()).collect())
                 .with_ttl_ms(TOOLS_TTL_MS),
         )
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(prompts::list(
+            &self.ctx.settings.toolsets,
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        prompts::get(
+            &request.name,
+            request.arguments.as_ref(),
+            &self.ctx.settings.toolsets,
+        )
+        .map(Into::into)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))
     }
 
     async fn list_resources(

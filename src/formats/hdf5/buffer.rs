@@ -80,6 +80,15 @@ impl Buffer {
         (values, notes)
     }
 
+    /// The elements' bytes, for types without variable-length parts (whose
+    /// bytes would be pointers); `None` for those.
+    pub fn into_bytes(mut self) -> Option<Vec<u8>> {
+        if has_varlen(&self.desc) {
+            return None;
+        }
+        Some(std::mem::take(&mut self.bytes))
+    }
+
     /// Every element as a number; `None` for a type that is not numeric.
     pub fn numbers(&self) -> Option<Vec<f64>> {
         let step = types::mem_size(&self.desc).max(1);

@@ -37,6 +37,9 @@ pub struct DatasetInfo {
     /// How many such files the dataset names in all; quarry reads no data of
     /// a dataset that names any.
     pub external_data_total: u64,
+    /// For a chunked dataset, how many of its chunks are written (allocated in
+    /// the file); the others read as the fill value. `None` when not chunked.
+    pub chunks_written: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +53,19 @@ pub struct Filter {
 }
 
 impl DatasetInfo {
+    /// How many chunks the dataset's current extent spans (`None`: not chunked).
+    pub fn chunks_in_extent(&self) -> Option<u64> {
+        let chunks = self.chunks.as_ref()?;
+        let shape = self.shape.as_ref()?;
+        Some(
+            shape
+                .iter()
+                .zip(chunks)
+                .map(|(&n, &c)| n.div_ceil(c.max(1)))
+                .product(),
+        )
+    }
+
     /// Why reading the dataset (at `path`) is refused: its data lies in other
     /// files.
     pub fn refusal(&self, path: &str) -> Option<String> {
@@ -96,6 +112,12 @@ fn filter_name(id: i32, given: &str) -> String {
         5 => "nbit".into(),
         6 => "scaleoffset".into(),
         32000 => "lzf".into(),
+        // hdf5plugin's names for the filters registered with The HDF Group.
+        307 => "bzip2".into(),
+        32001 => "blosc".into(),
+        32004 => "lz4".into(),
+        32008 => "bitshuffle".into(),
+        32015 => "zstd".into(),
         _ if !given.is_empty() => given.into(),
         _ => format!("filter {id}"),
     }
@@ -131,15 +153,18 @@ pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, Form
         let external_storage = external_data
             .iter()
             .any(|t| matches!(t, ExternalData::Storage { .. }));
+        let chunks = ds
+            .chunk()
+            .map(|c| c.into_iter().map(|n| n as u64).collect::<Vec<u64>>());
+        let chunks_written = chunks.as_ref().and_then(|_| written_chunks(ds));
         Ok(DatasetInfo {
             layout: if external_storage {
                 "external_storage".into()
             } else {
                 format!("{layout:?}").to_lowercase()
             },
-            chunks: ds
-                .chunk()
-                .map(|c| c.into_iter().map(|n| n as u64).collect()),
+            chunks,
+            chunks_written,
             filters: filters(dcpl.id())?,
             fill_value: fill_value(dcpl.id(), &file_type),
             storage_size: ds.storage_size(),
@@ -152,6 +177,19 @@ pub(super) fn describe(_file: &H5File, ds: &Dataset) -> Result<DatasetInfo, Form
             external_data_total,
         })
     })
+}
+
+/// How many chunks of a chunked dataset are written in the file, from its
+/// chunk index (read once, at index time); `None` when libhdf5 cannot say.
+fn written_chunks(ds: &Dataset) -> Option<u64> {
+    // libhdf5 1.10 refuses H5S_ALL here; the dataset's own dataspace counts
+    // every chunk (the selection is not consulted).
+    let space = ds.space().ok()?;
+    let mut count: hdf5_sys::h5::hsize_t = 0;
+    // SAFETY: valid dataset and dataspace ids, an out-pointer to a local;
+    // callers hold the lock.
+    let status = unsafe { hdf5_sys::h5d::H5Dget_num_chunks(ds.id(), space.id(), &mut count) };
+    (status >= 0).then_some(count)
 }
 
 /// A virtual dataset's dataspace as its file states it (the extent of its

@@ -2,18 +2,23 @@
 //! by this module, directly or through the `hdf5` crate, runs under
 //! `hdf5_sys::LOCK`: the same re-entrant mutex the crate takes around its own
 //! calls, so a raw call of ours and one of the crate's never interleave.
-//! libhdf5's own error printing is silenced once; its errors come back as
-//! `FormatError`s carrying the innermost message of its error stack.
+//! Once per process, libhdf5's own error printing is silenced and quarry's
+//! filters registered. Its errors come back as `FormatError`s carrying the
+//! innermost message of its error stack.
 
 use std::sync::Once;
 
 use crate::formats::FormatError;
 
-static SILENCE: Once = Once::new();
+static SETUP: Once = Once::new();
 
-/// Runs `f` with exclusive use of libhdf5.
+/// Runs `f` with exclusive use of libhdf5. The first call of a process also
+/// silences the library's error printing and registers quarry's filters.
 pub(super) fn locked<R>(f: impl FnOnce() -> R) -> R {
-    SILENCE.call_once(|| hdf5::silence_errors(true));
+    SETUP.call_once(|| {
+        hdf5::silence_errors(true);
+        super::filters::register();
+    });
     let _only_caller = hdf5_sys::LOCK.lock();
     f()
 }

@@ -41,6 +41,10 @@ enum Request {
         sel: Selection,
         block: u64,
     },
+    Raw {
+        path: String,
+        sel: Selection,
+    },
 }
 
 /// A slice as the worker sends it (the nested values as JSON text: bincode
@@ -143,6 +147,27 @@ pub fn dataset_moments(
     }
 }
 
+/// The selected numbers' raw bytes in NumPy's order (`OpenDataset::read_raw`);
+/// `stop` as for `read_slice`.
+pub fn read_raw(
+    file: File,
+    path: &str,
+    sel: &Selection,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Vec<u8>>, FormatError> {
+    if !worker::isolated() {
+        return H5File::open(file)?.dataset(path)?.read_raw(sel).map(Some);
+    }
+    let request = Request::Raw {
+        path: path.to_string(),
+        sel: sel.clone(),
+    };
+    match ask(&request, file, stop)? {
+        Some(out) => decode::<Vec<u8>>(&out).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn decode<T: serde::de::DeserializeOwned>(out: &[u8]) -> Result<T, FormatError> {
     decode_answer(out, "the HDF5 reader")
 }
@@ -201,6 +226,7 @@ fn answer(request: Request, file: File, progress: &mut Progress<'_>) -> Vec<u8> 
             })
             .map(|m| m.unwrap_or_default()),
         ),
+        Request::Raw { path, sel } => encode(h5.and_then(|f| f.dataset(&path)?.read_raw(&sel))),
     }
 }
 

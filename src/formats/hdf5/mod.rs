@@ -2,11 +2,13 @@
 //! object tree for the catalog, and hyperslab reads of datasets.
 //!
 //! - `ffi`: the one place libhdf5 is called from (a global lock; errors typed);
+//! - `filters`: LZF and Zstandard registered with libhdf5, and its plugin folders;
 //! - `tree`: groups, datasets, named types and links, depth first;
 //! - `dataset`, `attributes`: what is kept of each dataset and attribute;
 //! - `types`: NumPy-style type strings and the decoding of values;
 //! - `slice`: NumPy basic indexing parsed by hand and resolved to hyperslabs;
 //! - `read`: reading a selection (or streaming it block by block);
+//! - `raw`: a selection's numbers as raw bytes in NumPy's order, in blocks (exports);
 //! - `outside`: datasets whose data lies in other files (external storage,
 //!   virtual datasets): recorded, never read;
 //! - `signature`: the signature check that runs before libhdf5 sees a file;
@@ -23,8 +25,10 @@ mod attributes;
 mod buffer;
 mod dataset;
 mod ffi;
+pub mod filters;
 pub mod isolated;
 mod outside;
+mod raw;
 mod read;
 mod signature;
 pub mod slice;
@@ -37,6 +41,7 @@ use std::os::fd::AsRawFd;
 pub use attributes::{Attribute, MAX_VALUE_CHARS};
 pub use dataset::{DatasetInfo, Filter};
 pub use outside::{ExternalData, NOWHERE};
+pub use raw::{Plain, blocks};
 pub use read::{Moments, OpenDataset, SliceData};
 pub use signature::{SIGNATURE, check_signature};
 pub use tree::{Entry, MAX_OBJECTS, Member, MemberKind, Object, Tree, absolute_target};

@@ -231,6 +231,17 @@ impl OpenDataset {
         Ok(finished.then_some(m))
     }
 
+    /// The selected elements' bytes in the native layout, in ascending
+    /// hyperslab order.
+    pub(super) fn read_bytes(&self, sel: &Selection) -> Result<Vec<u8>, FormatError> {
+        self.read_buffer(sel)?.into_bytes().ok_or_else(|| {
+            FormatError::Unsupported(format!(
+                "values of type {} have no fixed layout",
+                self.dtype.numpy()
+            ))
+        })
+    }
+
     fn read_buffer(&self, sel: &Selection) -> Result<Buffer, FormatError> {
         let desc = locked(|| self.ds.dtype().and_then(|t| t.to_descriptor())).map_err(|e| {
             FormatError::Unsupported(format!(

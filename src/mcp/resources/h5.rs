@@ -315,10 +315,28 @@ pub fn dataset_json(d: &DatasetInfo) -> Map<String, Value> {
     }) else {
         unreachable!("a JSON object literal")
     };
+    if let (Some(extent), Some(written)) = (d.chunks_in_extent(), d.chunks_written) {
+        map.insert(
+            "chunk_storage".into(),
+            chunk_storage_json(extent, written, d.storage_size),
+        );
+    }
     if d.external_data_total > 0 {
         map.extend(external_data_json(d));
     }
     map
+}
+
+/// How much of a chunked dataset is written: chunks the extent spans, chunks
+/// written (the rest read as the fill value), their share, and the bytes they
+/// take in the file.
+fn chunk_storage_json(extent: u64, written: u64, allocated: u64) -> Value {
+    json!({
+        "chunks": extent,
+        "chunks_written": written,
+        "fraction_written": (extent > 0).then(|| written as f64 / extent as f64),
+        "allocated_bytes": allocated,
+    })
 }
 
 /// The files a dataset's data lies in (external storage, virtual sources),

@@ -53,7 +53,10 @@ left out of the rest.",
 ];
 
 /// The dataset a URI names, through soft links, with its file.
-fn dataset_of(ctx: &Context, uri: &str) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
+pub(super) fn dataset_of(
+    ctx: &Context,
+    uri: &str,
+) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
     let parsed =
         h5::parse_uri(uri).map_err(|why| resources::tool_error(ResourceError::BadUri(why)))?;
     let file = h5::known_file(ctx, uri, &parsed.file).map_err(resources::tool_error)?;
@@ -113,7 +116,7 @@ fn refused(uri: &str, why: String) -> ToolError {
     )
 }
 
-fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
+pub(super) fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
     match e {
         FormatError::Refused(why) => refused(uri, why),
         FormatError::UnsupportedFilter(why) => ToolError::new(
@@ -138,7 +141,7 @@ fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
 }
 
 /// Opens the file beneath its root (a link swapped in since indexing cannot lead out).
-fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError> {
+pub(super) fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError> {
     ctx.catalog
         .roots()
         .open(file.root, &file.rel)
@@ -146,7 +149,7 @@ fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError
 }
 
 /// The selection a slice string makes of a dataset of `shape` (`None`: empty).
-fn selection(slice_str: &str, shape: Option<&[u64]>) -> Result<Selection, ToolError> {
+pub(super) fn selection(slice_str: &str, shape: Option<&[u64]>) -> Result<Selection, ToolError> {
     let indices = slice::parse(slice_str).map_err(slice_error)?;
     slice::resolve(&indices, shape.unwrap_or(&[])).map_err(slice_error)
 }

@@ -8,6 +8,7 @@ mod code_files;
 mod documents;
 mod files;
 mod hdf5;
+mod hdf5_export;
 mod rag;
 mod resources;
 mod root;
@@ -294,6 +295,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(root_saved_datasets::TOOLS)
         .chain(documents::TOOLS)
         .chain(hdf5::TOOLS)
+        .chain(hdf5_export::TOOLS)
         .chain(code::TOOLS)
         .chain(rag::TOOLS)
         .chain(resources::TOOLS)

@@ -59,7 +59,7 @@ struct ExportArgs {
     dry_run: Option<bool>,
 }
 
-fn refused(output_path: &str, why: &str) -> ToolError {
+pub(super) fn refused(output_path: &str, why: &str) -> ToolError {
     ToolError::new(
         "permission_denied",
         format!("cannot write '{output_path}': {why}"),
