@@ -13,8 +13,9 @@
 set -euo pipefail
 packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
 # hdf5x: libhdf5 plugins for the compressors of h5py/hdf5plugin files (LZ4, BZip2
-# in hdf5-filter-plugin; Blosc); quarry loads them from the system plugin folder.
-packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial)
+# in hdf5-filter-plugin; Blosc; Bitshuffle in Debian's bitshuffle package, whose
+# libh5bshuf.so goes to the same folder); quarry loads them from the system plugin folder.
+packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

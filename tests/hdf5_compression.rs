@@ -82,7 +82,7 @@ async fn every_filter_reads_as_h5py_reads_it() {
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let expected = expected();
-    for filter in ["lzf", "zstd", "lz4", "bzip2", "blosc"] {
+    for filter in ["lzf", "zstd", "lz4", "bzip2", "blosc", "bitshuffle"] {
         for name in ["grid", "counts"] {
             let path = format!("/{filter}/{name}");
             let got = read_all(&client, &uri(&s, "filters.h5", &path)).await;

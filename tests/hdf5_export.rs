@@ -25,6 +25,7 @@ fn sandbox() -> Sandbox {
     for name in ["filters.h5", "kinds.h5"] {
         std::fs::copy(data.join(name), s.root.join(name)).unwrap();
     }
+    common::test_filter::write_with_test_filter(&s.root.join("test_filter.h5"));
     s
 }
 
@@ -367,7 +368,7 @@ async fn bad_exports_are_refused_with_the_specs_codes() {
             "unsupported_type",
         ),
         (
-            json!({"uri": uri(&s, "filters.h5", "/bitshuffle/grid"), "output_format": "npy", "output_path": "b.npy"}),
+            json!({"uri": uri(&s, "test_filter.h5", "/filtered"), "output_format": "npy", "output_path": "b.npy"}),
             "unsupported_filter",
         ),
     ];

@@ -5,6 +5,7 @@
 pub mod docs;
 pub mod rag;
 pub mod raw;
+pub mod test_filter;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
