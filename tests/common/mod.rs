@@ -5,6 +5,7 @@
 pub mod docs;
 pub mod rag;
 pub mod raw;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -89,6 +90,8 @@ pub struct Sandbox {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub catalog: PathBuf,
+    /// The root's URL when a server serves it (`serve_over`).
+    pub url: Option<String>,
 }
 
 impl Sandbox {
@@ -102,6 +105,7 @@ impl Sandbox {
             catalog: base.join("catalog"),
             root,
             tmp,
+            url: None,
         }
     }
 
@@ -133,7 +137,10 @@ impl Sandbox {
     }
 
     pub fn root_arg(&self) -> String {
-        format!("data={}", self.root.display())
+        match &self.url {
+            Some(url) => format!("data={url}"),
+            None => format!("data={}", self.root.display()),
+        }
     }
 
     pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {

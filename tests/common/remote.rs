@@ -1,0 +1,126 @@
+//! Remote roots for the tests: Debian's nginx, started on a free loopback port
+//! serving a sandbox's root folder (directory listings as JSON, range
+//! requests), stopped when dropped. `Sandbox::serve_over` points the sandbox's
+//! `--root` at it, so a test written for a local root runs unchanged on the
+//! same files read over HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{Sandbox, wait_until};
+
+/// Where a test's root is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// The local folder.
+    Local,
+    /// nginx on loopback serving the folder.
+    Http,
+}
+
+/// A running nginx serving one folder.
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+    /// The folder's URL, with its trailing slash.
+    pub url: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx_binary() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("nginx is not installed: run scripts/setup-system.sh")
+}
+
+/// A port on loopback nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Nginx {
+    /// Serves `folder` at `http://127.0.0.1:PORT/` (one process, in the
+    /// foreground, as the test's own user).
+    pub fn serve(folder: &Path) -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 128; }}\n\
+             http {{\n access_log {d}/access.log;\n client_body_temp_path {d}/body;\n\
+             proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
+             uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             server {{\n  listen 127.0.0.1:{port};\n  root {};\n\
+             location / {{ autoindex on; autoindex_format json; }}\n }}\n}}\n",
+            folder.display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx_binary())
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Nginx {
+            child,
+            port,
+            url: format!("http://127.0.0.1:{port}/"),
+            dir,
+        }
+    }
+
+    /// Checks that quarry read this server's files by ranges (206 answers in
+    /// the access log): the test did not pass on some local copy.
+    pub fn assert_read_by_ranges(&self) {
+        let ranged = self.requests().iter().filter(|l| l.contains("\" 206 ")).count();
+        assert!(ranged > 0, "no ranged request reached nginx: {:?}", self.requests());
+    }
+
+    /// The requests nginx has logged so far (its access log's lines).
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Sandbox {
+    /// Serves the sandbox's root over `over` from now on: quarry is given its
+    /// URL instead of its folder. The server lives as long as the result.
+    pub fn serve_over(&mut self, over: Over) -> Option<Nginx> {
+        match over {
+            Over::Local => None,
+            Over::Http => {
+                let nginx = Nginx::serve(&self.root);
+                self.url = Some(nginx.url.clone());
+                Some(nginx)
+            }
+        }
+    }
+}
