@@ -83,6 +83,12 @@ fn extract_once(
                 }
                 return rows;
             }
+            if kind == Kind::Hdf5 {
+                // libhdf5 opens by path, and an in-memory file has none it accepts.
+                return Err(FormatError::Unsupported(
+                    "HDF5 files on remote roots are not read yet (listed only)".into(),
+                ));
+            }
             file.to_memory_file()?
         }
         None => open_beneath(&root.canonical, rel).map_err(|e| match e {

@@ -257,7 +257,11 @@ impl RemoteRoot {
     /// is another version now is refused with a transient error (the index
     /// lists again rather than storing rows under the old version's identity).
     pub fn open(self: &Arc<Self>, rel: &str, expected: Option<&Meta>) -> io::Result<RemoteFile> {
-        let meta = self.protocol.stat(rel)?;
+        let meta = self.protocol.stat(rel).inspect_err(|e| {
+            if e.kind() != io::ErrorKind::NotFound {
+                self.note_error(&format!("opening {}: {e}", self.url.file_url(rel)));
+            }
+        })?;
         if let Some(expected) = expected
             && !expected.same_version(&meta)
         {

@@ -80,6 +80,10 @@ pub enum PathError {
     NotFound(String),
     #[error("'{path}' cannot be read: {why}")]
     Unreadable { path: String, why: String },
+    /// A remote root's server did not answer (down, timing out, failing)
+    /// after the retries: not the file's fault, worth trying again.
+    #[error("'{path}' cannot be reached: {why}")]
+    Unreachable { path: String, why: String },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -341,9 +345,11 @@ fn remote_root(name: String, url: &str, settings: &crate::remote::Settings) -> a
 }
 
 fn unreadable(rel: &str, e: &std::io::Error) -> PathError {
-    PathError::Unreadable {
-        path: rel.to_string(),
-        why: e.to_string(),
+    let (path, why) = (rel.to_string(), e.to_string());
+    if crate::transient::is_transient(e) {
+        PathError::Unreachable { path, why }
+    } else {
+        PathError::Unreadable { path, why }
     }
 }
 

@@ -124,3 +124,130 @@ impl Sandbox {
         }
     }
 }
+
+/// Faults a `FaultProxy` injects, counted down as they are served.
+#[derive(Debug, Default, Clone)]
+pub struct Faults {
+    /// Ranged requests answered `503 Service Unavailable` from now on.
+    pub unavailable: usize,
+    /// Ranged responses cut off half-way through.
+    pub truncate: usize,
+    /// Every connection closed at once, unanswered (the server gone).
+    pub down: bool,
+    /// What was served so far.
+    pub served_unavailable: usize,
+    pub served_truncated: usize,
+    pub refused: usize,
+}
+
+/// A loopback proxy in front of a server that injects `Faults`: one request
+/// per connection (it asks the server to close after each answer).
+pub struct FaultProxy {
+    pub port: u16,
+    pub url: String,
+    pub faults: std::sync::Arc<std::sync::Mutex<Faults>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the stop.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+impl FaultProxy {
+    pub fn new(upstream_port: u16) -> FaultProxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let faults = Arc::new(Mutex::new(Faults::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, s) = (faults.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let f = f.clone();
+                std::thread::spawn(move || relay(conn, upstream_port, &f));
+            }
+        });
+        FaultProxy {
+            port,
+            url: format!("http://127.0.0.1:{port}/"),
+            faults,
+            stop,
+        }
+    }
+
+    pub fn set(&self, change: impl FnOnce(&mut Faults)) {
+        change(&mut self.faults.lock().unwrap());
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.faults.lock().unwrap().clone()
+    }
+}
+
+fn relay(
+    mut client: std::net::TcpStream,
+    upstream_port: u16,
+    faults: &std::sync::Mutex<Faults>,
+) {
+    use std::io::{Read, Write};
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match client.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let ranged = text.contains("\r\nrange:");
+    let (answer_503, cut) = {
+        let mut f = faults.lock().unwrap();
+        if f.down {
+            f.refused += 1;
+            return; // closed unanswered
+        }
+        let answer_503 = ranged && f.unavailable > 0;
+        if answer_503 {
+            f.unavailable -= 1;
+            f.served_unavailable += 1;
+        }
+        let cut = ranged && !answer_503 && f.truncate > 0;
+        if cut {
+            f.truncate -= 1;
+            f.served_truncated += 1;
+        }
+        (answer_503, cut)
+    };
+    if answer_503 {
+        let _ = client.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    }
+    // The request again, asking the server to close after answering.
+    let request: String = String::from_utf8_lossy(&head)
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:") && !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect::<String>()
+        + "Connection: close\r\n\r\n";
+    let Ok(mut upstream) = std::net::TcpStream::connect(("127.0.0.1", upstream_port)) else {
+        return;
+    };
+    if upstream.write_all(request.as_bytes()).is_err() {
+        return;
+    }
+    let mut answer = Vec::new();
+    let _ = upstream.read_to_end(&mut answer);
+    let send = if cut { &answer[..answer.len() / 2] } else { &answer[..] };
+    let _ = client.write_all(send);
+}
