@@ -12,6 +12,11 @@
 # when something is missing.
 set -euo pipefail
 packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
+# --- remote roots (issue #32) ---
+# nginx: the HTTP remote-root tests start their own nginx on a loopback port
+# (tests/common/remote.rs); only the binary is used.
+packages+=(nginx)
+# --- end remote roots ---
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

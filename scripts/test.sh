@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
 QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
 export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1
+# --- remote roots (issue #32) ---
+# tests/remote_http.rs and the *_over_http tests start nginx (installed above) on loopback
+# ports themselves and stop it when they end: nothing to start here.
+# --- end remote roots ---
 cargo test --all-targets "$@"
 ./scripts/test-clients.sh
 SOAK_PROFILE=debug SOAK_DATA=fixtures SOAK_PIPELINE_DEPTH=20 SOAK_KILL_TRIALS=2 ./scripts/soak.sh 16 5

@@ -122,7 +122,10 @@ impl RemoteConfig {
     fn settings(self, base: Option<&Path>) -> anyhow::Result<(crate::remote::Settings, usize)> {
         let mut s = crate::remote::Settings::default();
         let secs = |v: f64, what: &str| -> anyhow::Result<Duration> {
-            anyhow::ensure!(v.is_finite() && v > 0.0 && v < 1e7, "[remote] {what} must be a positive number, not {v}");
+            anyhow::ensure!(
+                v.is_finite() && v > 0.0 && v < 1e7,
+                "[remote] {what} must be a positive number, not {v}"
+            );
             Ok(Duration::from_secs_f64(v))
         };
         if let Some(m) = self.relist_minutes {
@@ -143,7 +146,9 @@ impl RemoteConfig {
         s.ca_file = self.ca_file.map(|f| relative_to(base, f));
         let cache = self
             .cache_mb
-            .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| (mb as usize) << 20);
+            .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| {
+                (mb as usize) << 20
+            });
         Ok((s, cache))
     }
 }

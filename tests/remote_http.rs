@@ -58,7 +58,12 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     let url = &nginx.url;
 
     // list_files gives full URLs.
-    let v = ok(&client, "list_files", json!({"kind": "root", "limit": 1000})).await;
+    let v = ok(
+        &client,
+        "list_files",
+        json!({"kind": "root", "limit": 1000}),
+    )
+    .await;
     let paths: Vec<&str> = v["data"]["files"]
         .as_array()
         .unwrap()
@@ -67,11 +72,19 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
         .collect();
     let histograms = format!("{url}root/uproot-histograms.root");
     assert!(paths.contains(&histograms.as_str()), "{paths:?}");
-    assert!(paths.iter().all(|p| p.starts_with(url.as_str())), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| p.starts_with(url.as_str())),
+        "{paths:?}"
+    );
 
     // The full URL and the root-relative path name the same file.
     let by_url = ok(&client, "inspect_file", json!({"path": histograms})).await;
-    let by_rel = ok(&client, "inspect_file", json!({"path": "root/uproot-histograms.root"})).await;
+    let by_rel = ok(
+        &client,
+        "inspect_file",
+        json!({"path": "root/uproot-histograms.root"}),
+    )
+    .await;
     assert_eq!(by_url["data"], by_rel["data"]);
     assert_eq!(by_url["data"]["path"], histograms);
 
@@ -79,8 +92,14 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     let other_port = free_port();
     for outside in [
         format!("http://127.0.0.1:{other_port}/root/uproot-histograms.root"),
-        format!("http://localhost:{}/root/uproot-histograms.root", nginx.port),
-        format!("https://127.0.0.1:{}/root/uproot-histograms.root", nginx.port),
+        format!(
+            "http://localhost:{}/root/uproot-histograms.root",
+            nginx.port
+        ),
+        format!(
+            "https://127.0.0.1:{}/root/uproot-histograms.root",
+            nginx.port
+        ),
         "s3://bucket/root/uproot-histograms.root".to_string(),
         "http://example.org/root/uproot-histograms.root".to_string(),
     ] {
@@ -98,7 +117,10 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     let text = std::fs::read_to_string(repo().join("testdata").join(md)).unwrap();
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap();
     let heading = first_line.trim_start_matches('#').trim();
-    assert!(v["data"]["content"].as_str().unwrap().contains(heading), "{v}");
+    assert!(
+        v["data"]["content"].as_str().unwrap().contains(heading),
+        "{v}"
+    );
 
     // HDF5 files are listed, recorded as not read yet (libhdf5 reading by
     // ranges is still to come); every other file is indexed.
@@ -111,7 +133,12 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     }
     for failed in root["failed_files"].as_array().unwrap() {
         assert_eq!(failed["kind"], "hdf5", "{status}");
-        assert!(failed["error"].as_str().unwrap().contains("remote roots are not read yet"));
+        assert!(
+            failed["error"]
+                .as_str()
+                .unwrap()
+                .contains("remote roots are not read yet")
+        );
     }
     let remote = remote_status(&status);
     assert!(remote["last_listing"].is_string(), "{status}");
@@ -154,11 +181,17 @@ async fn indexing_reads_metadata_not_baskets_and_repeated_calls_hit_the_cache() 
         indexed["requests"].as_u64().unwrap(),
     );
     let size = bytes.len() as u64;
-    eprintln!("indexing clusters.root ({size} bytes) fetched {fetched} bytes in {requests} requests");
-    assert!(fetched * 5 <= size, "indexing fetched {fetched} of {size} bytes");
+    eprintln!(
+        "indexing clusters.root ({size} bytes) fetched {fetched} bytes in {requests} requests"
+    );
+    assert!(
+        fetched * 5 <= size,
+        "indexing fetched {fetched} of {size} bytes"
+    );
     assert!(requests <= 10, "indexing took {requests} ranged requests");
 
-    let args = json!({"path": "root/clusters.root", "tree": "events", "branch": "muon_pt", "bins": 20});
+    let args =
+        json!({"path": "root/clusters.root", "tree": "events", "branch": "muon_pt", "bins": 20});
     let first = ok(&client, "compute_histogram", args.clone()).await;
     let after_first = remote_status(&ok(&client, "index_status", json!({})).await);
     let read_first = after_first["bytes_fetched"].as_u64().unwrap() - fetched;
@@ -229,7 +262,9 @@ async fn a_file_changed_on_the_server_is_indexed_again_at_the_next_listing() {
     let _nginx = s.serve_over(Over::Http).unwrap();
     let config = s.tmp.path().join("quarry.toml");
     std::fs::write(&config, "[remote]\nrelist_minutes = 0.01\n").unwrap();
-    let client = s.mcp_with_args(&["--config", config.to_str().unwrap()]).await;
+    let client = s
+        .mcp_with_args(&["--config", config.to_str().unwrap()])
+        .await;
     wait_indexed(&client).await;
     let before = ok(&client, "inspect_file", json!({"path": "root/f.root"})).await;
     assert!(!before["data"]["histograms"].as_array().unwrap().is_empty());
@@ -242,10 +277,16 @@ async fn a_file_changed_on_the_server_is_indexed_again_at_the_next_listing() {
     loop {
         let v = ok(&client, "inspect_file", json!({"path": "root/f.root"})).await;
         if v["data"]["histograms"].as_array().unwrap().is_empty() {
-            assert!(!v["data"]["directories"].as_array().unwrap().is_empty(), "{v}");
+            assert!(
+                !v["data"]["directories"].as_array().unwrap().is_empty(),
+                "{v}"
+            );
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "never re-indexed: {v}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never re-indexed: {v}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     client.cancel().await.unwrap();

@@ -95,7 +95,11 @@ impl<'f> CountedReader<'f> {
         entries: &Range<u64>,
     ) -> Option<(&'f crate::formats::root::RootFile, Vec<Range<u64>>)> {
         let (file, mut ranges) = self.reader.remote_chunks(entries)?;
-        if let Some((_, more)) = self.counter.as_ref().and_then(|c| c.reader.remote_chunks(entries)) {
+        if let Some((_, more)) = self
+            .counter
+            .as_ref()
+            .and_then(|c| c.reader.remote_chunks(entries))
+        {
             ranges.extend(more);
         }
         Some((file, ranges))

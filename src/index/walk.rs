@@ -222,7 +222,9 @@ fn observe_remote(remote: &crate::remote::RemoteRoot, rel: &str, ex: &Exclusions
             continue;
         }
         let name = rel.rsplit('/').next().unwrap_or(&rel);
-        let Some(kind) = formats::kind_from_name(name) else { continue };
+        let Some(kind) = formats::kind_from_name(name) else {
+            continue;
+        };
         found.files.push(Observed {
             kind,
             size: meta.size,

@@ -55,7 +55,13 @@ pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher>
     let mut watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
     // Remote roots have no events to follow: they are listed again on a
     // schedule (`engine`).
-    for root in indexer.catalog().roots().list().iter().filter(|r| !r.is_remote()) {
+    for root in indexer
+        .catalog()
+        .roots()
+        .list()
+        .iter()
+        .filter(|r| !r.is_remote())
+    {
         watch_tree(&mut watcher, &root.canonical);
     }
     let stop = Arc::new(AtomicBool::new(false));

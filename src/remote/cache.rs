@@ -83,7 +83,9 @@ impl BlockCache {
         inner.by_use.insert(now, (file, block));
         inner.bytes += len;
         while inner.bytes > self.limit {
-            let Some((_, key)) = inner.by_use.pop_first() else { break };
+            let Some((_, key)) = inner.by_use.pop_first() else {
+                break;
+            };
             if let Some((old, _)) = inner.blocks.remove(&key) {
                 inner.bytes -= old.len();
             }

@@ -63,10 +63,18 @@ impl Http {
     }
 
     fn full(&self, path: &str) -> String {
-        format!("{}://{}{path}", self.url.scheme.as_str(), self.url.authority)
+        format!(
+            "{}://{}{path}",
+            self.url.scheme.as_str(),
+            self.url.authority
+        )
     }
 
-    fn request(&self, method: &str, path: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
         let url = self.full(path);
         let mut r = match method {
             "HEAD" => self.agent.head(&url),
@@ -78,7 +86,12 @@ impl Http {
         r
     }
 
-    fn read_range(&self, rel: &str, version: &Meta, range: &Range<u64>) -> Result<Vec<u8>, Failure> {
+    fn read_range(
+        &self,
+        rel: &str,
+        version: &Meta,
+        range: &Range<u64>,
+    ) -> Result<Vec<u8>, Failure> {
         let path = self.url.file_path(rel);
         let len = (range.end - range.start) as usize;
         let mut reply = self
@@ -206,7 +219,9 @@ impl Protocol for Http {
         version: &Meta,
         ranges: &[Range<u64>],
     ) -> io::Result<Vec<Vec<u8>>> {
-        let one = |r: &Range<u64>| with_retries(&self.retry, &|| false, || self.read_range(rel, version, r));
+        let one = |r: &Range<u64>| {
+            with_retries(&self.retry, &|| false, || self.read_range(rel, version, r))
+        };
         if ranges.len() <= 1 {
             return ranges.iter().map(one).collect();
         }
@@ -231,7 +246,9 @@ impl Protocol for Http {
                 }
             }
         });
-        out.into_iter().map(|r| r.expect("every range read")).collect()
+        out.into_iter()
+            .map(|r| r.expect("every range read"))
+            .collect()
     }
 
     fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>> {
@@ -313,7 +330,6 @@ fn parse_json_index(text: &str) -> Result<Vec<Entry>, String> {
             }),
             name: e.name,
         })
-        .filter(|e| e.is_dir || e.meta.as_ref().is_some_and(|_| true))
         .collect())
 }
 
@@ -323,7 +339,9 @@ fn parse_json_index(text: &str) -> Result<Vec<Entry>, String> {
 fn parse_html_index(text: &str) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     for piece in text.split("href=\"").skip(1) {
-        let Some(target) = piece.split('"').next() else { continue };
+        let Some(target) = piece.split('"').next() else {
+            continue;
+        };
         if target.is_empty()
             || target.starts_with(['?', '/', '#', '.'])
             || target.contains("://")
@@ -336,7 +354,9 @@ fn parse_html_index(text: &str) -> Vec<Entry> {
             None => (target, false),
         };
         let name = html_unescape(name);
-        let Some(name) = decode_component(&name) else { continue };
+        let Some(name) = decode_component(&name) else {
+            continue;
+        };
         if name.is_empty() || out.iter().any(|e| e.name == name) {
             continue;
         }
@@ -405,6 +425,9 @@ mod tests {
 </pre></body></html>"#;
         let e = parse_html_index(text);
         let names: Vec<(&str, bool)> = e.iter().map(|e| (e.name.as_str(), e.is_dir)).collect();
-        assert_eq!(names, [("root", true), ("a b.md", false), ("Q&A.txt", false)]);
+        assert_eq!(
+            names,
+            [("root", true), ("a b.md", false), ("Q&A.txt", false)]
+        );
     }
 }

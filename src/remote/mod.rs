@@ -77,8 +77,12 @@ trait Protocol: Send + Sync {
     fn stat(&self, rel: &str) -> io::Result<Meta>;
     /// The bytes of each range (each within the file), checked to come from
     /// the version `version`; an error when the file changed.
-    fn read_ranges(&self, rel: &str, version: &Meta, ranges: &[Range<u64>])
-    -> io::Result<Vec<Vec<u8>>>;
+    fn read_ranges(
+        &self,
+        rel: &str,
+        version: &Meta,
+        ranges: &[Range<u64>],
+    ) -> io::Result<Vec<Vec<u8>>>;
     /// The names in the folder `rel` ("" for the root).
     fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>>;
 }
@@ -209,7 +213,11 @@ impl RemoteRoot {
         result
     }
 
-    fn list_below(&self, rel: &str, skip: &dyn Fn(&str) -> bool) -> io::Result<Vec<(String, Meta)>> {
+    fn list_below(
+        &self,
+        rel: &str,
+        skip: &dyn Fn(&str) -> bool,
+    ) -> io::Result<Vec<(String, Meta)>> {
         const MAX_DEPTH: usize = 64;
         if !rel.is_empty() {
             // `rel` may name one file (a deferred file tried again).
@@ -323,7 +331,8 @@ impl RemoteFile {
             .protocol
             .read_ranges(&self.rel, &self.meta, ranges);
         if let Err(e) = &got {
-            self.root.note_error(&format!("reading {}: {e}", self.url()));
+            self.root
+                .note_error(&format!("reading {}: {e}", self.url()));
         }
         let got = got?;
         let bytes: u64 = got.iter().map(|b| b.len() as u64).sum();
@@ -431,7 +440,10 @@ impl ByteSource for RemoteFile {
             .checked_add(buf.len() as u64)
             .filter(|&e| e <= self.meta.size)
             .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file")
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "read past the end of the file",
+                )
             })?;
         if buf.is_empty() {
             return Ok(());
@@ -482,7 +494,10 @@ mod tests {
         assert_eq!(block_runs(&[0, 1, 2], size), vec![0..3 * BLOCK]);
         // A one-block gap is bridged, a longer one is not.
         assert_eq!(block_runs(&[0, 2], size), vec![0..3 * BLOCK]);
-        assert_eq!(block_runs(&[0, 3], size), vec![0..BLOCK, 3 * BLOCK..4 * BLOCK]);
+        assert_eq!(
+            block_runs(&[0, 3], size),
+            vec![0..BLOCK, 3 * BLOCK..4 * BLOCK]
+        );
         // The last block ends with the file.
         assert_eq!(block_runs(&[10], size), vec![10 * BLOCK..size]);
         assert!(block_runs(&[], size).is_empty());

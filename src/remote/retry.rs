@@ -114,7 +114,10 @@ mod tests {
         let mut n = 0;
         let err = with_retries(&quick(), &|| false, || -> Result<(), _> {
             n += 1;
-            Err(Failure::permanent(io::Error::new(io::ErrorKind::NotFound, "404")))
+            Err(Failure::permanent(io::Error::new(
+                io::ErrorKind::NotFound,
+                "404",
+            )))
         })
         .unwrap_err();
         assert_eq!((n, err.kind()), (1, io::ErrorKind::NotFound));

@@ -49,11 +49,12 @@ pub struct RootUrl {
 
 /// Whether `s` is written as a URL (`scheme://...`) rather than a local path.
 pub fn looks_like_url(s: &str) -> bool {
-    s.split_once("://")
-        .is_some_and(|(scheme, _)| {
-            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-        })
+    s.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    })
 }
 
 impl RootUrl {
@@ -148,7 +149,13 @@ impl RootUrl {
 
 impl fmt::Display for RootUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}{}", self.scheme.as_str(), self.authority, self.path)
+        write!(
+            f,
+            "{}://{}{}",
+            self.scheme.as_str(),
+            self.authority,
+            self.path
+        )
     }
 }
 
@@ -205,9 +212,15 @@ mod tests {
         let u = RootUrl::parse("https://Data.Example.org:8443/store/run1/").unwrap();
         assert_eq!(u.scheme, Scheme::Https);
         assert_eq!(u.to_string(), "https://data.example.org:8443/store/run1");
-        assert_eq!(u.file_url("a b/f.root"), "https://data.example.org:8443/store/run1/a%20b/f.root");
+        assert_eq!(
+            u.file_url("a b/f.root"),
+            "https://data.example.org:8443/store/run1/a%20b/f.root"
+        );
         let s3 = RootUrl::parse("s3://bucket/prefix/").unwrap();
-        assert_eq!((s3.scheme, s3.authority.as_str(), s3.path.as_str()), (Scheme::S3, "bucket", "/prefix"));
+        assert_eq!(
+            (s3.scheme, s3.authority.as_str(), s3.path.as_str()),
+            (Scheme::S3, "bucket", "/prefix")
+        );
         let x = RootUrl::parse("root://eos.cern.ch//eos/data/").unwrap();
         assert_eq!(x.to_string(), "root://eos.cern.ch//eos/data");
         assert_eq!(x.file_url("f.root"), "root://eos.cern.ch//eos/data/f.root");
@@ -228,13 +241,18 @@ mod tests {
         ] {
             assert!(RootUrl::parse(bad).is_err(), "{bad}");
         }
-        assert!(looks_like_url("s3://b/p") && !looks_like_url("/data/x") && !looks_like_url("://x"));
+        assert!(
+            looks_like_url("s3://b/p") && !looks_like_url("/data/x") && !looks_like_url("://x")
+        );
     }
 
     #[test]
     fn only_urls_beneath_the_root_name_its_files() {
         let u = RootUrl::parse("https://host:8443/data/").unwrap();
-        assert_eq!(u.rel_of("https://host:8443/data/sub/f%20x.root"), Some(Ok("sub/f x.root".into())));
+        assert_eq!(
+            u.rel_of("https://host:8443/data/sub/f%20x.root"),
+            Some(Ok("sub/f x.root".into()))
+        );
         assert_eq!(u.rel_of("HTTPS://HOST:8443/data"), Some(Ok(String::new())));
         for other in [
             "http://host:8443/data/f.root",
@@ -250,9 +268,15 @@ mod tests {
         // `..` in a tool's URL is refused by the parser, before any comparison.
         assert_eq!(u.rel_of("https://host:8443/data/../etc/passwd"), None);
         // An encoded slash or NUL cannot smuggle a separator into a name.
-        assert!(matches!(u.rel_of("https://host:8443/data/a%2Fb"), Some(Err(_))));
+        assert!(matches!(
+            u.rel_of("https://host:8443/data/a%2Fb"),
+            Some(Err(_))
+        ));
         let x = RootUrl::parse("root://h//eos/d/").unwrap();
-        assert_eq!(x.rel_of("root://h//eos/d/f.root"), Some(Ok("f.root".into())));
+        assert_eq!(
+            x.rel_of("root://h//eos/d/f.root"),
+            Some(Ok("f.root".into()))
+        );
         assert_eq!(x.rel_of("root://h/eos/d/f.root"), Some(Ok("f.root".into())));
         let b = RootUrl::parse("s3://bucket/p/").unwrap();
         assert_eq!(b.rel_of("s3://other/p/f.root"), None);

@@ -331,7 +331,11 @@ impl Roots {
 
 /// A root given by URL: parsed, its client made (credentials from the
 /// environment), no request sent yet.
-fn remote_root(name: String, url: &str, settings: &crate::remote::Settings) -> anyhow::Result<Root> {
+fn remote_root(
+    name: String,
+    url: &str,
+    settings: &crate::remote::Settings,
+) -> anyhow::Result<Root> {
     let parsed = RootUrl::parse(url).map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
     let remote = RemoteRoot::new(parsed, settings.clone())
         .map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;

@@ -96,8 +96,16 @@ impl Nginx {
     /// Checks that quarry read this server's files by ranges (206 answers in
     /// the access log): the test did not pass on some local copy.
     pub fn assert_read_by_ranges(&self) {
-        let ranged = self.requests().iter().filter(|l| l.contains("\" 206 ")).count();
-        assert!(ranged > 0, "no ranged request reached nginx: {:?}", self.requests());
+        let ranged = self
+            .requests()
+            .iter()
+            .filter(|l| l.contains("\" 206 "))
+            .count();
+        assert!(
+            ranged > 0,
+            "no ranged request reached nginx: {:?}",
+            self.requests()
+        );
     }
 
     /// The requests nginx has logged so far (its access log's lines).
@@ -193,11 +201,7 @@ impl FaultProxy {
     }
 }
 
-fn relay(
-    mut client: std::net::TcpStream,
-    upstream_port: u16,
-    faults: &std::sync::Mutex<Faults>,
-) {
+fn relay(mut client: std::net::TcpStream, upstream_port: u16, faults: &std::sync::Mutex<Faults>) {
     use std::io::{Read, Write};
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -248,6 +252,10 @@ fn relay(
     }
     let mut answer = Vec::new();
     let _ = upstream.read_to_end(&mut answer);
-    let send = if cut { &answer[..answer.len() / 2] } else { &answer[..] };
+    let send = if cut {
+        &answer[..answer.len() / 2]
+    } else {
+        &answer[..]
+    };
     let _ = client.write_all(send);
 }

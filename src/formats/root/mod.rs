@@ -22,8 +22,8 @@ mod values;
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 

@@ -82,7 +82,6 @@ impl<'a> ColumnReader<'a> {
 }
 
 impl ColumnReader<'_> {
-
     /// Where in the file the baskets holding any of `entries` are stored
     /// (those written as keys of their own; a basket kept inside the tree
     /// object is in memory already): what a remote file prefetches.
