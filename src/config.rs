@@ -57,6 +57,8 @@
 //! parallel = 8              # ranged requests in flight for one vectored read
 //! ca_file = "my-ca.pem"     # extra CA certificates (TLS is always verified)
 //! max_whole_file_mb = 512   # documents, code and HDF5 are fetched whole up to this size
+//! s3_endpoint = "http://127.0.0.1:9000"  # default: $AWS_ENDPOINT_URL_S3, else AWS
+//! s3_region = "us-east-1"                # default: $AWS_REGION, else us-east-1
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -116,6 +118,9 @@ struct RemoteConfig {
     ca_file: Option<PathBuf>,
     /// Largest remote file read whole, for documents, code and HDF5 (default 512).
     max_whole_file_mb: Option<u64>,
+    /// S3's endpoint and region (default: `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, AWS).
+    s3_endpoint: Option<String>,
+    s3_region: Option<String>,
 }
 
 impl RemoteConfig {
@@ -144,6 +149,8 @@ impl RemoteConfig {
             s.max_whole_file = mb << 20;
         }
         s.ca_file = self.ca_file.map(|f| relative_to(base, f));
+        s.s3_endpoint = self.s3_endpoint;
+        s.s3_region = self.s3_region;
         let cache = self
             .cache_mb
             .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| {

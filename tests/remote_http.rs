@@ -52,7 +52,8 @@ async fn error_code(client: &Client, tool: &str, args: Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     let mut s = Sandbox::with_testdata();
-    let nginx = s.serve_over(Over::Http).unwrap();
+    let nginx = Nginx::serve(&s.root);
+    s.url = Some(nginx.url.clone());
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let url = &nginx.url;
@@ -172,7 +173,8 @@ async fn indexing_reads_metadata_not_baskets_and_repeated_calls_hit_the_cache() 
     let mut s = Sandbox::new();
     let bytes = std::fs::read(repo().join("tests/data/root/clusters.root")).unwrap();
     s.write("root/clusters.root", &bytes);
-    let nginx = s.serve_over(Over::Http).unwrap();
+    let nginx = Nginx::serve(&s.root);
+    s.url = Some(nginx.url.clone());
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let indexed = remote_status(&ok(&client, "index_status", json!({})).await);

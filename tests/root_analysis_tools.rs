@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::remote::Over;
+use common::remote::{Over, moto_server};
 use common::{Form, Sandbox, call_err as err, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
@@ -61,6 +61,16 @@ async fn analysis_tools_agree_with_uproot_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn analysis_tools_agree_with_uproot_on_rntuple_over_http() {
     analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Http).await;
+}
+
+/// The same files as objects of an S3 bucket (moto on loopback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::S3).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::S3).await;
 }
 
 async fn analysis_tools_agree_with_uproot_in(form: Form, over: Over) {

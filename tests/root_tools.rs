@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::remote::Over;
+use common::remote::{Over, moto_server};
 use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
@@ -230,6 +230,16 @@ async fn list_branches_gives_uproots_types_for_every_basic_branch_over_http() {
     list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Http).await;
 }
 
+/// The same files as objects of an S3 bucket (moto on loopback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::S3).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::S3).await;
+}
+
 async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form, over: Over) {
     let mut s = Sandbox::with_testdata_as(form);
     let _server = s.serve_over(over);
@@ -316,6 +326,14 @@ async fn stats_and_histograms_read_the_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_and_histograms_read_the_data_over_http() {
     stats_and_histograms_read_the_data_over(Over::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    stats_and_histograms_read_the_data_over(Over::S3).await;
 }
 
 async fn stats_and_histograms_read_the_data_over(over: Over) {

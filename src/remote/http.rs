@@ -11,7 +11,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::retry::{Failure, Policy, with_retries};
-use super::url::{RootUrl, Scheme, decode_component};
+use super::s3::{self, Signer, region_from_env};
+use super::url::{RootUrl, Scheme, decode_component, encode_component};
 use super::{Entry, Meta, Protocol, Settings, changed};
 
 /// Largest folder listing read, in bytes.
@@ -19,6 +20,14 @@ const MAX_LISTING_BYTES: u64 = 64 << 20;
 
 pub struct Http {
     url: RootUrl,
+    /// `scheme://host[:port]` of the server requests go to.
+    base: String,
+    /// The path every file's path starts with (the root's folder; for S3,
+    /// `/bucket/prefix`).
+    prefix: String,
+    /// Set for an S3 root: the bucket's key prefix (`prefix/`, or empty) and
+    /// the signer, when credentials are set.
+    s3: Option<(String, Option<Signer>)>,
     agent: ureq::Agent,
     /// `Authorization: Bearer` for https roots (WLCG token discovery).
     token: Option<String>,
@@ -53,8 +62,32 @@ impl Http {
             .build()
             .into();
         let token = (url.scheme == Scheme::Https).then(bearer_token).flatten();
+        let (base, prefix, s3) = match url.scheme {
+            Scheme::S3 => {
+                let region = region_from_env(settings.s3_region.as_deref());
+                let endpoint = s3_endpoint(settings.s3_endpoint.as_deref(), &region)?;
+                let key_prefix = match url.path.trim_start_matches('/') {
+                    "" => String::new(),
+                    p => format!("{p}/"),
+                };
+                let prefix = format!("/{}{}", encode_component(&url.authority), url.path);
+                (
+                    endpoint,
+                    prefix,
+                    Some((key_prefix, Signer::from_env(region))),
+                )
+            }
+            _ => (
+                format!("{}://{}", url.scheme.as_str(), url.authority),
+                url.path.clone(),
+                None,
+            ),
+        };
         Ok(Http {
             url,
+            base,
+            prefix,
+            s3,
             agent,
             token,
             retry: settings.retry.clone(),
@@ -63,27 +96,118 @@ impl Http {
     }
 
     fn full(&self, path: &str) -> String {
-        format!(
-            "{}://{}{path}",
-            self.url.scheme.as_str(),
-            self.url.authority
-        )
+        format!("{}{path}", self.base)
     }
 
+    /// The request path of `rel` (percent-encoded).
+    fn path_of(&self, rel: &str) -> String {
+        let mut path = self.prefix.clone();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            path.push('/');
+            path.push_str(&encode_component(part));
+        }
+        if path.is_empty() {
+            path.push('/');
+        }
+        path
+    }
+
+    /// A request to `path` with `query` pairs and a `Range`, signed for S3
+    /// when there are credentials, with the bearer token for https.
     fn request(
         &self,
         method: &str,
         path: &str,
+        query: &[(String, String)],
+        range: Option<&str>,
     ) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
-        let url = self.full(path);
+        let mut url = self.full(path);
+        for (i, (k, v)) in query.iter().enumerate() {
+            url.push(if i == 0 { '?' } else { '&' });
+            url.push_str(&format!("{}={}", s3::encode(k, true), s3::encode(v, true)));
+        }
         let mut r = match method {
             "HEAD" => self.agent.head(&url),
             _ => self.agent.get(&url),
         };
+        if let Some(range) = range {
+            r = r.header("Range", range);
+        }
         if let Some(token) = &self.token {
             r = r.header("Authorization", &format!("Bearer {token}"));
         }
+        if let Some((_, Some(signer))) = &self.s3 {
+            let host = self.base.split_once("://").map_or("", |(_, h)| h);
+            let signed: Vec<(&str, &str)> = range.map(|r| ("range", r)).into_iter().collect();
+            for (k, v) in signer.headers((method, path, query), host, &signed, &s3::amz_date_now())
+            {
+                r = r.header(k.as_str(), v.as_str());
+            }
+        }
         r
+    }
+
+    /// Every object below `rel` (ListObjectsV2, 1000 keys a request).
+    fn list_objects(&self, rel: &str) -> io::Result<Vec<(String, Meta)>> {
+        let Some((key_prefix, _)) = &self.s3 else {
+            return Ok(Vec::new());
+        };
+        let bucket_path = format!("/{}", encode_component(&self.url.authority));
+        let mut prefix = key_prefix.clone();
+        if !rel.is_empty() {
+            prefix.push_str(rel);
+            prefix.push('/');
+        }
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut query = vec![
+                ("list-type".to_string(), "2".to_string()),
+                ("prefix".to_string(), prefix.clone()),
+            ];
+            if let Some(t) = &token {
+                query.push(("continuation-token".to_string(), t.clone()));
+            }
+            let page = with_retries(&self.retry, &|| false, || {
+                let mut reply = self
+                    .request("GET", &bucket_path, &query, None)
+                    .call()
+                    .map_err(failure)?;
+                let status = reply.status().as_u16();
+                if status != 200 {
+                    return Err(status_failure(status, &self.full(&bucket_path)));
+                }
+                reply
+                    .body_mut()
+                    .with_config()
+                    .limit(MAX_LISTING_BYTES)
+                    .read_to_string()
+                    .map_err(failure)
+            })?;
+            let (objects, next) = s3::parse_list_page(&page)?;
+            for (key, meta) in objects {
+                let Some(rest) = key.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let rest = if rel.is_empty() {
+                    rest.to_string()
+                } else {
+                    format!("{rel}/{rest}")
+                };
+                // Folder markers and names no path can carry are left out.
+                let valid = !rest.ends_with('/')
+                    && rest
+                        .split('/')
+                        .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'));
+                if valid {
+                    out.push((rest, meta));
+                }
+            }
+            match next {
+                Some(t) => token = Some(t),
+                None => return Ok(out),
+            }
+        }
     }
 
     fn read_range(
@@ -92,11 +216,11 @@ impl Http {
         version: &Meta,
         range: &Range<u64>,
     ) -> Result<Vec<u8>, Failure> {
-        let path = self.url.file_path(rel);
+        let path = self.path_of(rel);
         let len = (range.end - range.start) as usize;
+        let bytes = format!("bytes={}-{}", range.start, range.end - 1);
         let mut reply = self
-            .request("GET", &path)
-            .header("Range", &format!("bytes={}-{}", range.start, range.end - 1))
+            .request("GET", &path, &[], Some(&bytes))
             .call()
             .map_err(failure)?;
         let status = reply.status().as_u16();
@@ -144,8 +268,11 @@ impl Http {
     }
 
     fn stat_once(&self, rel: &str) -> Result<Meta, Failure> {
-        let path = self.url.file_path(rel);
-        let reply = self.request("HEAD", &path).call().map_err(failure)?;
+        let path = self.path_of(rel);
+        let reply = self
+            .request("HEAD", &path, &[], None)
+            .call()
+            .map_err(failure)?;
         let status = reply.status().as_u16();
         match status {
             200 => {}
@@ -176,12 +303,12 @@ impl Http {
     }
 
     fn list_once(&self, rel: &str) -> Result<Vec<Entry>, Failure> {
-        let mut path = self.url.file_path(rel);
+        let mut path = self.path_of(rel);
         if !path.ends_with('/') {
             path.push('/');
         }
         let mut reply = self
-            .request("GET", &path)
+            .request("GET", &path, &[], None)
             .header("Accept", "application/json, text/html")
             .call()
             .map_err(failure)?;
@@ -254,6 +381,28 @@ impl Protocol for Http {
     fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>> {
         with_retries(&self.retry, &|| false, || self.list_once(rel))
     }
+
+    fn list_all(&self, rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
+        self.s3.is_some().then(|| self.list_objects(rel))
+    }
+}
+
+/// The S3 endpoint: configured, or `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`,
+/// or AWS's own for the region; `scheme://host[:port]` only.
+fn s3_endpoint(configured: Option<&str>, region: &str) -> Result<String, String> {
+    let endpoint = configured
+        .map(str::to_string)
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+    let parsed = RootUrl::parse(&endpoint).map_err(|e| format!("S3 endpoint: {e}"))?;
+    if !matches!(parsed.scheme, Scheme::Http | Scheme::Https) {
+        return Err(format!(
+            "the S3 endpoint '{endpoint}' must be an http(s):// URL"
+        ));
+    }
+    Ok(format!("{}://{}", parsed.scheme.as_str(), parsed.authority))
 }
 
 fn header(reply: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {

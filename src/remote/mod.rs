@@ -13,6 +13,7 @@
 pub mod cache;
 mod http;
 mod retry;
+mod s3;
 pub mod url;
 
 use std::collections::HashMap;
@@ -85,6 +86,11 @@ trait Protocol: Send + Sync {
     ) -> io::Result<Vec<Vec<u8>>>;
     /// The names in the folder `rel` ("" for the root).
     fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>>;
+    /// Every file below `rel` in one go, for stores that list so (S3);
+    /// `None` where folders are listed one at a time.
+    fn list_all(&self, _rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
+        None
+    }
 }
 
 /// How remote roots are reached (`[remote]` in the config).
@@ -103,6 +109,10 @@ pub struct Settings {
     pub max_whole_file: u64,
     /// How often remote roots are listed again.
     pub relist: Duration,
+    /// S3's endpoint (`scheme://host:port`) and region, when not from the
+    /// environment (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`) or AWS's own.
+    pub s3_endpoint: Option<String>,
+    pub s3_region: Option<String>,
 }
 
 impl Default for Settings {
@@ -115,6 +125,8 @@ impl Default for Settings {
             ca_file: None,
             max_whole_file: 512 << 20,
             relist: Duration::from_secs(600),
+            s3_endpoint: None,
+            s3_region: None,
         }
     }
 }
@@ -161,12 +173,13 @@ impl RemoteRoot {
     /// protocol this build does not speak yet.
     pub fn new(url: RootUrl, settings: Settings) -> Result<RemoteRoot, String> {
         let protocol: Box<dyn Protocol> = match url.scheme {
-            Scheme::Http | Scheme::Https => Box::new(http::Http::new(url.clone(), &settings)?),
-            Scheme::S3 | Scheme::Root => {
-                return Err(format!(
-                    "{}:// roots are not supported yet (only http:// and https://)",
-                    url.scheme.as_str()
-                ));
+            Scheme::Http | Scheme::Https | Scheme::S3 => {
+                Box::new(http::Http::new(url.clone(), &settings)?)
+            }
+            Scheme::Root => {
+                return Err(
+                    "root:// roots are not supported yet (http://, https:// and s3:// are)".into(),
+                );
             }
         };
         Ok(RemoteRoot {
@@ -227,6 +240,12 @@ impl RemoteRoot {
                 Err(e) if e.kind() == io::ErrorKind::IsADirectory => {}
                 Err(e) => return Err(e),
             }
+        }
+        if let Some(all) = self.protocol.list_all(rel) {
+            let mut files: Vec<(String, Meta)> =
+                all?.into_iter().filter(|(path, _)| !skip(path)).collect();
+            files.sort_by(|a, b| a.0.cmp(&b.0));
+            return Ok(files);
         }
         let mut files = Vec::new();
         let mut folders = vec![(rel.to_string(), 0)];

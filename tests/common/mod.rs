@@ -92,6 +92,8 @@ pub struct Sandbox {
     pub catalog: PathBuf,
     /// The root's URL when a server serves it (`serve_over`).
     pub url: Option<String>,
+    /// Environment for the quarry it starts (a remote root's credentials).
+    pub env: Vec<(String, String)>,
 }
 
 impl Sandbox {
@@ -106,6 +108,7 @@ impl Sandbox {
             root,
             tmp,
             url: None,
+            env: Vec::new(),
         }
     }
 
@@ -181,6 +184,7 @@ impl Sandbox {
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
             .arg(&self.catalog)
             .args(extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().copied());
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
@@ -193,7 +197,8 @@ impl Sandbox {
     pub async fn mcp_with_pid(&self) -> (Client, u32) {
         let mut cmd = quarry_tokio();
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
-            .arg(&self.catalog);
+            .arg(&self.catalog)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
             .spawn()

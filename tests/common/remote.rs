@@ -17,6 +17,122 @@ pub enum Over {
     Local,
     /// nginx on loopback serving the folder.
     Http,
+    /// moto (an S3-compatible server) on loopback holding the folder's files
+    /// as objects of a bucket.
+    S3,
+}
+
+/// A server a sandbox's root is served by.
+pub enum Server {
+    Nginx(Nginx),
+    Moto(Moto),
+}
+
+impl Server {
+    pub fn assert_read_by_ranges(&self) {
+        match self {
+            Server::Nginx(n) => n.assert_read_by_ranges(),
+            Server::Moto(m) => m.assert_read_by_ranges(),
+        }
+    }
+}
+
+/// moto's `moto_server`: `QUARRY_MOTO_SERVER`, else on the PATH (scripts/test.sh
+/// installs it with scripts/setup-moto.sh and requires it).
+pub fn moto_server() -> Option<PathBuf> {
+    let found = std::env::var_os("QUARRY_MOTO_SERVER")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .or_else(|| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|d| Path::new(d).join("moto_server"))
+                .find(|p| p.exists())
+        });
+    if found.is_none() && std::env::var_os("QUARRY_REQUIRE_MOTO").is_some() {
+        panic!("moto_server not found: run scripts/setup-moto.sh and set QUARRY_MOTO_SERVER");
+    }
+    if found.is_none() {
+        eprintln!("skipped: moto_server not found (scripts/setup-moto.sh installs it)");
+    }
+    found
+}
+
+/// A running moto server with one bucket.
+pub struct Moto {
+    child: Child,
+    pub port: u16,
+    pub endpoint: String,
+    log: tempfile::NamedTempFile,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    /// Starts moto on a free loopback port, makes `bucket` and uploads every
+    /// file below `folder` under `prefix/`.
+    pub fn serve(binary: &Path, bucket: &str, prefix: &str, folder: &Path) -> Moto {
+        let port = free_port();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(true)
+            .build()
+            .into();
+        agent
+            .put(&format!("{endpoint}/{bucket}"))
+            .send_empty()
+            .unwrap();
+        upload(&agent, &format!("{endpoint}/{bucket}/{prefix}"), folder);
+        Moto {
+            child,
+            port,
+            endpoint,
+            log,
+        }
+    }
+
+    pub fn assert_read_by_ranges(&self) {
+        let log = std::fs::read_to_string(self.log.path()).unwrap();
+        assert!(
+            // werkzeug colours its log: the method follows an escape code.
+            log.lines()
+                .any(|l| l.contains("GET /") && l.contains(" 206 ")),
+            "no ranged request reached moto"
+        );
+    }
+}
+
+fn upload(agent: &ureq::Agent, url: &str, folder: &Path) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            upload(agent, &format!("{url}/{name}"), &entry.path());
+        } else {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            agent
+                .put(&format!("{url}/{name}"))
+                .send(&bytes[..])
+                .unwrap();
+        }
+    }
 }
 
 /// A running nginx serving one folder.
@@ -121,13 +237,28 @@ impl Nginx {
 impl Sandbox {
     /// Serves the sandbox's root over `over` from now on: quarry is given its
     /// URL instead of its folder. The server lives as long as the result.
-    pub fn serve_over(&mut self, over: Over) -> Option<Nginx> {
+    pub fn serve_over(&mut self, over: Over) -> Option<Server> {
         match over {
             Over::Local => None,
             Over::Http => {
                 let nginx = Nginx::serve(&self.root);
                 self.url = Some(nginx.url.clone());
-                Some(nginx)
+                Some(Server::Nginx(nginx))
+            }
+            Over::S3 => {
+                let binary = moto_server().expect("moto_server (check moto_server() first)");
+                let moto = Moto::serve(&binary, "quarry-test", "data", &self.root);
+                self.url = Some("s3://quarry-test/data/".into());
+                // Signed with throwaway keys, which moto takes.
+                for (k, v) in [
+                    ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
+                    ("AWS_ACCESS_KEY_ID", "testing"),
+                    ("AWS_SECRET_ACCESS_KEY", "testing"),
+                    ("AWS_REGION", "us-east-1"),
+                ] {
+                    self.env.push((k.into(), v.into()));
+                }
+                Some(Server::Moto(moto))
             }
         }
     }
