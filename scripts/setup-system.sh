@@ -13,9 +13,9 @@
 set -euo pipefail
 packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
 # --- remote roots (issue #32) ---
-# nginx: the HTTP remote-root tests start their own nginx on a loopback port
-# (tests/common/remote.rs); only the binary is used.
-packages+=(nginx)
+# nginx and xrootd-server: the HTTP and XRootD remote-root tests start their own servers
+# on loopback ports (tests/common/remote.rs); only the binaries are used.
+packages+=(nginx xrootd-server)
 # --- end remote roots ---
 missing=()
 for p in "${packages[@]}"; do

@@ -73,6 +73,13 @@ async fn analysis_tools_agree_with_uproot_over_s3() {
     analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::S3).await;
 }
 
+/// The same files exported by xrootd, read with quarry's XRootD client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_xrootd() {
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::Xrootd).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Xrootd).await;
+}
+
 async fn analysis_tools_agree_with_uproot_in(form: Form, over: Over) {
     let mut s = Sandbox::with_testdata_as(form);
     let _server = s.serve_over(over);

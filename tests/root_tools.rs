@@ -240,6 +240,12 @@ async fn list_branches_gives_uproots_types_for_every_basic_branch_over_s3() {
     list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::S3).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_xrootd() {
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::Xrootd).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Xrootd).await;
+}
+
 async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form, over: Over) {
     let mut s = Sandbox::with_testdata_as(form);
     let _server = s.serve_over(over);
@@ -334,6 +340,11 @@ async fn stats_and_histograms_read_the_data_over_s3() {
         return;
     }
     stats_and_histograms_read_the_data_over(Over::S3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_xrootd() {
+    stats_and_histograms_read_the_data_over(Over::Xrootd).await;
 }
 
 async fn stats_and_histograms_read_the_data_over(over: Over) {

@@ -15,6 +15,7 @@ mod http;
 mod retry;
 mod s3;
 pub mod url;
+mod xrootd;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -176,11 +177,7 @@ impl RemoteRoot {
             Scheme::Http | Scheme::Https | Scheme::S3 => {
                 Box::new(http::Http::new(url.clone(), &settings)?)
             }
-            Scheme::Root => {
-                return Err(
-                    "root:// roots are not supported yet (http://, https:// and s3:// are)".into(),
-                );
-            }
+            Scheme::Root => Box::new(xrootd::Xrootd::new(url.clone(), &settings)),
         };
         Ok(RemoteRoot {
             url,

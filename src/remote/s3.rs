@@ -175,7 +175,10 @@ pub fn encode(s: &str, slash_too: bool) -> String {
 
 /// One page of a `ListObjectsV2` answer: (key, version) pairs and the
 /// continuation token when more follow.
-pub fn parse_list_page(xml: &str) -> io::Result<(Vec<(String, Meta)>, Option<String>)> {
+pub type ListPage = (Vec<(String, Meta)>, Option<String>);
+
+/// Parses one page of a `ListObjectsV2` answer.
+pub fn parse_list_page(xml: &str) -> io::Result<ListPage> {
     if !xml.contains("<ListBucketResult") {
         return Err(io::Error::other("not a ListObjectsV2 answer"));
     }

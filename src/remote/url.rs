@@ -99,6 +99,19 @@ impl RootUrl {
         })
     }
 
+    /// `host:port`, with `default` when the URL names no port.
+    pub fn authority_with_port(&self, default: u16) -> String {
+        let has_port = match self.authority.rsplit_once(':') {
+            Some((host, port)) => !host.ends_with(']') || !port.is_empty(),
+            None => false,
+        } && !self.authority.ends_with(']');
+        if has_port {
+            self.authority.clone()
+        } else {
+            format!("{}:{default}", self.authority)
+        }
+    }
+
     /// The URL of the file (or folder) `rel` beneath this root, each component
     /// percent-encoded.
     pub fn file_url(&self, rel: &str) -> String {

@@ -20,12 +20,15 @@ pub enum Over {
     /// moto (an S3-compatible server) on loopback holding the folder's files
     /// as objects of a bucket.
     S3,
+    /// Debian's xrootd on loopback exporting the folder.
+    Xrootd,
 }
 
 /// A server a sandbox's root is served by.
 pub enum Server {
     Nginx(Nginx),
     Moto(Moto),
+    Xrootd(Xrootd),
 }
 
 impl Server {
@@ -33,8 +36,119 @@ impl Server {
         match self {
             Server::Nginx(n) => n.assert_read_by_ranges(),
             Server::Moto(m) => m.assert_read_by_ranges(),
+            Server::Xrootd(x) => x.assert_logged_in(),
         }
     }
+}
+
+/// A running xrootd exporting one folder (as `nobody` when the tests run as
+/// root: xrootd refuses to run as root).
+pub struct Xrootd {
+    child: Child,
+    pub port: u16,
+    pub url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Xrootd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Xrootd {
+    pub fn serve(folder: &Path) -> Xrootd {
+        use std::os::unix::fs::PermissionsExt;
+        let binary = ["/usr/bin/xrootd", "/usr/sbin/xrootd"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .expect("xrootd is not installed: run scripts/setup-system.sh");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        // SAFETY: geteuid(2) has no preconditions.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        if as_root {
+            readable_by_all(folder);
+        }
+        let port = free_port();
+        let mut cmd = Command::new(binary);
+        cmd.current_dir(dir.path())
+            .args(["-p", &port.to_string(), "-n", &format!("quarry{port}")])
+            .arg("-l")
+            .arg(dir.path().join("xrootd.log"))
+            .arg("-s")
+            .arg(dir.path().join("xrootd.pid"));
+        if as_root {
+            cmd.args(["-R", "nobody"]);
+        }
+        let child = cmd
+            .arg(folder)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Xrootd {
+            child,
+            port,
+            url: format!("root://127.0.0.1:{port}/{}/", folder.display()),
+            dir,
+        }
+    }
+
+    /// Checks that quarry logged in (xrootd logs each login).
+    pub fn assert_logged_in(&self) {
+        // xrootd puts its log in a folder named after the instance (`-n`).
+        fn logs(dir: &Path, into: &mut String) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    logs(&path, into);
+                } else if path.to_string_lossy().contains("xrootd.log") {
+                    into.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+                }
+            }
+        }
+        let mut log = String::new();
+        logs(self.dir.path(), &mut log);
+        assert!(log.contains("login"), "no login in xrootd's log: {log}");
+    }
+}
+
+/// The folder, the folders above it and everything below readable by every
+/// user (the test's temporary folders are private).
+fn readable_by_all(folder: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut at = Some(folder);
+    while let Some(dir) = at {
+        if dir == Path::new("/") || dir == std::env::temp_dir() {
+            break;
+        }
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
+        at = dir.parent();
+    }
+    fn below(dir: &Path) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let mode = entry.metadata().unwrap().permissions().mode();
+            if entry.file_type().unwrap().is_dir() {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o755))
+                    .unwrap();
+                below(&path);
+            } else {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o644))
+                    .unwrap();
+            }
+        }
+    }
+    below(folder);
 }
 
 /// moto's `moto_server`: `QUARRY_MOTO_SERVER`, else on the PATH (scripts/test.sh
@@ -259,6 +373,11 @@ impl Sandbox {
                     self.env.push((k.into(), v.into()));
                 }
                 Some(Server::Moto(moto))
+            }
+            Over::Xrootd => {
+                let xrootd = Xrootd::serve(&self.root);
+                self.url = Some(xrootd.url.clone());
+                Some(Server::Xrootd(xrootd))
             }
         }
     }
