@@ -89,3 +89,56 @@ async fn s3_paths_are_urls_in_the_bucket_and_files_are_read() {
     server.assert_read_by_ranges();
     client.cancel().await.unwrap();
 }
+
+/// The fixture's first histogram of `file` (uproot + numpy's counts).
+fn uproot_histogram(file: &str) -> (Value, Value) {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let f = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == format!("testdata/root/{file}"))
+        .unwrap();
+    let h = &f["histograms"][0];
+    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
+        "bins": h["bins"], "range": h["range"]});
+    (args, h["bin_counts"].clone())
+}
+
+/// S3 answering 503 (as it does when throttling) or cutting responses short:
+/// the retries see the call through, with uproot's counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_throttling_and_cut_responses_are_retried() {
+    if moto_server().is_none() {
+        return;
+    }
+    let mut s = Sandbox::with_testdata();
+    let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
+        unreachable!()
+    };
+    let proxy = common::remote::FaultProxy::new(moto.port);
+    for (k, v) in &mut s.env {
+        if k == "AWS_ENDPOINT_URL_S3" {
+            *v = proxy.url.trim_end_matches('/').to_string();
+        }
+    }
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    proxy.set(|f| f.unavailable = 3);
+    let (args, want) = uproot_histogram("uproot-HZZ.root");
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    assert_eq!(proxy.faults().served_unavailable, 3);
+    proxy.set(|f| f.truncate = 2);
+    let (args, want) = uproot_histogram("uproot-HZZ-lz4.root");
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    assert_eq!(proxy.faults().served_truncated, 2);
+    client.cancel().await.unwrap();
+}
