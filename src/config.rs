@@ -52,7 +52,7 @@
 //! [remote]           # roots given by URL (path = "https://host/data/")
 //! relist_minutes = 10       # how often each remote root is listed again
 //! cache_mb = 256            # in-memory block cache shared by all remote files
-//! timeout_secs = 60         # each request's time limit
+//! timeout_secs = 60         # each request's time limit (and the retries' budget)
 //! retries = 4               # attempts after the first on transient failures (5xx, resets)
 //! parallel = 8              # ranged requests in flight for one vectored read
 //! ca_file = "my-ca.pem"     # extra CA certificates (TLS is always verified)
@@ -139,6 +139,8 @@ impl RemoteConfig {
         if let Some(t) = self.timeout_secs {
             s.request_timeout = secs(t, "timeout_secs")?;
         }
+        // Retries stop once a request's time limit has passed since the first try.
+        s.retry.give_up_after = s.request_timeout;
         if let Some(r) = self.retries {
             s.retry.retries = r.min(20);
         }

@@ -34,6 +34,10 @@ pub struct Policy {
     pub retries: u32,
     /// The first pause; each next one is three times longer.
     pub first_pause: Duration,
+    /// No attempt starts after this long since the first: a server that
+    /// times out every request holds a read for about this long, not for
+    /// every retry's full timeout.
+    pub give_up_after: Duration,
 }
 
 impl Default for Policy {
@@ -41,6 +45,7 @@ impl Default for Policy {
         Policy {
             retries: 4,
             first_pause: Duration::from_millis(100),
+            give_up_after: Duration::from_secs(60),
         }
     }
 }
@@ -56,11 +61,16 @@ pub fn with_retries<T>(
 ) -> io::Result<T> {
     let mut pause = policy.first_pause;
     let mut tries = 0;
+    let started = std::time::Instant::now();
     loop {
         match attempt() {
             Ok(v) => return Ok(v),
             Err(f) if !f.transient => return Err(f.error),
-            Err(f) if tries >= policy.retries || stopped() => {
+            Err(f)
+                if tries >= policy.retries
+                    || stopped()
+                    || started.elapsed() + pause > policy.give_up_after =>
+            {
                 return Err(io::Error::new(
                     transient_kind(f.error.kind()),
                     format!("{} (after {} attempts)", f.error, tries + 1),
@@ -96,6 +106,7 @@ mod tests {
         Policy {
             retries: 3,
             first_pause: Duration::from_millis(1),
+            give_up_after: Duration::from_secs(60),
         }
     }
 
@@ -132,6 +143,19 @@ mod tests {
         let _ = with_retries(&quick(), &|| true, || -> Result<(), _> {
             n += 1;
             Err(Failure::transient(io::Error::other("503")))
+        });
+        assert_eq!(n, 1);
+        // Past its time budget, no attempt starts.
+        let slow = Policy {
+            give_up_after: Duration::from_millis(30),
+            first_pause: Duration::from_millis(20),
+            ..quick()
+        };
+        let mut n = 0;
+        let _ = with_retries(&slow, &|| false, || -> Result<(), _> {
+            n += 1;
+            std::thread::sleep(Duration::from_millis(15));
+            Err(Failure::transient(io::Error::other("timed out")))
         });
         assert_eq!(n, 1);
     }
