@@ -125,3 +125,51 @@ async fn indexing_over_xrootd_reads_metadata_not_baskets() {
     assert!(v["data"]["entries"].as_u64().unwrap() > 0, "{v}");
     client.cancel().await.unwrap();
 }
+
+/// The fixture's first histogram of `file` (uproot + numpy's counts).
+fn uproot_histogram(file: &str) -> (Value, Value) {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let f = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == format!("testdata/root/{file}"))
+        .unwrap();
+    let h = &f["histograms"][0];
+    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
+        "bins": h["bins"], "range": h["range"]});
+    (args, h["bin_counts"].clone())
+}
+
+/// The server stopped under a daemon holding pooled connections to it: a
+/// call fails with io_error in bounded time, the daemon stays up, and once
+/// the server is back (same port) the same call gives uproot's counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stopped_and_started_again_is_reported_then_read() {
+    let mut s = Sandbox::with_testdata();
+    let Some(common::remote::Server::Xrootd(xrootd)) = s.serve_over(Over::Xrootd) else {
+        unreachable!()
+    };
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let port = xrootd.port;
+    drop(xrootd);
+    let (args, want) = uproot_histogram("uproot-HZZ-lz4.root");
+    let started = std::time::Instant::now();
+    let (v, is_error) = call(&client, "compute_histogram", args.clone()).await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let status = ok(&client, "index_status", json!({})).await;
+    assert!(remote(&status)["last_error"].is_string(), "{status}");
+    let _again = common::remote::Xrootd::serve_on(&s.root, port);
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    client.cancel().await.unwrap();
+}

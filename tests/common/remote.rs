@@ -59,6 +59,11 @@ impl Drop for Xrootd {
 
 impl Xrootd {
     pub fn serve(folder: &Path) -> Xrootd {
+        Xrootd::serve_on(folder, free_port())
+    }
+
+    /// `serve` on a given port (a server started again where it was).
+    pub fn serve_on(folder: &Path, port: u16) -> Xrootd {
         use std::os::unix::fs::PermissionsExt;
         let binary = ["/usr/bin/xrootd", "/usr/sbin/xrootd"]
             .iter()
@@ -72,7 +77,6 @@ impl Xrootd {
         if as_root {
             readable_by_all(folder);
         }
-        let port = free_port();
         let mut cmd = Command::new(binary);
         cmd.current_dir(dir.path())
             .args(["-p", &port.to_string(), "-n", &format!("quarry{port}")])
