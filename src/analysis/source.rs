@@ -162,12 +162,15 @@ pub enum SourceReader<'f> {
 
 impl<'f> SourceReader<'f> {
     /// For a column of a remote file: the file and the stored bytes of its
-    /// chunks holding any of `entries` (RNTuple pages: not yet, read as
-    /// they come).
+    /// chunks holding any of `entries` (a branch's baskets, an RNTuple
+    /// column's pages).
     pub fn remote_chunks(&self, entries: &Range<u64>) -> Option<(&'f RootFile, Vec<Range<u64>>)> {
         match self {
             SourceReader::Branch(r) if r.file().fetched().is_some() => {
                 Some((r.file(), r.basket_bytes_within(entries)))
+            }
+            SourceReader::Ntuple(r) if r.file().fetched().is_some() => {
+                Some((r.file(), r.page_bytes_within(entries)))
             }
             _ => None,
         }
