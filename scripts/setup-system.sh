@@ -16,6 +16,11 @@ packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
 # in hdf5-filter-plugin; Blosc; Bitshuffle in Debian's bitshuffle package, whose
 # libh5bshuf.so goes to the same folder); quarry loads them from the system plugin folder.
 packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle)
+# --- remote roots (issue #32) ---
+# nginx and xrootd-server: the HTTP and XRootD remote-root tests start their own servers
+# on loopback ports (tests/common/remote.rs); only the binaries are used.
+packages+=(nginx xrootd-server)
+# --- end remote roots ---
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,13 @@ cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
 QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
 export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1
+# --- remote roots (issue #32) ---
+# tests/remote_*.rs and the *_over_http / *_over_s3 tests start nginx (installed above) and
+# moto (an S3 server from PyPI, in a cached venv) on loopback ports themselves and stop them
+# when they end; here moto is installed, and required so those tests fail rather than skip.
+QUARRY_MOTO_SERVER=$(./scripts/setup-moto.sh)
+export QUARRY_MOTO_SERVER QUARRY_REQUIRE_MOTO=1
+# --- end remote roots ---
 cargo test --all-targets "$@"
 ./scripts/test-clients.sh
 SOAK_PROFILE=debug SOAK_DATA=fixtures SOAK_PIPELINE_DEPTH=20 SOAK_KILL_TRIALS=2 ./scripts/soak.sh 16 5

@@ -7,7 +7,7 @@
 //!
 //! [[roots]]
 //! name = "data"
-//! path = "/data/run2024"
+//! path = "/data/run2024"          # or a URL: https://host/path/ (see [remote])
 //!
 //! [toolsets]        # all on by default
 //! rag = false
@@ -48,6 +48,17 @@
 //! api_key_env = "OPENAI_API_KEY"           # optional: sent as a bearer token
 //! timeout_secs = 60
 //! max_tokens = 400
+//!
+//! [remote]           # roots given by URL (path = "https://host/data/")
+//! relist_minutes = 10       # how often each remote root is listed again
+//! cache_mb = 256            # in-memory block cache shared by all remote files
+//! timeout_secs = 60         # each request's time limit (and the retries' budget)
+//! retries = 4               # attempts after the first on transient failures (5xx, resets)
+//! parallel = 8              # ranged requests in flight for one vectored read
+//! ca_file = "my-ca.pem"     # extra CA certificates (TLS is always verified)
+//! max_whole_file_mb = 512   # documents, code and HDF5 are fetched whole up to this size
+//! s3_endpoint = "http://127.0.0.1:9000"  # default: $AWS_ENDPOINT_URL_S3, else AWS
+//! s3_region = "us-east-1"                # default: $AWS_REGION, else us-east-1
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -85,6 +96,70 @@ struct FileConfig {
     #[serde(default)]
     rag: RagConfig,
     llm: Option<LlmFileConfig>,
+    #[serde(default)]
+    remote: RemoteConfig,
+}
+
+/// `[remote]`: how roots given by URL are reached.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoteConfig {
+    /// Minutes between listings of each remote root (default 10).
+    relist_minutes: Option<f64>,
+    /// The in-memory block cache shared by every remote file (default 256).
+    cache_mb: Option<u64>,
+    /// Each request's time limit (default 60).
+    timeout_secs: Option<f64>,
+    /// Attempts after the first, for transient failures (default 4).
+    retries: Option<u32>,
+    /// Ranged requests in flight for one vectored read (default 8).
+    parallel: Option<usize>,
+    /// Extra CA certificates (PEM) for a private CA; TLS is always verified.
+    ca_file: Option<PathBuf>,
+    /// Largest remote file read whole, for documents, code and HDF5 (default 512).
+    max_whole_file_mb: Option<u64>,
+    /// S3's endpoint and region (default: `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, AWS).
+    s3_endpoint: Option<String>,
+    s3_region: Option<String>,
+}
+
+impl RemoteConfig {
+    fn settings(self, base: Option<&Path>) -> anyhow::Result<(crate::remote::Settings, usize)> {
+        let mut s = crate::remote::Settings::default();
+        let secs = |v: f64, what: &str| -> anyhow::Result<Duration> {
+            anyhow::ensure!(
+                v.is_finite() && v > 0.0 && v < 1e7,
+                "[remote] {what} must be a positive number, not {v}"
+            );
+            Ok(Duration::from_secs_f64(v))
+        };
+        if let Some(m) = self.relist_minutes {
+            s.relist = secs(m * 60.0, "relist_minutes")?;
+        }
+        if let Some(t) = self.timeout_secs {
+            s.request_timeout = secs(t, "timeout_secs")?;
+        }
+        // Retries stop once a request's time limit has passed since the first try.
+        s.retry.give_up_after = s.request_timeout;
+        if let Some(r) = self.retries {
+            s.retry.retries = r.min(20);
+        }
+        if let Some(p) = self.parallel {
+            s.parallel = p.clamp(1, 64);
+        }
+        if let Some(mb) = self.max_whole_file_mb {
+            s.max_whole_file = mb << 20;
+        }
+        s.ca_file = self.ca_file.map(|f| relative_to(base, f));
+        s.s3_endpoint = self.s3_endpoint;
+        s.s3_region = self.s3_region;
+        let cache = self
+            .cache_mb
+            .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| {
+                (mb as usize) << 20
+            });
+        Ok((s, cache))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -243,6 +318,8 @@ pub struct Settings {
     /// The address space of each reader worker process (`[limits]
     /// worker_memory_mib`).
     pub worker_memory_mib: u64,
+    /// The remote roots' block cache, in bytes (`[remote] cache_mb`).
+    pub remote_cache_bytes: usize,
 }
 
 impl Settings {
@@ -250,6 +327,7 @@ impl Settings {
     /// workers' memory limit.
     pub fn apply_to_process(&self) {
         crate::formats::worker::set_memory_limit_mib(self.worker_memory_mib);
+        crate::remote::cache::set_limit(self.remote_cache_bytes);
     }
 }
 
@@ -373,6 +451,9 @@ fn load_file(path: &Path) -> anyhow::Result<FileConfig> {
 /// Resolves a path from the config file: `~/` is the home folder, other relative
 /// paths are relative to the file's folder.
 fn relative_to(base: Option<&Path>, p: PathBuf) -> PathBuf {
+    if p.to_str().is_some_and(crate::remote::looks_like_url) {
+        return p; // a remote root's URL
+    }
     if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), dirs::home_dir()) {
         return home.join(rest);
     }
@@ -464,7 +545,7 @@ impl Settings {
 
     /// Settings for commands that need roots (serve, mcp, rebuild).
     pub fn load(args: &ServeArgs) -> anyhow::Result<Settings> {
-        let file = args
+        let mut file = args
             .config
             .as_deref()
             .map(load_file)
@@ -473,6 +554,7 @@ impl Settings {
         let base = args.config.as_deref().and_then(Path::parent);
 
         let toolsets = enabled_toolsets(&file);
+        let (remote, remote_cache_bytes) = std::mem::take(&mut file.remote).settings(base)?;
         let mut specs = Vec::new();
         for r in file.roots {
             let path = relative_to(base, r.path);
@@ -515,7 +597,7 @@ impl Settings {
             }
             specs.push(spec);
         }
-        let mut roots = Roots::new(specs)?;
+        let mut roots = Roots::with_remote(specs, &remote)?;
         if ingest_dir.is_some() {
             roots.set_aside(crate::rag::INGEST_ROOT);
         }
@@ -598,6 +680,7 @@ impl Settings {
                 .worker_memory_mib
                 .unwrap_or(crate::formats::worker::DEFAULT_MEMORY_MIB)
                 .max(crate::formats::worker::MIN_MEMORY_MIB),
+            remote_cache_bytes,
         })
     }
 

@@ -65,6 +65,7 @@ impl Engine {
                     release_freed_memory();
                 }
             })?;
+        relist_remote_roots(&indexer)?;
         Ok(Engine {
             catalog,
             indexer,
@@ -89,6 +90,36 @@ impl Engine {
             .with_concurrent_calls(settings.transport.max_concurrent_calls)
             .with_tasks(settings.transport.tasks.clone()))
     }
+}
+
+/// Lists each remote root again every `[remote] relist_minutes` (a remote root
+/// has no file events to watch): new, changed (size or time) and gone files
+/// are brought into the catalog as a local root's are by the watcher.
+fn relist_remote_roots(indexer: &Arc<Indexer>) -> anyhow::Result<()> {
+    let roots = indexer.catalog().roots();
+    let remote: Vec<(usize, std::time::Duration)> = roots
+        .list()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some((i, r.remote.as_ref()?.settings().relist)))
+        .collect();
+    let Some(every) = remote.iter().map(|(_, d)| *d).min() else {
+        return Ok(());
+    };
+    let indexer = indexer.clone();
+    std::thread::Builder::new()
+        .name("quarry-relist".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                for &(root, _) in &remote {
+                    if let Err(e) = indexer.scan_root(root, &Quiet) {
+                        tracing::warn!("listing a remote root again failed: {e:#}");
+                    }
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// Hands memory freed by the initial scan (or a burst of answers) back to the system. glibc keeps freed

@@ -8,10 +8,12 @@
 //! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
 //! (redb tables + in-memory mirror + the documents' tantivy index) -> `mcp`
 //! (tools, server, transports).
-//! `roots` and `glob` are shared foundations; `engine`, `config`, `cli` and
+//! `roots`, `remote` (roots by URL, read by ranges), `byte_source` and `glob`
+//! are shared foundations; `engine`, `config`, `cli` and
 //! `commands` assemble a running program.
 
 pub mod analysis;
+pub mod byte_source;
 pub mod catalog;
 pub mod cli;
 pub mod commands;
@@ -27,6 +29,7 @@ pub mod logging;
 pub mod mcp;
 pub mod panics;
 pub mod rag;
+pub mod remote;
 pub mod roots;
 pub mod special;
 pub mod transient;

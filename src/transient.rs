@@ -8,7 +8,8 @@
 use std::io;
 
 /// Whether trying again later may succeed: descriptor or memory exhaustion, an
-/// interrupted or would-block call.
+/// interrupted or would-block call, a network failure (remote roots: a server
+/// down or timing out after the retries, which no local file read reports).
 pub fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
@@ -17,7 +18,14 @@ pub fn is_transient(e: &io::Error) -> bool {
         )
     ) || matches!(
         e.kind(),
-        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::OutOfMemory
+        io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+            | io::ErrorKind::OutOfMemory
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::NotConnected
     )
 }
 

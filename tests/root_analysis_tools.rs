@@ -6,6 +6,7 @@ mod common;
 
 use std::path::Path;
 
+use common::remote::{Over, moto_server};
 use common::{Form, Sandbox, call_err as err, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
@@ -43,16 +44,45 @@ fn assert_close(got: &Value, want: &Value, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn analysis_tools_agree_with_uproot() {
-    analysis_tools_agree_with_uproot_in(Form::TTree).await;
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::Local).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn analysis_tools_agree_with_uproot_on_rntuple() {
-    analysis_tools_agree_with_uproot_in(Form::RNTuple).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Local).await;
 }
 
-async fn analysis_tools_agree_with_uproot_in(form: Form) {
-    let s = Sandbox::with_testdata_as(form);
+/// The same files served by nginx, indexed and read over HTTP by ranges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_http() {
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_on_rntuple_over_http() {
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Http).await;
+}
+
+/// The same files as objects of an S3 bucket (moto on loopback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::S3).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::S3).await;
+}
+
+/// The same files exported by xrootd, read with quarry's XRootD client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_xrootd() {
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::Xrootd).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Xrootd).await;
+}
+
+async fn analysis_tools_agree_with_uproot_in(form: Form, over: Over) {
+    let mut s = Sandbox::with_testdata_as(form);
+    let _server = s.serve_over(over);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let doc = fixture();
@@ -154,6 +184,9 @@ async fn analysis_tools_agree_with_uproot_in(form: Form) {
                 assert_close(row, want, &format!("{path}: {h}"));
             }
         }
+    }
+    if let Some(server) = &_server {
+        server.assert_read_by_ranges();
     }
 }
 

@@ -5,6 +5,7 @@ mod common;
 
 use std::path::Path;
 
+use common::remote::{Over, moto_server};
 use common::{Client, Form, Sandbox, assert_valid, call, wait_indexed};
 use serde_json::{Value, json};
 
@@ -214,16 +215,40 @@ async fn inspect_file_describes_trees_histograms_and_directories() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_branches_gives_uproots_types_for_every_basic_branch() {
-    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::Local).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_branches_gives_uproots_types_for_every_basic_branch_on_rntuple() {
-    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Local).await;
 }
 
-async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form) {
-    let s = Sandbox::with_testdata_as(form);
+/// The same files served by nginx and indexed over HTTP: the same answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_http() {
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::Http).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Http).await;
+}
+
+/// The same files as objects of an S3 bucket (moto on loopback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::S3).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::S3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_xrootd() {
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::Xrootd).await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Xrootd).await;
+}
+
+async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form, over: Over) {
+    let mut s = Sandbox::with_testdata_as(form);
+    let _server = s.serve_over(over);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     for (file, tree) in [
@@ -294,11 +319,37 @@ async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form)
     assert_eq!(v["data"]["matched"], 3);
     assert_eq!(v["data"]["total_branches"], 51);
     client.cancel().await.unwrap();
+    if let Some(server) = &_server {
+        server.assert_read_by_ranges();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_and_histograms_read_the_data() {
-    let s = Sandbox::with_testdata();
+    stats_and_histograms_read_the_data_over(Over::Local).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_http() {
+    stats_and_histograms_read_the_data_over(Over::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_s3() {
+    if moto_server().is_none() {
+        return;
+    }
+    stats_and_histograms_read_the_data_over(Over::S3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_xrootd() {
+    stats_and_histograms_read_the_data_over(Over::Xrootd).await;
+}
+
+async fn stats_and_histograms_read_the_data_over(over: Over) {
+    let mut s = Sandbox::with_testdata();
+    let _server = s.serve_over(over);
     let client = s.mcp().await;
     wait_indexed(&client).await;
 
@@ -339,6 +390,9 @@ async fn stats_and_histograms_read_the_data() {
         .collect();
     assert_eq!(v["data"]["bin_errors"], json!(errors));
     client.cancel().await.unwrap();
+    if let Some(server) = &_server {
+        server.assert_read_by_ranges();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

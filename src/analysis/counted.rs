@@ -87,6 +87,25 @@ fn counter_column(tree: &TreeColumns<'_>, c: usize, reader: &SourceReader<'_>) -
     integer_scalar.then_some(counter)
 }
 
+impl<'f> CountedReader<'f> {
+    /// For a column of a remote file: the file and the stored bytes of the
+    /// chunks holding `entries`, its counter's included.
+    pub fn remote_chunks(
+        &self,
+        entries: &Range<u64>,
+    ) -> Option<(&'f crate::formats::root::RootFile, Vec<Range<u64>>)> {
+        let (file, mut ranges) = self.reader.remote_chunks(entries)?;
+        if let Some((_, more)) = self
+            .counter
+            .as_ref()
+            .and_then(|c| c.reader.remote_chunks(entries))
+        {
+            ranges.extend(more);
+        }
+        Some((file, ranges))
+    }
+}
+
 impl CountedReader<'_> {
     /// The entries of each basket, in order.
     pub fn basket_ranges(&self) -> &[Range<u64>] {

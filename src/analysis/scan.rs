@@ -420,6 +420,23 @@ fn open_streams<'f>(
         .collect())
 }
 
+/// A remote file's baskets of a cluster, for every column read, asked for in
+/// one vectored read before the first is decoded (a local file reads as it
+/// goes). A failure here is met again, and reported, by the read itself.
+fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>) {
+    let mut file = None;
+    let mut ranges = Vec::new();
+    for stream in streams {
+        if let Some((f, r)) = stream.reader.remote_chunks(cluster) {
+            file = Some(f);
+            ranges.extend(r);
+        }
+    }
+    if let Some(file) = file {
+        let _ = file.prefetch(&ranges);
+    }
+}
+
 /// Hands `each` the windows of a cluster, in entry order; false when `each`
 /// asked to stop. A window `each` finds `TooLarge` is handed over again in
 /// halves (so `each` must fail before it changes anything). With
@@ -432,6 +449,7 @@ fn scan_cluster(
     each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<bool, AnalysisError> {
     let cluster = &item.entries;
+    prefetch_remote(streams, cluster);
     let len = cluster.end - cluster.start;
     // The share of the cluster's weight done once `at` is reached.
     let share = |at: u64| {

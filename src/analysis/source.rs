@@ -160,7 +160,22 @@ pub enum SourceReader<'f> {
     Ntuple(NtupleReader<'f>),
 }
 
-impl SourceReader<'_> {
+impl<'f> SourceReader<'f> {
+    /// For a column of a remote file: the file and the stored bytes of its
+    /// chunks holding any of `entries` (a branch's baskets, an RNTuple
+    /// column's pages).
+    pub fn remote_chunks(&self, entries: &Range<u64>) -> Option<(&'f RootFile, Vec<Range<u64>>)> {
+        match self {
+            SourceReader::Branch(r) if r.file().fetched().is_some() => {
+                Some((r.file(), r.basket_bytes_within(entries)))
+            }
+            SourceReader::Ntuple(r) if r.file().fetched().is_some() => {
+                Some((r.file(), r.page_bytes_within(entries)))
+            }
+            _ => None,
+        }
+    }
+
     pub fn layout(&self) -> ColumnLayout {
         match self {
             SourceReader::Branch(r) => r.layout(),

@@ -2,13 +2,12 @@
 //! parsers do, on hostile input) becomes a recorded error for that file, never a
 //! crash of the daemon.
 
-use std::path::Path;
 use std::time::Duration;
 
 use crate::catalog::KindRow;
 use crate::formats::{FormatError, Kind};
 use crate::panics::catch_quietly;
-use crate::roots::{OpenError, open_beneath};
+use crate::roots::{OpenError, Root, open_beneath};
 
 /// What extracting one file gave.
 #[derive(Debug, PartialEq)]
@@ -30,11 +29,13 @@ const BACKOFF: [Duration; 4] = [
 ];
 
 /// Extracts what the catalog keeps of the file `rel` of kind `kind` under the
-/// root folder `root` (opened beneath it), retrying transient I/O errors.
-pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
+/// root `root` (opened beneath it), retrying transient I/O errors. A remote
+/// file must still be the version `listed` (size, modification time) that its
+/// listing saw, or it is deferred until listed again.
+pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extracted {
     let mut attempt = 0;
     loop {
-        match extract_once(kind, root, rel) {
+        match extract_once(kind, root, rel, listed) {
             Err(FormatError::Transient(why)) if attempt < BACKOFF.len() => {
                 std::thread::sleep(BACKOFF[attempt]);
                 attempt += 1;
@@ -52,11 +53,49 @@ pub fn extract(kind: Kind, root: &Path, rel: &str) -> Extracted {
     }
 }
 
-fn extract_once(kind: Kind, root: &Path, rel: &str) -> Result<Vec<KindRow>, FormatError> {
-    let file = open_beneath(root, rel).map_err(|e| match e {
-        OpenError::Io(e) => FormatError::from(e),
-        other => FormatError::Io(other.to_string()),
-    })?;
+fn extract_once(
+    kind: Kind,
+    root: &Root,
+    rel: &str,
+    listed: (u64, i64),
+) -> Result<Vec<KindRow>, FormatError> {
+    let file = match &root.remote {
+        Some(remote) => {
+            let (size, mtime_ns) = listed;
+            let expected = crate::remote::Meta {
+                size,
+                mtime_ns,
+                etag: None,
+            };
+            let file = remote.open(rel, Some(&expected))?;
+            if kind == Kind::Root {
+                // By ranges: the header, keys, streamers and trees' metadata.
+                let file = std::sync::Arc::new(file);
+                let rows = guarded(kind, || super::root::remote_root_rows(file.clone()));
+                if let Some(f) = crate::byte_source::ByteSource::fetched(file.as_ref()) {
+                    tracing::info!(
+                        "{}: indexed from {} bytes in {} requests (of {} bytes)",
+                        file.url(),
+                        f.bytes,
+                        f.requests,
+                        size
+                    );
+                }
+                return rows;
+            }
+            if kind == Kind::Hdf5 {
+                // libhdf5 opens by path, and an in-memory file has none it accepts.
+                return Err(FormatError::Unsupported(
+                    "HDF5 files on remote roots are not read yet (listed only)".into(),
+                ));
+            }
+            file.to_memory_file()?
+        }
+        None => open_beneath(&root.canonical, rel).map_err(|e| match e {
+            OpenError::Io(e) => FormatError::from(e),
+            other => FormatError::Io(other.to_string()),
+        })?,
+    };
     let name = rel.rsplit('/').next().unwrap_or(rel);
     match kind {
         Kind::Root => guarded(kind, || super::root::root_rows(file)),

@@ -25,6 +25,7 @@ pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::Kind;
+use crate::roots::Root;
 
 /// When branch statistics are computed and cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -254,6 +255,12 @@ impl Indexer {
         let _one_at_a_time = self.sync_lock.lock().expect("sync lock");
         let spec = &self.catalog.roots().list()[root];
         let found = walk::observe_tree(spec, rel, &self.exclusions, self.options.threads);
+        if let Some(why) = found.unlisted {
+            // A remote root that did not answer: what the catalog holds stays
+            // (nothing is known to be gone); the next listing tries again.
+            tracing::debug!("sync of root {root} skipped: {why}");
+            return Ok(SyncSummary::default());
+        }
         let skipped: Vec<(String, String)> = found
             .skipped
             .into_iter()
@@ -337,7 +344,7 @@ impl Indexer {
         track_pending: bool,
         stored: &mut usize,
     ) -> anyhow::Result<()> {
-        let base = self.catalog.roots().list()[root].canonical.clone();
+        let base = self.catalog.roots().list()[root].clone();
         for chunk in batches(files, self.options.batch.max(1), MAX_BATCH_BYTES) {
             let outcomes: Vec<Option<Change>> = self.pool.install(|| {
                 chunk
@@ -440,8 +447,8 @@ fn batches(
 
 /// The catalog change for one observed file; `None` when a transient error
 /// outlasted the retries (nothing is recorded, the file is tried again later).
-fn extract_change(root: usize, base: &Path, o: &Observed) -> Option<Change> {
-    let (status, rows) = match extract(o.kind, base, &o.rel) {
+fn extract_change(root: usize, base: &Root, o: &Observed) -> Option<Change> {
+    let (status, rows) = match extract(o.kind, base, &o.rel, (o.size, o.mtime_ns)) {
         Extracted::Rows(rows) => (FileStatus::Ok, rows),
         Extracted::Failed(msg) => (FileStatus::Failed(msg), Vec::new()),
         Extracted::Deferred(why) => {

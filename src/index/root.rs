@@ -100,7 +100,18 @@ fn main_compression(branches: &[BranchRow]) -> Option<String> {
 
 /// The catalog rows of an open ROOT file.
 pub fn root_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
-    let file = RootFile::open(file)?;
+    rows_of(RootFile::open(file)?)
+}
+
+/// The catalog rows of a remote ROOT file, read by ranges (its baskets are
+/// never read).
+pub fn remote_root_rows(
+    source: std::sync::Arc<crate::remote::RemoteFile>,
+) -> Result<Vec<KindRow>, FormatError> {
+    rows_of(RootFile::from_source(source)?)
+}
+
+fn rows_of(file: RootFile) -> Result<Vec<KindRow>, FormatError> {
     let mut rows = Vec::new();
     let mut summary = RootFileRow {
         root_version: file.header.version_string(),

@@ -36,6 +36,9 @@ pub struct Skipped {
 pub struct Found {
     pub files: Vec<Observed>,
     pub skipped: Vec<Skipped>,
+    /// A remote root that could not be listed: nothing is known, so nothing
+    /// may be taken for gone.
+    pub unlisted: Option<String>,
 }
 
 /// Which paths of a root the index never looks at: hidden names (dot files, editor
@@ -111,6 +114,9 @@ pub fn observe(root: &Root, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Ob
 /// folders pass through a link (`link/secret.md`, with `link` leading out of the
 /// root) names nothing here, just as the walk never descends into linked folders.
 pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> Found {
+    if let Some(remote) = &root.remote {
+        return observe_remote(remote, rel, ex);
+    }
     let abs = if rel.is_empty() {
         root.canonical.clone()
     } else {
@@ -124,7 +130,7 @@ pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> 
         Ok(m) if m.is_dir() => walk_folder(root, &abs, ex, threads),
         Ok(_) => Found {
             files: observe(root, &abs, rel, ex).into_iter().collect(),
-            skipped: Vec::new(),
+            ..Found::default()
         },
     }
 }
@@ -186,7 +192,48 @@ fn walk_folder(root: &Root, folder: &Path, ex: &Exclusions, threads: usize) -> F
     Found {
         files: rx.into_iter().collect(),
         skipped: skip_rx.into_iter().collect(),
+        unlisted: None,
     }
+}
+
+/// A remote root's files at or below `rel`, from its storage's listing, left
+/// out by the same rules as a local walk (hidden names); kinds by extension
+/// only (sniffing would cost a request per file).
+fn observe_remote(remote: &crate::remote::RemoteRoot, rel: &str, ex: &Exclusions) -> Found {
+    let listed = match remote.list(rel, &|path| ex.excludes_rel(path)) {
+        Ok(listed) => listed,
+        Err(e) => {
+            tracing::warn!("{}: listing failed: {e}", remote.url.file_url(rel));
+            return Found {
+                unlisted: Some(e.to_string()),
+                ..Found::default()
+            };
+        }
+    };
+    let mut found = Found::default();
+    for (rel, meta) in listed {
+        if rel.len() > MAX_PATH_BYTES || rel.split('/').any(|c| c.len() > MAX_COMPONENT_BYTES) {
+            found.skipped.push(Skipped {
+                rel,
+                reason: format!(
+                    "the path is longer than tools accept ({MAX_PATH_BYTES} bytes, {MAX_COMPONENT_BYTES} per name)"
+                ),
+            });
+            continue;
+        }
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let Some(kind) = formats::kind_from_name(name) else {
+            continue;
+        };
+        found.files.push(Observed {
+            kind,
+            size: meta.size,
+            mtime_ns: meta.mtime_ns,
+            fingerprint: meta.fingerprint(),
+            rel,
+        });
+    }
+    found
 }
 
 /// The root-relative name tools would use for `path`, or why it has none: a name

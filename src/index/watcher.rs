@@ -53,7 +53,15 @@ impl Drop for Watcher {
 pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher> {
     let (tx, rx) = mpsc::channel();
     let mut watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
-    for root in indexer.catalog().roots().list() {
+    // Remote roots have no events to follow: they are listed again on a
+    // schedule (`engine`).
+    for root in indexer
+        .catalog()
+        .roots()
+        .list()
+        .iter()
+        .filter(|r| !r.is_remote())
+    {
         watch_tree(&mut watcher, &root.canonical);
     }
     let stop = Arc::new(AtomicBool::new(false));

@@ -145,6 +145,11 @@ impl ToolError {
                 e.to_string(),
                 "Retry in a moment; if it persists, index_status() shows whether the file failed to index",
             ),
+            PathError::Unreachable { .. } => ToolError::new(
+                "io_error",
+                e.to_string(),
+                "Retry in a moment; index_status() shows the remote root's last error",
+            ),
             PathError::UnknownResource { available, .. } => ToolError::new(
                 "resource_not_found",
                 e.to_string(),

@@ -10,6 +10,9 @@ mod create;
 mod open;
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::remote::{RemoteFile, RemoteRoot, RootUrl, looks_like_url};
 
 pub use create::{CreateError, PendingFile, create_pending};
 pub use open::{OpenError, create_beneath, open_beneath};
@@ -25,7 +28,16 @@ pub struct Root {
     /// The directory as configured (absolute, lexically normalised).
     pub dir: PathBuf,
     /// The directory with symlinks resolved; containment is judged against this.
+    /// For a remote root, its URL (so `canonical.join(rel)` is a file's URL).
     pub canonical: PathBuf,
+    /// Set for a root given by URL: its storage client (`remote`).
+    pub remote: Option<Arc<RemoteRoot>>,
+}
+
+impl Root {
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +80,10 @@ pub enum PathError {
     NotFound(String),
     #[error("'{path}' cannot be read: {why}")]
     Unreadable { path: String, why: String },
+    /// A remote root's server did not answer (down, timing out, failing)
+    /// after the retries: not the file's fault, worth trying again.
+    #[error("'{path}' cannot be reached: {why}")]
+    Unreachable { path: String, why: String },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -87,6 +103,15 @@ pub fn valid_root_name(name: &str) -> bool {
 impl Roots {
     /// Builds the root set from (name, directory) pairs; directories must exist.
     pub fn new(specs: Vec<(String, PathBuf)>) -> anyhow::Result<Roots> {
+        Roots::with_remote(specs, &crate::remote::Settings::default())
+    }
+
+    /// `new`, where a directory may be a URL (`https://`, `s3://`, `root://`):
+    /// a remote root reached with `settings`.
+    pub fn with_remote(
+        specs: Vec<(String, PathBuf)>,
+        settings: &crate::remote::Settings,
+    ) -> anyhow::Result<Roots> {
         let mut roots: Vec<Root> = Vec::new();
         for (name, dir) in specs {
             anyhow::ensure!(valid_root_name(&name), "invalid root name '{name}'");
@@ -94,6 +119,10 @@ impl Roots {
                 !roots.iter().any(|r| r.name == name),
                 "two roots are named '{name}': give one of them another name with --root NAME=DIR"
             );
+            if let Some(url) = dir.to_str().filter(|d| looks_like_url(d)) {
+                roots.push(remote_root(name, url, settings)?);
+                continue;
+            }
             let absolute = std::path::absolute(&dir)?;
             let canonical = absolute.canonicalize().map_err(|e| {
                 anyhow::anyhow!("root '{name}' ({}) cannot be opened: {e}", dir.display())
@@ -107,6 +136,7 @@ impl Roots {
                 name,
                 dir: normalize_lexically(&absolute),
                 canonical,
+                remote: None,
             });
         }
         Ok(Roots { roots, aside: None })
@@ -136,6 +166,7 @@ impl Roots {
                 name,
                 dir: PathBuf::from(&dir),
                 canonical: PathBuf::from(dir),
+                remote: None,
             })
             .collect();
         Roots { roots, aside: None }
@@ -165,6 +196,11 @@ impl Roots {
     /// Resolves a tool path per DESIGN.md; the target must exist.
     pub fn resolve(&self, path: &str, resource: Option<&str>) -> Result<Resolved, PathError> {
         let (root, rel) = self.resolve_lexically(path, resource)?;
+        if self.roots[root].is_remote() {
+            // Whether it exists is the catalog's to say (its last listing).
+            let abs = self.roots[root].canonical.join(&rel);
+            return Ok(Resolved { root, rel, abs });
+        }
         let abs = if rel.is_empty() {
             self.roots[root].canonical.clone()
         } else {
@@ -185,7 +221,11 @@ impl Roots {
 
     /// Opens a root-relative file for reading, beneath its root (`open_beneath`):
     /// the only way a tool turns a path into an open file.
+    /// A remote root's file is fetched whole into memory (never to disk).
     pub fn open(&self, root: usize, rel: &str) -> Result<std::fs::File, PathError> {
+        if let Some(opened) = self.open_remote(root, rel) {
+            return opened?.to_memory_file().map_err(|e| unreadable(rel, &e));
+        }
         open_beneath(&self.roots[root].canonical, rel).map_err(|e| match e {
             OpenError::Escapes => PathError::SymlinkEscape(rel.to_string()),
             OpenError::NotFound | OpenError::NotAFile => PathError::NotFound(rel.to_string()),
@@ -196,6 +236,16 @@ impl Roots {
         })
     }
 
+    /// Opens a file of a remote root for reading by ranges; `None` for a
+    /// local root.
+    pub fn open_remote(&self, root: usize, rel: &str) -> Option<Result<RemoteFile, PathError>> {
+        let remote = self.roots[root].remote.as_ref()?;
+        Some(remote.open(rel, None).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => PathError::NotFound(rel.to_string()),
+            _ => unreadable(rel, &e),
+        }))
+    }
+
     /// The root and relative path a tool path names, judged on its text alone.
     pub fn resolve_lexically(
         &self,
@@ -204,6 +254,15 @@ impl Roots {
     ) -> Result<(usize, String), PathError> {
         check_text(path)?;
         let forced_root = resource.map(|r| self.resource(r)).transpose()?;
+        if looks_like_url(path) {
+            let (root, rel) = self
+                .locate_url(path)
+                .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
+            if forced_root.is_some_and(|f| f != root) {
+                return Err(PathError::OutsideRoots(path.to_string()));
+            }
+            return Ok((root, normalized_relative(&rel)?));
+        }
         if path.starts_with('/') {
             let (root, rel) = self
                 .locate(Path::new(path))
@@ -230,6 +289,23 @@ impl Roots {
         }
     }
 
+    /// The remote root whose URL `url` lies beneath (the deepest, when several
+    /// do), and the path relative to it; never a root of another scheme,
+    /// host, port or bucket.
+    pub fn locate_url(&self, url: &str) -> Option<(usize, String)> {
+        let mut best: Option<(usize, usize, String)> = None;
+        for (i, root) in self.roots.iter().enumerate() {
+            let Some(remote) = &root.remote else { continue };
+            if let Some(Ok(rel)) = remote.url.rel_of(url) {
+                let depth = remote.url.path.len();
+                if best.as_ref().is_none_or(|b| depth > b.1) {
+                    best = Some((i, depth, rel));
+                }
+            }
+        }
+        best.map(|(i, _, rel)| (i, rel))
+    }
+
     /// The root containing an absolute path (configured or canonical form), lexically.
     /// `..` components make it `None`.
     pub fn locate(&self, abs: &Path) -> Option<(usize, String)> {
@@ -250,6 +326,34 @@ impl Roots {
             }
         }
         best.map(|(i, _, rel)| (i, rel))
+    }
+}
+
+/// A root given by URL: parsed, its client made (credentials from the
+/// environment), no request sent yet.
+fn remote_root(
+    name: String,
+    url: &str,
+    settings: &crate::remote::Settings,
+) -> anyhow::Result<Root> {
+    let parsed = RootUrl::parse(url).map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
+    let remote = RemoteRoot::new(parsed, settings.clone())
+        .map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
+    let shown = PathBuf::from(remote.url.to_string());
+    Ok(Root {
+        name,
+        dir: shown.clone(),
+        canonical: shown,
+        remote: Some(Arc::new(remote)),
+    })
+}
+
+fn unreadable(rel: &str, e: &std::io::Error) -> PathError {
+    let (path, why) = (rel.to_string(), e.to_string());
+    if crate::transient::is_transient(e) {
+        PathError::Unreachable { path, why }
+    } else {
+        PathError::Unreadable { path, why }
     }
 }
 

@@ -6,6 +6,7 @@ pub mod docs;
 pub mod rag;
 pub mod raw;
 pub mod test_filter;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -90,6 +91,10 @@ pub struct Sandbox {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub catalog: PathBuf,
+    /// The root's URL when a server serves it (`serve_over`).
+    pub url: Option<String>,
+    /// Environment for the quarry it starts (a remote root's credentials).
+    pub env: Vec<(String, String)>,
 }
 
 impl Sandbox {
@@ -103,6 +108,8 @@ impl Sandbox {
             catalog: base.join("catalog"),
             root,
             tmp,
+            url: None,
+            env: Vec::new(),
         }
     }
 
@@ -134,7 +141,10 @@ impl Sandbox {
     }
 
     pub fn root_arg(&self) -> String {
-        format!("data={}", self.root.display())
+        match &self.url {
+            Some(url) => format!("data={url}"),
+            None => format!("data={}", self.root.display()),
+        }
     }
 
     pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
@@ -175,6 +185,7 @@ impl Sandbox {
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
             .arg(&self.catalog)
             .args(extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().copied());
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
@@ -187,7 +198,8 @@ impl Sandbox {
     pub async fn mcp_with_pid(&self) -> (Client, u32) {
         let mut cmd = quarry_tokio();
         cmd.args(["mcp", "--root", &self.root_arg(), "--catalog"])
-            .arg(&self.catalog);
+            .arg(&self.catalog)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
             .spawn()

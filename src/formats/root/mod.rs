@@ -22,9 +22,10 @@ mod values;
 
 use std::collections::HashSet;
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 pub use basket::basket_ranges;
 pub use column::Column;
@@ -43,6 +44,7 @@ pub use values::Values;
 pub(crate) use values::by_number;
 
 use super::FormatError;
+use crate::byte_source::{ByteSource, Fetched};
 
 /// Directories nested deeper than this are taken for a loop in a damaged file.
 const MAX_DEPTH: usize = 64;
@@ -52,6 +54,8 @@ enum Source {
     File(File),
     /// Bytes already in memory (tests, fuzzing).
     Memory(Vec<u8>),
+    /// Any other source: a remote file read by ranges.
+    Shared(Arc<dyn ByteSource>),
 }
 
 /// An open ROOT file.
@@ -119,6 +123,38 @@ impl RootFile {
         })
     }
 
+    /// A ROOT file read through a byte source (a remote file, by ranges).
+    pub fn from_source(source: Arc<dyn ByteSource>) -> Result<RootFile, FormatError> {
+        let size = source.size();
+        let mut head = vec![0u8; size.min(64) as usize];
+        source.read_into(0, &mut head)?;
+        let header = parse_header(&head, size)?;
+        Ok(RootFile {
+            source: Source::Shared(source),
+            size,
+            header,
+            streamers: OnceLock::new(),
+            bytes_read: AtomicU64::new(head.len() as u64),
+        })
+    }
+
+    /// Says which byte ranges are about to be read (a cluster's baskets): a
+    /// remote file fetches them in one vectored request; a local one ignores it.
+    pub fn prefetch(&self, ranges: &[Range<u64>]) -> Result<(), FormatError> {
+        match &self.source {
+            Source::Shared(source) => Ok(source.prefetch(ranges)?),
+            Source::File(_) | Source::Memory(_) => Ok(()),
+        }
+    }
+
+    /// What a remote file has fetched from storage (`None` for a local file).
+    pub fn fetched(&self) -> Option<Fetched> {
+        match &self.source {
+            Source::Shared(source) => source.fetched(),
+            Source::File(_) | Source::Memory(_) => None,
+        }
+    }
+
     /// The file's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
@@ -161,6 +197,7 @@ impl RootFile {
         self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
         match &self.source {
             Source::File(file) => file.read_exact_at(buf, offset)?,
+            Source::Shared(source) => source.read_into(offset, buf)?,
             Source::Memory(bytes) => {
                 buf.copy_from_slice(&bytes[offset as usize..offset as usize + len])
             }

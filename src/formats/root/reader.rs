@@ -74,7 +74,35 @@ impl RootFile {
     }
 }
 
+impl<'a> ColumnReader<'a> {
+    /// The file this column is read from.
+    pub fn file(&self) -> &'a RootFile {
+        self.file
+    }
+}
+
 impl ColumnReader<'_> {
+    /// Where in the file the baskets holding any of `entries` are stored
+    /// (those written as keys of their own; a basket kept inside the tree
+    /// object is in memory already): what a remote file prefetches.
+    pub fn basket_bytes_within(&self, entries: &Range<u64>) -> Vec<Range<u64>> {
+        let written = self
+            .branch
+            .write_basket
+            .min(self.branch.basket_seek.len())
+            .min(self.branch.basket_bytes.len());
+        self.ranges[..written.min(self.ranges.len())]
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.start < entries.end && entries.start < r.end)
+            .filter_map(|(i, _)| {
+                let seek = u64::try_from(self.branch.basket_seek[i]).ok()?;
+                let bytes = u64::try_from(self.branch.basket_bytes[i]).ok()?;
+                Some(seek..seek.checked_add(bytes)?)
+            })
+            .collect()
+    }
+
     pub fn layout(&self) -> ColumnLayout {
         self.decoding.into()
     }

@@ -287,7 +287,7 @@ fn index_status(
             .max(failed_here as usize)
             .max(skipped_total)
             .max(stats_failed_total as usize);
-        root_values.push(json!({
+        let mut value = json!({
             "name": root.name,
             "path": root.canonical.to_string_lossy(),
             "scanning": scanning,
@@ -309,7 +309,18 @@ fn index_status(
                 "path": root.canonical.join(rel).to_string_lossy(),
                 "reason": reason,
             })).collect::<Vec<_>>(),
-        }));
+        });
+        if let Some(remote) = &root.remote {
+            let st = remote.status();
+            value["remote"] = json!({
+                "last_listing": st.last_listing_ms.map(iso8601_ms),
+                "files_listed": st.files_listed,
+                "last_error": st.last_error,
+                "bytes_fetched": st.bytes_fetched,
+                "requests": st.requests,
+            });
+        }
+        root_values.push(value);
     }
     let mut out = ToolOutput::new(json!({
         "complete": complete,

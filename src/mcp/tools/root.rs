@@ -120,6 +120,14 @@ impl Known {
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
     pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
+        if let Some(remote) = ctx.catalog.roots().open_remote(self.root, &self.rel) {
+            // Read by ranges; the version is what the storage says now.
+            let remote = remote.map_err(|e| ToolError::from_path(&e))?;
+            let fingerprint = remote.meta().fingerprint();
+            let file = RootFile::from_source(std::sync::Arc::new(remote))
+                .map_err(|e| corrupted(&self.abs, &e))?;
+            return Ok(Opened { file, fingerprint });
+        }
         let file = ctx
             .catalog
             .roots()
@@ -432,6 +440,13 @@ pub(super) fn corrupted(path: &std::path::Path, e: &crate::formats::FormatError)
             "unsupported_type",
             why.clone(),
             "Skip this object or branch; quarry cannot decode it yet",
+        ),
+        // A remote server down, slow or cut short after the retries; or a
+        // file that changed while it was read: not the file's fault.
+        crate::formats::FormatError::Transient(why) => ToolError::new(
+            "io_error",
+            format!("{}: {why}", path.display()),
+            "Retry in a moment; index_status() shows a remote root's last error",
         ),
         other => ToolError::new(
             "corrupted_file",

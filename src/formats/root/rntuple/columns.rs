@@ -326,11 +326,24 @@ fn is_unpaged(nt: &RNTuple, shape: &Shape, cluster: usize, at: u64) -> bool {
 
 /// A reader of one column of an RNTuple, chunk by chunk or by entry range.
 pub struct NtupleReader<'a> {
+    file: &'a RootFile,
     nt: &'a RNTuple,
     column: &'a NtupleColumn,
     layout: ColumnLayout,
     chunks: Vec<Range<u64>>,
     reading: Mutex<Reading<'a>>,
+}
+
+impl<'a> NtupleReader<'a> {
+    /// The file this column is read from.
+    pub fn file(&self) -> &'a RootFile {
+        self.file
+    }
+
+    /// Where the pages holding any of `entries` lie in the file.
+    pub fn page_bytes_within(&self, entries: &Range<u64>) -> Vec<Range<u64>> {
+        self.nt.column_page_ranges(self.column, entries)
+    }
 }
 
 impl RootFile {
@@ -345,6 +358,7 @@ impl RootFile {
             .clone()
             .map_err(|why| FormatError::Unsupported(format!("column '{}': {why}", column.path)))?;
         Ok(NtupleReader {
+            file: self,
             nt,
             column,
             layout,

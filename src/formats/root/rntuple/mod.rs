@@ -342,6 +342,31 @@ impl RNTuple {
             .collect()
     }
 
+    /// Where the pages of `column` (its own columns, as `column_cluster_bytes`
+    /// counts them) lie in the file, for the clusters holding any of
+    /// `entries`: what a remote file prefetches before reading them.
+    pub fn column_page_ranges(
+        &self,
+        column: &NtupleColumn,
+        entries: &std::ops::Range<u64>,
+    ) -> Vec<std::ops::Range<u64>> {
+        let mut ids = Vec::new();
+        own_columns(&column.shape, &mut ids);
+        self.clusters
+            .iter()
+            .filter(|c| {
+                c.first_entry < entries.end
+                    && entries.start < c.first_entry.saturating_add(c.entries)
+            })
+            .flat_map(|c| ids.iter().filter_map(|&id| c.columns.get(id)))
+            .flat_map(|r| &r.pages)
+            .filter_map(|p| match p.locator {
+                Loc::File { offset, size } => Some(offset..offset.checked_add(size)?),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The compression setting (algorithm * 100 + level) of the first page
     /// range stored, as a file's; None without pages.
     pub fn compression(&self) -> Option<u32> {

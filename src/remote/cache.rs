@@ -1,0 +1,125 @@
+//! The block cache: remote files are read in aligned blocks, kept in memory up
+//! to a byte limit shared by the whole process, least recently used first out.
+//! Blocks are keyed by the file's version (URL, size, modification time, ETag),
+//! so a file that changed is never served from the blocks of its old version.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Bytes per block: small enough that reading a ROOT file's header, keys and
+/// streamers fetches little beyond them, large enough that neighbouring small
+/// reads share a block.
+pub const BLOCK: u64 = 64 << 10;
+
+/// The cache's limit when the config sets none.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+
+type BlockKey = (u64, u64);
+
+pub struct BlockCache {
+    limit: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    blocks: HashMap<BlockKey, (Arc<[u8]>, u64)>,
+    /// Last use (a counter) to key, for eviction in age order.
+    by_use: BTreeMap<u64, BlockKey>,
+    bytes: usize,
+    clock: u64,
+}
+
+static SHARED: OnceLock<BlockCache> = OnceLock::new();
+static LIMIT: OnceLock<usize> = OnceLock::new();
+
+/// Sets the process's cache limit; only the first call counts, and only
+/// before the cache is first used.
+pub fn set_limit(bytes: usize) {
+    let _ = LIMIT.set(bytes);
+}
+
+/// The process's cache limit.
+pub fn shared_limit() -> usize {
+    shared().limit
+}
+
+/// The process's block cache.
+pub fn shared() -> &'static BlockCache {
+    SHARED.get_or_init(|| BlockCache::new(*LIMIT.get().unwrap_or(&DEFAULT_CACHE_BYTES)))
+}
+
+impl BlockCache {
+    pub fn new(limit: usize) -> BlockCache {
+        BlockCache {
+            limit,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    pub fn get(&self, file: u64, block: u64) -> Option<Arc<[u8]>> {
+        let mut inner = self.inner.lock().expect("block cache");
+        inner.clock += 1;
+        let now = inner.clock;
+        let (data, used) = inner.blocks.get_mut(&(file, block))?;
+        let (data, old) = (data.clone(), std::mem::replace(used, now));
+        inner.by_use.remove(&old);
+        inner.by_use.insert(now, (file, block));
+        Some(data)
+    }
+
+    pub fn put(&self, file: u64, block: u64, data: Arc<[u8]>) {
+        if data.len() > self.limit {
+            return;
+        }
+        let mut inner = self.inner.lock().expect("block cache");
+        inner.clock += 1;
+        let now = inner.clock;
+        let len = data.len();
+        if let Some((old, used)) = inner.blocks.insert((file, block), (data, now)) {
+            inner.bytes -= old.len();
+            inner.by_use.remove(&used);
+        }
+        inner.by_use.insert(now, (file, block));
+        inner.bytes += len;
+        while inner.bytes > self.limit {
+            let Some((_, key)) = inner.by_use.pop_first() else {
+                break;
+            };
+            if let Some((old, _)) = inner.blocks.remove(&key) {
+                inner.bytes -= old.len();
+            }
+        }
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().expect("block cache").bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_recently_used_blocks_go_first_and_the_limit_holds() {
+        let cache = BlockCache::new(30);
+        let block = |b: u8| -> Arc<[u8]> { vec![b; 10].into() };
+        cache.put(1, 0, block(0));
+        cache.put(1, 1, block(1));
+        cache.put(1, 2, block(2));
+        assert!(cache.get(1, 0).is_some()); // block 1 is now the oldest
+        cache.put(2, 0, block(9));
+        assert_eq!(cache.bytes(), 30);
+        assert!(cache.get(1, 1).is_none());
+        assert_eq!(cache.get(1, 0).unwrap()[0], 0);
+        assert_eq!(cache.get(2, 0).unwrap()[0], 9);
+        // Another version of the file is another key.
+        assert!(cache.get(3, 0).is_none());
+        // A block larger than the whole cache is not kept.
+        cache.put(4, 0, vec![0u8; 31].into());
+        assert!(cache.get(4, 0).is_none());
+        assert_eq!(cache.bytes(), 30);
+    }
+}

@@ -1,0 +1,436 @@
+//! XRootD (`root://`): quarry's own client for the read-only subset of the
+//! protocol it needs (handshake, login, stat, dirlist, open, read, readv,
+//! close), from the protocol's published definition (XProtocol.hh). One
+//! request at a time per connection; connections are pooled per root and
+//! dropped after any error. Security (kXR_auth), TLS and redirects are not
+//! spoken: a server that asks for them is reported, not followed.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::retry::{Failure, Policy, with_retries};
+use super::url::RootUrl;
+use super::{Entry, Meta, Protocol, Settings, changed};
+
+const KXR_CLOSE: u16 = 3003;
+const KXR_DIRLIST: u16 = 3004;
+const KXR_LOGIN: u16 = 3007;
+const KXR_OPEN: u16 = 3010;
+const KXR_READ: u16 = 3013;
+const KXR_STAT: u16 = 3017;
+const KXR_READV: u16 = 3025;
+
+const KXR_OK: u16 = 0;
+const KXR_OKSOFAR: u16 = 4000;
+const KXR_ERROR: u16 = 4003;
+const KXR_REDIRECT: u16 = 4004;
+const KXR_WAIT: u16 = 4005;
+
+/// kXR_error's "no such file".
+const KXR_NOT_FOUND: i32 = 3011;
+/// The stat flag of a folder.
+const KXR_IS_DIR: u64 = 2;
+const KXR_OPEN_READ: u16 = 0x0010;
+const KXR_DSTAT: u8 = 2;
+
+/// Most bytes one readv element asks for, and elements per readv request
+/// (servers cap both; these stay well inside the defaults).
+const READV_ELEMENT: u64 = 512 << 10;
+const READV_ELEMENTS: usize = 256;
+/// Largest response accepted (a listing, a readv).
+const MAX_RESPONSE: usize = 256 << 20;
+
+pub struct Xrootd {
+    url: RootUrl,
+    /// The folder's path on the server (`/data`).
+    base: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+    retry: Policy,
+    pool: Mutex<Vec<TcpStream>>,
+}
+
+impl Xrootd {
+    pub fn new(url: RootUrl, settings: &Settings) -> Xrootd {
+        let mut base = String::new();
+        for part in url.path.split('/').filter(|p| !p.is_empty()) {
+            base.push('/');
+            base.push_str(part);
+        }
+        Xrootd {
+            url,
+            base,
+            timeout: settings.request_timeout,
+            connect_timeout: settings.connect_timeout,
+            retry: settings.retry.clone(),
+            pool: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The server path of `rel`; names XRootD would read as more than a
+    /// name (opaque data after `?`, a listing's line break) are refused.
+    fn path_of(&self, rel: &str) -> io::Result<String> {
+        let mut path = self.base.clone();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            if part.contains(['?', '\n', '\0']) {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("'{rel}' cannot be named over XRootD"),
+                ));
+            }
+            path.push('/');
+            path.push_str(part);
+        }
+        if path.is_empty() {
+            path.push('/');
+        }
+        Ok(path)
+    }
+
+    fn connect(&self) -> io::Result<TcpStream> {
+        if let Some(conn) = self.pool.lock().expect("xrootd pool").pop() {
+            return Ok(conn);
+        }
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.url.authority_with_port(1094))?
+            .next()
+            .ok_or_else(|| io::Error::other(format!("{} has no address", self.url.authority)))?;
+        let mut conn = TcpStream::connect_timeout(&addr, self.connect_timeout)?;
+        conn.set_read_timeout(Some(self.timeout))?;
+        conn.set_write_timeout(Some(self.timeout))?;
+        conn.set_nodelay(true)?;
+        // The handshake: five numbers, answered by the server's version.
+        let mut hello = Vec::with_capacity(20);
+        for n in [0i32, 0, 0, 4, 2012] {
+            hello.extend_from_slice(&n.to_be_bytes());
+        }
+        conn.write_all(&hello)?;
+        let (status, _) = read_response(&mut conn)?;
+        if status != KXR_OK {
+            return Err(io::Error::other("the XRootD handshake was refused"));
+        }
+        let mut login = [0u8; 16];
+        login[..4].copy_from_slice(&(std::process::id() as i32).to_be_bytes());
+        login[4..10].copy_from_slice(b"quarry");
+        login[14] = 3; // capver: the 2011-2012 client's protocol
+        let (status, body) = exchange(&mut conn, KXR_LOGIN, login, &[])?;
+        if status != KXR_OK {
+            return Err(server_error(status, &body));
+        }
+        // A session id (16 bytes), then security parameters when the server
+        // wants authentication, which quarry does not speak.
+        if body.len() > 16 && body[16..].starts_with(b"&P=") {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the XRootD server asks for authentication, which quarry does not support yet",
+            ));
+        }
+        Ok(conn)
+    }
+
+    /// Runs `work` on a pooled connection, which goes back to the pool only
+    /// when the work succeeded (a failed one may hold half a response).
+    fn with_conn<T>(&self, work: impl Fn(&mut TcpStream) -> io::Result<T>) -> io::Result<T> {
+        with_retries(&self.retry, &|| false, || {
+            let mut conn = self.connect().map_err(classify)?;
+            let got = work(&mut conn).map_err(classify)?;
+            self.pool.lock().expect("xrootd pool").push(conn);
+            Ok(got)
+        })
+    }
+
+    fn stat_path(&self, conn: &mut TcpStream, path: &str) -> io::Result<(u64, u64, i64)> {
+        let (status, body) = exchange(conn, KXR_STAT, [0u8; 16], path.as_bytes())?;
+        if status != KXR_OK {
+            return Err(server_error(status, &body));
+        }
+        parse_stat(&String::from_utf8_lossy(&body))
+    }
+}
+
+impl Protocol for Xrootd {
+    fn stat(&self, rel: &str) -> io::Result<Meta> {
+        let path = self.path_of(rel)?;
+        let (size, flags, mtime) = self.with_conn(|c| self.stat_path(c, &path))?;
+        if flags & KXR_IS_DIR != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("{path} is a folder"),
+            ));
+        }
+        Ok(Meta {
+            size,
+            mtime_ns: mtime.saturating_mul(1_000_000_000),
+            etag: None,
+        })
+    }
+
+    fn read_ranges(
+        &self,
+        rel: &str,
+        version: &Meta,
+        ranges: &[Range<u64>],
+    ) -> io::Result<Vec<Vec<u8>>> {
+        let path = self.path_of(rel)?;
+        self.with_conn(|conn| {
+            let mut parms = [0u8; 16];
+            parms[2..4].copy_from_slice(&KXR_OPEN_READ.to_be_bytes());
+            let (status, body) = exchange(conn, KXR_OPEN, parms, path.as_bytes())?;
+            if status != KXR_OK || body.len() < 4 {
+                return Err(server_error(status, &body));
+            }
+            let handle: [u8; 4] = body[..4].try_into().expect("4 bytes");
+            let got = read_with(conn, handle, ranges);
+            let mut close = [0u8; 16];
+            close[..4].copy_from_slice(&handle);
+            let closed = exchange(conn, KXR_CLOSE, close, &[]);
+            let got = got?;
+            closed?;
+            // A file that changed size since it was opened reads short.
+            if got
+                .iter()
+                .zip(ranges)
+                .any(|(b, r)| b.len() as u64 != r.end - r.start)
+            {
+                return Err(changed(&self.url.file_url(rel)));
+            }
+            let _ = version;
+            Ok(got)
+        })
+    }
+
+    fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>> {
+        let path = self.path_of(rel)?;
+        let mut parms = [0u8; 16];
+        parms[15] = KXR_DSTAT;
+        let body = self.with_conn(|conn| {
+            let (status, body) = exchange(conn, KXR_DIRLIST, parms, path.as_bytes())?;
+            if status != KXR_OK {
+                return Err(server_error(status, &body));
+            }
+            Ok(body)
+        })?;
+        parse_dirlist(&String::from_utf8_lossy(&body))
+    }
+}
+
+/// `ranges` read through one open handle: one readv for all of them (cut
+/// into the elements and requests servers accept), a plain read for one.
+fn read_with(
+    conn: &mut TcpStream,
+    handle: [u8; 4],
+    ranges: &[Range<u64>],
+) -> io::Result<Vec<Vec<u8>>> {
+    if let [one] = ranges {
+        let mut parms = [0u8; 16];
+        parms[..4].copy_from_slice(&handle);
+        parms[4..12].copy_from_slice(&(one.start as i64).to_be_bytes());
+        parms[12..16].copy_from_slice(&((one.end - one.start) as i32).to_be_bytes());
+        let (status, body) = exchange(conn, KXR_READ, parms, &[])?;
+        if status != KXR_OK {
+            return Err(server_error(status, &body));
+        }
+        return Ok(vec![body]);
+    }
+    // Each range as elements of at most READV_ELEMENT bytes, remembered by
+    // which range they belong to.
+    let mut elements: Vec<(usize, u64, u64)> = Vec::new();
+    for (i, r) in ranges.iter().enumerate() {
+        let mut at = r.start;
+        while at < r.end {
+            let len = (r.end - at).min(READV_ELEMENT);
+            elements.push((i, at, len));
+            at += len;
+        }
+    }
+    let mut out: Vec<Vec<u8>> = ranges
+        .iter()
+        .map(|r| Vec::with_capacity((r.end - r.start) as usize))
+        .collect();
+    for batch in elements.chunks(READV_ELEMENTS) {
+        let mut list = Vec::with_capacity(batch.len() * 16);
+        for &(_, offset, len) in batch {
+            list.extend_from_slice(&handle);
+            list.extend_from_slice(&(len as i32).to_be_bytes());
+            list.extend_from_slice(&(offset as i64).to_be_bytes());
+        }
+        let (status, body) = exchange(conn, KXR_READV, [0u8; 16], &list)?;
+        if status != KXR_OK {
+            return Err(server_error(status, &body));
+        }
+        // The answer: each element's 16-byte header, then its bytes.
+        let mut at = 0;
+        for &(i, offset, _) in batch {
+            let head = body.get(at..at + 16).ok_or_else(short_readv)?;
+            let len = i32::from_be_bytes(head[4..8].try_into().expect("4 bytes"));
+            let got_offset = i64::from_be_bytes(head[8..16].try_into().expect("8 bytes"));
+            let len = usize::try_from(len).map_err(|_| short_readv())?;
+            if got_offset != offset as i64 {
+                return Err(io::Error::other("a readv answer out of order"));
+            }
+            let data = body.get(at + 16..at + 16 + len).ok_or_else(short_readv)?;
+            out[i].extend_from_slice(data);
+            at += 16 + len;
+        }
+    }
+    Ok(out)
+}
+
+fn short_readv() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "a readv answer was cut short",
+    )
+}
+
+/// Sends one request and reads its whole answer (the partial answers of
+/// kXR_oksofar joined); kXR_wait is waited out and the request sent again.
+fn exchange(
+    conn: &mut TcpStream,
+    request: u16,
+    parms: [u8; 16],
+    data: &[u8],
+) -> io::Result<(u16, Vec<u8>)> {
+    let mut msg = Vec::with_capacity(24 + data.len());
+    msg.extend_from_slice(&[0, 1]);
+    msg.extend_from_slice(&request.to_be_bytes());
+    msg.extend_from_slice(&parms);
+    msg.extend_from_slice(&(data.len() as i32).to_be_bytes());
+    msg.extend_from_slice(data);
+    for _ in 0..5 {
+        conn.write_all(&msg)?;
+        let (status, body) = read_response(conn)?;
+        if status == KXR_WAIT && body.len() >= 4 {
+            let secs = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+            std::thread::sleep(Duration::from_secs(secs.clamp(0, 5) as u64));
+            continue;
+        }
+        return Ok((status, body));
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the XRootD server kept asking to wait",
+    ))
+}
+
+/// One answer: headers and bodies until a status other than kXR_oksofar.
+fn read_response(conn: &mut TcpStream) -> io::Result<(u16, Vec<u8>)> {
+    let mut body = Vec::new();
+    loop {
+        let mut head = [0u8; 8];
+        conn.read_exact(&mut head)?;
+        let status = u16::from_be_bytes([head[2], head[3]]);
+        let len = i32::from_be_bytes(head[4..8].try_into().expect("4 bytes"));
+        let len = usize::try_from(len).map_err(|_| io::Error::other("a negative answer length"))?;
+        if body.len() + len > MAX_RESPONSE {
+            return Err(io::Error::other(
+                "an XRootD answer larger than quarry accepts",
+            ));
+        }
+        let at = body.len();
+        body.resize(at + len, 0);
+        conn.read_exact(&mut body[at..])?;
+        if status != KXR_OKSOFAR {
+            return Ok((status, body));
+        }
+    }
+}
+
+/// A non-ok answer as an error: kXR_error's number and message.
+fn server_error(status: u16, body: &[u8]) -> io::Error {
+    match status {
+        KXR_ERROR if body.len() >= 4 => {
+            let code = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+            let text = String::from_utf8_lossy(&body[4..])
+                .trim_end_matches('\0')
+                .to_string();
+            let kind = if code == KXR_NOT_FOUND {
+                io::ErrorKind::NotFound
+            } else {
+                io::ErrorKind::Other
+            };
+            io::Error::new(kind, format!("XRootD error {code}: {text}"))
+        }
+        KXR_REDIRECT => {
+            io::Error::other("the XRootD server redirects; quarry does not follow redirects")
+        }
+        other => io::Error::other(format!("unexpected XRootD answer {other}")),
+    }
+}
+
+/// Network failures may pass; the server's own answers do not.
+fn classify(e: io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::TimedOut
+        | io::ErrorKind::WouldBlock
+        | io::ErrorKind::ConnectionRefused
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => Failure::transient(e),
+        _ => Failure::permanent(e),
+    }
+}
+
+/// kXR_stat's text: `id size flags modtime`.
+fn parse_stat(text: &str) -> io::Result<(u64, u64, i64)> {
+    let mut f = text.trim_end_matches('\0').split_whitespace().skip(1);
+    let bad = || io::Error::other(format!("unreadable XRootD stat '{text}'"));
+    let size = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    let flags = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    let mtime = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    Ok((size, flags, mtime))
+}
+
+/// kXR_dirlist with kXR_dstat: a name line, then its stat line, for each
+/// entry (a leading `.` entry, and names quarry cannot carry, left out).
+fn parse_dirlist(text: &str) -> io::Result<Vec<Entry>> {
+    let lines: Vec<&str> = text
+        .trim_end_matches('\0')
+        .split('\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for pair in lines.chunks(2) {
+        let [name, stat] = pair else {
+            return Err(io::Error::other("an XRootD listing without stat lines"));
+        };
+        if *name == "." || *name == ".." || name.contains('?') {
+            continue;
+        }
+        let (size, flags, mtime) = parse_stat(stat)?;
+        let is_dir = flags & KXR_IS_DIR != 0;
+        out.push(Entry {
+            name: name.to_string(),
+            is_dir,
+            meta: (!is_dir).then_some(Meta {
+                size,
+                mtime_ns: mtime.saturating_mul(1_000_000_000),
+                etag: None,
+            }),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listings_and_stats_parse() {
+        let text = ".\n0 0 0 0\nsub\n12 4096 19 1795806001\nf.root\n13 1234 16 1795806001\n\0";
+        let e = parse_dirlist(text).unwrap();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].is_dir && e[0].name == "sub");
+        let m = e[1].meta.as_ref().unwrap();
+        assert_eq!(
+            (e[1].name.as_str(), m.size, m.mtime_ns),
+            ("f.root", 1234, 1_795_806_001_000_000_000)
+        );
+        assert_eq!(parse_stat("5 100 16 7\0").unwrap(), (100, 16, 7));
+        assert!(parse_stat("garbage").is_err());
+    }
+}

@@ -1,0 +1,515 @@
+//! Remote roots for the tests: Debian's nginx, started on a free loopback port
+//! serving a sandbox's root folder (directory listings as JSON, range
+//! requests), stopped when dropped. `Sandbox::serve_over` points the sandbox's
+//! `--root` at it, so a test written for a local root runs unchanged on the
+//! same files read over HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{Sandbox, wait_until};
+
+/// Where a test's root is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// The local folder.
+    Local,
+    /// nginx on loopback serving the folder.
+    Http,
+    /// moto (an S3-compatible server) on loopback holding the folder's files
+    /// as objects of a bucket.
+    S3,
+    /// Debian's xrootd on loopback exporting the folder.
+    Xrootd,
+}
+
+/// A server a sandbox's root is served by.
+pub enum Server {
+    Nginx(Nginx),
+    Moto(Moto),
+    Xrootd(Xrootd),
+}
+
+impl Server {
+    pub fn assert_read_by_ranges(&self) {
+        match self {
+            Server::Nginx(n) => n.assert_read_by_ranges(),
+            Server::Moto(m) => m.assert_read_by_ranges(),
+            Server::Xrootd(x) => x.assert_logged_in(),
+        }
+    }
+}
+
+/// A running xrootd exporting one folder (as `nobody` when the tests run as
+/// root: xrootd refuses to run as root).
+pub struct Xrootd {
+    child: Child,
+    pub port: u16,
+    pub url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Xrootd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Xrootd {
+    pub fn serve(folder: &Path) -> Xrootd {
+        Xrootd::serve_on(folder, free_port())
+    }
+
+    /// `serve` on a given port (a server started again where it was).
+    pub fn serve_on(folder: &Path, port: u16) -> Xrootd {
+        use std::os::unix::fs::PermissionsExt;
+        let binary = ["/usr/bin/xrootd", "/usr/sbin/xrootd"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .expect("xrootd is not installed: run scripts/setup-system.sh");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        // SAFETY: geteuid(2) has no preconditions.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        if as_root {
+            readable_by_all(folder);
+        }
+        let mut cmd = Command::new(binary);
+        cmd.current_dir(dir.path())
+            .args(["-p", &port.to_string(), "-n", &format!("quarry{port}")])
+            .arg("-l")
+            .arg(dir.path().join("xrootd.log"))
+            .arg("-s")
+            .arg(dir.path().join("xrootd.pid"));
+        if as_root {
+            cmd.args(["-R", "nobody"]);
+        }
+        let child = cmd
+            .arg(folder)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Xrootd {
+            child,
+            port,
+            url: format!("root://127.0.0.1:{port}/{}/", folder.display()),
+            dir,
+        }
+    }
+
+    /// Checks that quarry logged in (xrootd logs each login).
+    pub fn assert_logged_in(&self) {
+        // xrootd puts its log in a folder named after the instance (`-n`).
+        fn logs(dir: &Path, into: &mut String) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    logs(&path, into);
+                } else if path.to_string_lossy().contains("xrootd.log") {
+                    into.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+                }
+            }
+        }
+        let mut log = String::new();
+        logs(self.dir.path(), &mut log);
+        assert!(log.contains("login"), "no login in xrootd's log: {log}");
+    }
+}
+
+/// The folder, the folders above it and everything below readable by every
+/// user (the test's temporary folders are private).
+fn readable_by_all(folder: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut at = Some(folder);
+    while let Some(dir) = at {
+        if dir == Path::new("/") || dir == std::env::temp_dir() {
+            break;
+        }
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
+        at = dir.parent();
+    }
+    fn below(dir: &Path) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let mode = entry.metadata().unwrap().permissions().mode();
+            if entry.file_type().unwrap().is_dir() {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o755))
+                    .unwrap();
+                below(&path);
+            } else {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o644))
+                    .unwrap();
+            }
+        }
+    }
+    below(folder);
+}
+
+/// moto's `moto_server`: `QUARRY_MOTO_SERVER`, else on the PATH (scripts/test.sh
+/// installs it with scripts/setup-moto.sh and requires it).
+pub fn moto_server() -> Option<PathBuf> {
+    let found = std::env::var_os("QUARRY_MOTO_SERVER")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .or_else(|| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|d| Path::new(d).join("moto_server"))
+                .find(|p| p.exists())
+        });
+    if found.is_none() && std::env::var_os("QUARRY_REQUIRE_MOTO").is_some() {
+        panic!("moto_server not found: run scripts/setup-moto.sh and set QUARRY_MOTO_SERVER");
+    }
+    if found.is_none() {
+        eprintln!("skipped: moto_server not found (scripts/setup-moto.sh installs it)");
+    }
+    found
+}
+
+/// A running moto server with one bucket.
+pub struct Moto {
+    child: Child,
+    pub port: u16,
+    pub endpoint: String,
+    log: tempfile::NamedTempFile,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    /// Starts moto on a free loopback port, makes `bucket` and uploads every
+    /// file below `folder` under `prefix/`.
+    pub fn serve(binary: &Path, bucket: &str, prefix: &str, folder: &Path) -> Moto {
+        let port = free_port();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(true)
+            .build()
+            .into();
+        agent
+            .put(&format!("{endpoint}/{bucket}"))
+            .send_empty()
+            .unwrap();
+        upload(&agent, &format!("{endpoint}/{bucket}/{prefix}"), folder);
+        Moto {
+            child,
+            port,
+            endpoint,
+            log,
+        }
+    }
+
+    pub fn assert_read_by_ranges(&self) {
+        let log = std::fs::read_to_string(self.log.path()).unwrap();
+        assert!(
+            // werkzeug colours its log: the method follows an escape code.
+            log.lines()
+                .any(|l| l.contains("GET /") && l.contains(" 206 ")),
+            "no ranged request reached moto"
+        );
+    }
+}
+
+fn upload(agent: &ureq::Agent, url: &str, folder: &Path) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            upload(agent, &format!("{url}/{name}"), &entry.path());
+        } else {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            agent
+                .put(&format!("{url}/{name}"))
+                .send(&bytes[..])
+                .unwrap();
+        }
+    }
+}
+
+/// A running nginx serving one folder.
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+    /// The folder's URL, with its trailing slash.
+    pub url: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx_binary() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("nginx is not installed: run scripts/setup-system.sh")
+}
+
+/// A port on loopback nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Nginx {
+    /// Serves `folder` at `http://127.0.0.1:PORT/` (one process, in the
+    /// foreground, as the test's own user).
+    pub fn serve(folder: &Path) -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 128; }}\n\
+             http {{\n access_log {d}/access.log;\n client_body_temp_path {d}/body;\n\
+             proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
+             uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             server {{\n  listen 127.0.0.1:{port};\n  root {};\n\
+             location / {{ autoindex on; autoindex_format json; }}\n }}\n}}\n",
+            folder.display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx_binary())
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Nginx {
+            child,
+            port,
+            url: format!("http://127.0.0.1:{port}/"),
+            dir,
+        }
+    }
+
+    /// Checks that quarry read this server's files by ranges (206 answers in
+    /// the access log): the test did not pass on some local copy.
+    pub fn assert_read_by_ranges(&self) {
+        let ranged = self
+            .requests()
+            .iter()
+            .filter(|l| l.contains("\" 206 "))
+            .count();
+        assert!(
+            ranged > 0,
+            "no ranged request reached nginx: {:?}",
+            self.requests()
+        );
+    }
+
+    /// The requests nginx has logged so far (its access log's lines).
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Sandbox {
+    /// Serves the sandbox's root over `over` from now on: quarry is given its
+    /// URL instead of its folder. The server lives as long as the result.
+    pub fn serve_over(&mut self, over: Over) -> Option<Server> {
+        match over {
+            Over::Local => None,
+            Over::Http => {
+                let nginx = Nginx::serve(&self.root);
+                self.url = Some(nginx.url.clone());
+                Some(Server::Nginx(nginx))
+            }
+            Over::S3 => {
+                let binary = moto_server().expect("moto_server (check moto_server() first)");
+                let moto = Moto::serve(&binary, "quarry-test", "data", &self.root);
+                self.url = Some("s3://quarry-test/data/".into());
+                // Signed with throwaway keys, which moto takes.
+                for (k, v) in [
+                    ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
+                    ("AWS_ACCESS_KEY_ID", "testing"),
+                    ("AWS_SECRET_ACCESS_KEY", "testing"),
+                    ("AWS_REGION", "us-east-1"),
+                ] {
+                    self.env.push((k.into(), v.into()));
+                }
+                Some(Server::Moto(moto))
+            }
+            Over::Xrootd => {
+                let xrootd = Xrootd::serve(&self.root);
+                self.url = Some(xrootd.url.clone());
+                Some(Server::Xrootd(xrootd))
+            }
+        }
+    }
+}
+
+/// Faults a `FaultProxy` injects, counted down as they are served.
+#[derive(Debug, Default, Clone)]
+pub struct Faults {
+    /// Ranged requests answered `503 Service Unavailable` from now on.
+    pub unavailable: usize,
+    /// Ranged responses cut off half-way through.
+    pub truncate: usize,
+    /// Every connection closed at once, unanswered (the server gone).
+    pub down: bool,
+    /// What was served so far.
+    pub served_unavailable: usize,
+    pub served_truncated: usize,
+    pub refused: usize,
+}
+
+/// A loopback proxy in front of a server that injects `Faults`: one request
+/// per connection (it asks the server to close after each answer).
+pub struct FaultProxy {
+    pub port: u16,
+    pub url: String,
+    pub faults: std::sync::Arc<std::sync::Mutex<Faults>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the stop.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+impl FaultProxy {
+    pub fn new(upstream_port: u16) -> FaultProxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let faults = Arc::new(Mutex::new(Faults::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, s) = (faults.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let f = f.clone();
+                std::thread::spawn(move || relay(conn, upstream_port, &f));
+            }
+        });
+        FaultProxy {
+            port,
+            url: format!("http://127.0.0.1:{port}/"),
+            faults,
+            stop,
+        }
+    }
+
+    pub fn set(&self, change: impl FnOnce(&mut Faults)) {
+        change(&mut self.faults.lock().unwrap());
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.faults.lock().unwrap().clone()
+    }
+}
+
+fn relay(mut client: std::net::TcpStream, upstream_port: u16, faults: &std::sync::Mutex<Faults>) {
+    use std::io::{Read, Write};
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match client.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let ranged = text.contains("\r\nrange:");
+    let (answer_503, cut) = {
+        let mut f = faults.lock().unwrap();
+        if f.down {
+            f.refused += 1;
+            return; // closed unanswered
+        }
+        let answer_503 = ranged && f.unavailable > 0;
+        if answer_503 {
+            f.unavailable -= 1;
+            f.served_unavailable += 1;
+        }
+        let cut = ranged && !answer_503 && f.truncate > 0;
+        if cut {
+            f.truncate -= 1;
+            f.served_truncated += 1;
+        }
+        (answer_503, cut)
+    };
+    if answer_503 {
+        let _ = client.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    }
+    // The request again, asking the server to close after answering.
+    let request: String = String::from_utf8_lossy(&head)
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:") && !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect::<String>()
+        + "Connection: close\r\n\r\n";
+    let Ok(mut upstream) = std::net::TcpStream::connect(("127.0.0.1", upstream_port)) else {
+        return;
+    };
+    if upstream.write_all(request.as_bytes()).is_err() {
+        return;
+    }
+    let mut answer = Vec::new();
+    let _ = upstream.read_to_end(&mut answer);
+    let send = if cut {
+        &answer[..answer.len() / 2]
+    } else {
+        &answer[..]
+    };
+    let _ = client.write_all(send);
+}

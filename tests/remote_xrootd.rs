@@ -1,0 +1,175 @@
+//! Remote roots over XRootD (issue #32): Debian's xrootd on loopback exporting
+//! a copy of the test data, read with quarry's own XRootD client. Paths are
+//! `root://host:port//path` URLs and nothing else is reached; indexing a ROOT
+//! file reads its metadata only, a cluster's baskets come in one readv, and
+//! documents are read. (The ROOT tools' answers over XRootD are checked by the
+//! `*_over_xrootd` tests of root_tools.rs and root_analysis_tools.rs.)
+
+mod common;
+
+use std::path::Path;
+
+use common::remote::{Over, free_port};
+use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
+use serde_json::{Value, json};
+
+async fn error_code(client: &Client, tool: &str, args: Value) -> String {
+    let (v, is_error) = call(client, tool, args).await;
+    assert!(is_error, "{tool} should fail: {v}");
+    v["error"].as_str().unwrap().to_string()
+}
+
+fn remote(status: &Value) -> Value {
+    status["data"]["roots"][0]["remote"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xrootd_paths_are_urls_beneath_the_export_and_files_are_read() {
+    let mut s = Sandbox::with_testdata();
+    let server = s.serve_over(Over::Xrootd).unwrap();
+    let url = s.url.clone().unwrap();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+
+    let v = ok(
+        &client,
+        "list_files",
+        json!({"kind": "root", "limit": 1000}),
+    )
+    .await;
+    let histograms = format!("{url}root/uproot-histograms.root");
+    assert!(
+        v["data"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == histograms),
+        "{v}"
+    );
+    let by_url = ok(&client, "inspect_file", json!({"path": histograms})).await;
+    assert_eq!(by_url["data"]["path"], histograms);
+
+    let port = url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let path = url.split_once("//").unwrap().1.split_once('/').unwrap().1;
+    for outside in [
+        format!(
+            "root://127.0.0.1:{}/{path}root/uproot-histograms.root",
+            free_port()
+        ),
+        format!("root://localhost:{port}/{path}root/uproot-histograms.root"),
+        format!("root://127.0.0.1:{port}//etc/passwd"),
+    ] {
+        let code = error_code(&client, "inspect_file", json!({"path": outside})).await;
+        assert_eq!(code, "permission_denied", "{outside}");
+    }
+
+    let md = "docs/notes/beam_test_2024.md";
+    let v = ok(&client, "read_document", json!({"path": md})).await;
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(md),
+    )
+    .unwrap();
+    let heading = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap()
+        .trim_start_matches('#')
+        .trim();
+    assert!(
+        v["data"]["content"].as_str().unwrap().contains(heading),
+        "{v}"
+    );
+
+    let status = ok(&client, "index_status", json!({})).await;
+    let root = &status["data"]["roots"][0];
+    for kind in ["root", "document", "code"] {
+        assert_eq!(root["kinds"][kind]["failed"], 0, "{status}");
+    }
+    assert!(remote(&status)["last_listing"].is_string(), "{status}");
+    server.assert_read_by_ranges();
+    client.cancel().await.unwrap();
+}
+
+/// tests/data/root/clusters.root (1.49 MB): indexing fetches its metadata
+/// blocks only; a histogram reads each cluster's baskets in one readv.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexing_over_xrootd_reads_metadata_not_baskets() {
+    let mut s = Sandbox::new();
+    let bytes =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/clusters.root"))
+            .unwrap();
+    s.write("root/clusters.root", &bytes);
+    let _server = s.serve_over(Over::Xrootd).unwrap();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let indexed = remote(&ok(&client, "index_status", json!({})).await);
+    let fetched = indexed["bytes_fetched"].as_u64().unwrap();
+    let requests = indexed["requests"].as_u64().unwrap();
+    eprintln!("indexing over xrootd fetched {fetched} bytes in {requests} ranges");
+    assert!(fetched * 5 <= bytes.len() as u64, "{indexed}");
+    let v = ok(
+        &client,
+        "compute_histogram",
+        json!({"path": "root/clusters.root", "tree": "events", "branch": "muon_pt", "bins": 20}),
+    )
+    .await;
+    assert!(v["data"]["entries"].as_u64().unwrap() > 0, "{v}");
+    client.cancel().await.unwrap();
+}
+
+/// The fixture's first histogram of `file` (uproot + numpy's counts).
+fn uproot_histogram(file: &str) -> (Value, Value) {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let f = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == format!("testdata/root/{file}"))
+        .unwrap();
+    let h = &f["histograms"][0];
+    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
+        "bins": h["bins"], "range": h["range"]});
+    (args, h["bin_counts"].clone())
+}
+
+/// The server stopped under a daemon holding pooled connections to it: a
+/// call fails with io_error in bounded time, the daemon stays up, and once
+/// the server is back (same port) the same call gives uproot's counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stopped_and_started_again_is_reported_then_read() {
+    let mut s = Sandbox::with_testdata();
+    let Some(common::remote::Server::Xrootd(xrootd)) = s.serve_over(Over::Xrootd) else {
+        unreachable!()
+    };
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let port = xrootd.port;
+    drop(xrootd);
+    let (args, want) = uproot_histogram("uproot-HZZ-lz4.root");
+    let started = std::time::Instant::now();
+    let (v, is_error) = call(&client, "compute_histogram", args.clone()).await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let status = ok(&client, "index_status", json!({})).await;
+    assert!(remote(&status)["last_error"].is_string(), "{status}");
+    let _again = common::remote::Xrootd::serve_on(&s.root, port);
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    client.cancel().await.unwrap();
+}
