@@ -73,7 +73,7 @@ impl<'p> Together<'p> {
 
 /// How many entries a scan read (the clusters the cut ruled out are not
 /// read, and not counted) and how many passed the cut.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counted {
     pub scanned: u64,
     pub selected: u64,
@@ -187,7 +187,7 @@ impl Axis {
 }
 
 /// A filled 1-D histogram.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Hist1 {
     pub counts: Vec<f64>,
     /// Σw² per bin (for the errors).
@@ -208,7 +208,7 @@ pub struct Hist1 {
 }
 
 impl Hist1 {
-    fn empty(axis: &Axis) -> Hist1 {
+    pub fn empty(axis: &Axis) -> Hist1 {
         Hist1 {
             counts: vec![0.0; axis.bins],
             sumw2: vec![0.0; axis.bins],
@@ -217,7 +217,7 @@ impl Hist1 {
     }
 
     /// Adds another part's fills (the same axis).
-    fn merge(&mut self, other: Hist1) {
+    pub fn merge(&mut self, other: Hist1) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
@@ -532,7 +532,7 @@ pub fn value_range(
 }
 
 /// A filled 2-D histogram: `counts[y][x]`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Hist2 {
     pub counts: Vec<Vec<f64>>,
     /// Pairs filled, in range or not, and those outside the range.
@@ -545,14 +545,14 @@ pub struct Hist2 {
 }
 
 impl Hist2 {
-    fn empty(axes: &(Axis, Axis)) -> Hist2 {
+    pub fn empty(axes: &(Axis, Axis)) -> Hist2 {
         Hist2 {
             counts: vec![vec![0.0; axes.0.bins]; axes.1.bins],
             ..Hist2::default()
         }
     }
 
-    fn merge(&mut self, other: Hist2) {
+    pub fn merge(&mut self, other: Hist2) {
         for (row, more) in self.counts.iter_mut().zip(&other.counts) {
             for (a, b) in row.iter_mut().zip(more) {
                 *a += b;

@@ -55,6 +55,8 @@ struct FitArgs {
     flatten: Option<bool>,
     define: Option<Value>,
     skip_mismatched: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
     // ... or a stored TH1 (path + name) ...
     name: Option<String>,
     // ... or given numbers.
@@ -191,6 +193,8 @@ fn computed_histogram(
     put("flatten", args.flatten.map(Value::from));
     put("define", args.define.clone());
     put("skip_mismatched", args.skip_mismatched.map(Value::from));
+    put("executor", args.executor.clone().map(Value::from));
+    put("files_per_job", args.files_per_job.map(Value::from));
     let (mut edges, mut counts, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     while counts.len() < bins as usize {
         let mut page = request.clone();
