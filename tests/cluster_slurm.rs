@@ -257,6 +257,19 @@ fn cancelling_the_call_leaves_nothing_in_the_queue() {
         assert!(started.elapsed() < Duration::from_secs(60), "never queued");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // tasks/get tells the array tasks by state.
+    let started = Instant::now();
+    loop {
+        c.send_json(&json!({"jsonrpc": "2.0", "id": 10, "method": "tasks/get",
+                            "params": {"taskId": id}}));
+        let got = c.answer(&json!(10)).0;
+        let status = got["result"]["statusMessage"].as_str().unwrap_or_default();
+        if status.contains("40 array tasks") && status.contains("pending") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     c.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel",
                         "params": {"taskId": id}}));
     let cancelled = c.answer(&json!(2)).0;

@@ -8,7 +8,7 @@
 //! written to the job's folder (`submitted`) as they come, so that a daemon
 //! starting again cancels what an earlier one left running (`clean_up`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -97,13 +97,18 @@ fn array_list(tasks: &[usize]) -> String {
     parts.join(",")
 }
 
-/// The array tasks of `squeue -r` lines (`123_4`, or a pending block
-/// `123_[4-6,9%2]`), as (job id, task).
-fn parse_squeue(out: &str) -> BTreeSet<(String, usize)> {
-    let mut live = BTreeSet::new();
+/// The array tasks of `squeue -r -o "%i %t"` lines (`123_4 R`, or a
+/// pending block `123_[4-6,9%2] PD`), as (job id, task), with whether each
+/// runs.
+fn parse_squeue(out: &str) -> BTreeMap<(String, usize), bool> {
+    let mut live = BTreeMap::new();
     for line in out.lines() {
-        let line = line.trim();
-        let Some((job, tasks)) = line.split_once('_') else {
+        let mut words = line.split_whitespace();
+        let (Some(id), state) = (words.next(), words.next()) else {
+            continue;
+        };
+        let running = state.is_some_and(|s| s != "PD");
+        let Some((job, tasks)) = id.split_once('_') else {
             continue;
         };
         let tasks = tasks.trim_start_matches('[').trim_end_matches(']');
@@ -112,7 +117,7 @@ fn parse_squeue(out: &str) -> BTreeSet<(String, usize)> {
             let (a, b) = part.split_once('-').unwrap_or((part, part));
             if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
                 for t in a..=b {
-                    live.insert((job.to_string(), t));
+                    live.insert((job.to_string(), t), running);
                 }
             }
         }
@@ -142,18 +147,18 @@ pub fn scancel(ids: &[String]) -> Result<(), String> {
     run_command(Command::new("scancel").args(ids)).map(|_| ())
 }
 
-/// The live array tasks of the jobs `ids`.
-fn squeue(ids: &[String]) -> Result<BTreeSet<(String, usize)>, String> {
+/// The live array tasks of the jobs `ids`, with whether each runs.
+fn squeue(ids: &[String]) -> Result<BTreeMap<(String, usize), bool>, String> {
     let out = run_command(
         Command::new("squeue")
-            .args(["-h", "-r", "-o", "%i", "-j"])
+            .args(["-h", "-r", "-o", "%i %t", "-j"])
             .arg(ids.join(",")),
     );
     match out {
         Ok(out) => Ok(parse_squeue(&out)),
         // A job that finished long ago is unknown to the controller: so are
         // its tasks, which then are not live.
-        Err(e) if e.contains("Invalid job id") => Ok(BTreeSet::new()),
+        Err(e) if e.contains("Invalid job id") => Ok(BTreeMap::new()),
         Err(e) => Err(e),
     }
 }
@@ -205,9 +210,24 @@ impl Slurm {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub pending_or_running: usize,
+    pub running: usize,
     pub done: usize,
     pub failed: usize,
     pub resubmitted: usize,
+}
+
+impl Tally {
+    /// The tasks by state, for the call's task status (progress counts bytes).
+    fn describe(&self, tasks: usize, job: &str) -> String {
+        format!(
+            "Slurm job {job}: {tasks} array tasks, {} pending, {} running, {} done, {} failed, {} resubmitted",
+            self.pending_or_running - self.running.min(self.pending_or_running),
+            self.running,
+            self.done,
+            self.failed,
+            self.resubmitted
+        )
+    }
 }
 
 /// The last line of a task's log, to say why it failed.
@@ -249,6 +269,10 @@ impl Runner for Slurm {
             }
             collect(staged, &mut running, &mut results);
             let done: u64 = results.keys().map(|&t| bytes[t]).sum();
+            tally.done = results.values().filter(|r| r.partial.is_some()).count();
+            tally.failed = results.len() - tally.done;
+            tally.pending_or_running = running.len();
+            job.set_note(tally.describe(n, &first));
             job.progress(done, Some(total));
             if running.is_empty() {
                 break;
@@ -270,9 +294,13 @@ impl Runner for Slurm {
             };
             // Results written while squeue ran count before the gone tasks.
             collect(staged, &mut running, &mut results);
+            tally.running = running
+                .iter()
+                .filter(|(t, (id, _))| live.get(&(id.clone(), **t)) == Some(&true))
+                .count();
             let gone: Vec<usize> = running
                 .iter()
-                .filter(|(t, (id, _))| !live.contains(&(id.clone(), **t)))
+                .filter(|(t, (id, _))| !live.contains_key(&(id.clone(), **t)))
                 .map(|(t, _)| *t)
                 .collect();
             let mut again = Vec::new();
@@ -314,8 +342,6 @@ impl Runner for Slurm {
                     }
                 }
             }
-            tally.pending_or_running = running.len();
-            tally.done = results.len();
         }
         tracing::debug!(?tally, elapsed = ?started.elapsed(), "Slurm job finished");
         Ok(results.into_values().collect())
@@ -388,17 +414,17 @@ mod tests {
     fn array_lists_and_squeue_lines_read_back() {
         assert_eq!(array_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(array_list(&[3]), "3");
-        let live = parse_squeue("12_3\n12_[5-7,9%2]\n13_0\n");
-        let want: BTreeSet<(String, usize)> = [
-            ("12", 3),
-            ("12", 5),
-            ("12", 6),
-            ("12", 7),
-            ("12", 9),
-            ("13", 0),
+        let live = parse_squeue("12_3 R\n12_[5-7,9%2] PD\n13_0 CG\n");
+        let want: BTreeMap<(String, usize), bool> = [
+            ("12", 3, true),
+            ("12", 5, false),
+            ("12", 6, false),
+            ("12", 7, false),
+            ("12", 9, false),
+            ("13", 0, true),
         ]
         .into_iter()
-        .map(|(j, t)| (j.to_string(), t))
+        .map(|(j, t, r)| ((j.to_string(), t), r))
         .collect();
         assert_eq!(live, want);
     }

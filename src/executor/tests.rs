@@ -289,3 +289,51 @@ fn a_damaged_file_is_named_and_the_rest_merge() {
     let (total, by_file) = count_selected(&without, &cut, &Job::default()).unwrap();
     assert_eq!(merged.partial, Some(Partial::Count { total, by_file }));
 }
+
+/// The merge's cost (docs/cluster.md): 200 task results of a 10,000-bin
+/// histogram read from their files, decoded and added in order. A
+/// measurement, not a check: `cargo test --release --lib
+/// executor::tests::merging_200_partials -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn merging_200_partials_of_10000_bins() {
+    use super::partial::{TaskResult, merge};
+    use crate::analysis::ops::Hist1;
+    let dir = tempfile::tempdir().unwrap();
+    let axis = Axis {
+        bins: 10_000,
+        lo: 0.0,
+        hi: 1.0,
+    };
+    for task in 0..200 {
+        let mut h = Hist1::empty(&axis);
+        for (b, c) in h.counts.iter_mut().enumerate() {
+            *c = ((b * 7 + task) % 13) as f64;
+        }
+        h.sumw2.clone_from(&h.counts);
+        h.by_member = vec![Hist1::default(); 5];
+        TaskResult {
+            task,
+            partial: Some(Partial::Histogram(h)),
+            files_read: (task * 5..task * 5 + 5).collect(),
+            failed: Vec::new(),
+            bytes_read: 0,
+            clusters_skipped: 0,
+        }
+        .write(dir.path())
+        .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let results: Vec<TaskResult> = (0..200)
+        .map(|t| TaskResult::read(dir.path(), t).unwrap())
+        .collect();
+    let read = started.elapsed();
+    let merged = merge(results);
+    let took = started.elapsed();
+    println!("of which reading and decoding {read:?}");
+    let Some(Partial::Histogram(h)) = merged.partial else {
+        panic!("a histogram")
+    };
+    assert_eq!(h.by_member.len(), 1000);
+    println!("read, decoded and merged 200 partials of 10,000 bins in {took:?}");
+}
