@@ -176,6 +176,16 @@ fn forty_files_in_tasks_of_three_give_the_local_answer() {
     on_slurm["files_per_job"] = json!(3);
     let slurm = ok(&mut c, 6, "apply_selection", on_slurm);
     assert_eq!(slurm["data"], local["data"]);
+    let flow = json!({"dataset": "hzz/*.root", "tree": "events", "weights": "MET_px",
+                      "n_minus_one": true, "by_file": true,
+                      "cuts": [{"name": "one", "cut": "NMuon >= 1"},
+                               {"name": "px", "cut": "Sum$(Muon_Px > 20) >= 1"}]});
+    let local = ok(&mut c, 7, "cutflow", flow.clone());
+    let mut on_slurm = flow;
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(7);
+    let slurm = ok(&mut c, 8, "cutflow", on_slurm);
+    assert_same(&slurm["data"], &local["data"], "cutflow");
     assert!(queued().is_empty(), "{:?}", queued());
     d.stop();
 }

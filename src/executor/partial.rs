@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::cutflow::Flow;
 use crate::analysis::ops::{Counted, Hist1, Hist2};
 
 /// Bumped with any change to `TaskResult`'s encoding.
@@ -23,6 +24,7 @@ pub enum Partial {
     Range(Option<(f64, f64)>),
     Histogram(Hist1),
     Histogram2d(Hist2),
+    Cutflow { total: Flow, by_file: Vec<Flow> },
 }
 
 /// What a worker wrote for its task: its share of the files it could read
@@ -144,6 +146,20 @@ fn add(acc: Partial, next: Partial) -> Partial {
             a.merge(b);
             a.by_member.extend(files);
             Partial::Histogram2d(a)
+        }
+        (
+            Partial::Cutflow {
+                total: mut t,
+                by_file: mut b,
+            },
+            Partial::Cutflow { total, by_file },
+        ) => {
+            t.merge(&total);
+            b.extend(by_file);
+            Partial::Cutflow {
+                total: t,
+                by_file: b,
+            }
         }
         (acc, _) => acc,
     }

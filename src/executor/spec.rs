@@ -75,6 +75,12 @@ pub enum Op {
         y: String,
         axes: (AxisSpec, AxisSpec),
     },
+    /// Cuts applied in order (cutflow), with n-1 counts when asked.
+    Cutflow {
+        cuts: Vec<String>,
+        weight: Option<String>,
+        n_minus_one: bool,
+    },
 }
 
 /// What a histogram fills: `HistRequest` as text.
@@ -121,6 +127,7 @@ impl Op {
             Op::Range { fill } | Op::Histogram { fill, .. } | Op::Histogram2d { fill, .. } => {
                 fill.cut.as_deref()
             }
+            Op::Cutflow { cuts, .. } => cuts.first().map(String::as_str),
         }
     }
 }

@@ -244,6 +244,30 @@ fn tasks_merged_in_order_give_the_one_process_answer() {
             per,
         );
         assert_eq!(run(spec), Partial::Histogram2d(local));
+
+        // A weighted cutflow with n-1 counts: entries exact, sums close.
+        let cuts = ["NMuon >= 1", cut_text];
+        let plans: Vec<Plan> = cuts
+            .iter()
+            .map(|c| Plan::with_defines(c, &trees[0], &defines).unwrap())
+            .collect();
+        let req = crate::analysis::cutflow::FlowRequest {
+            cuts: plans.iter().collect(),
+            weight: None,
+            n_minus_one: true,
+        };
+        let (total, by_file) = crate::analysis::cutflow::cutflow(&members, &req, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Cutflow {
+                cuts: cuts.iter().map(|c| c.to_string()).collect(),
+                weight: None,
+                n_minus_one: true,
+            },
+            per,
+        );
+        assert_eq!(run(spec), Partial::Cutflow { total, by_file });
     }
 }
 

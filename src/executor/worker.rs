@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::partial::{Partial, TaskResult};
 use super::spec::{JobSpec, Op, add_bounds};
+use crate::analysis::cutflow::{FlowRequest, cutflow};
 use crate::analysis::dataset::Member;
 use crate::analysis::ops::{HistRequest, count_selected, histogram, histogram_2d, value_range};
 use crate::analysis::{AnalysisError, Plan, TreeColumns, TreeObject, quantities};
@@ -202,6 +203,24 @@ fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), Analysis
             let req = request(&value, &cut, &weight, fill.flatten);
             let axes = (axes.0.into(), axes.1.into());
             Partial::Histogram2d(histogram_2d(&members, &req, &y, axes, &job)?)
+        }
+        Op::Cutflow {
+            cuts,
+            weight,
+            n_minus_one,
+        } => {
+            let plans = cuts
+                .iter()
+                .map(|c| Plan::with_defines(c, columns, &defines))
+                .collect::<Result<Vec<Plan>, _>>()?;
+            let weight = weight.as_deref().map(quantity).transpose()?;
+            let req = FlowRequest {
+                cuts: plans.iter().collect(),
+                weight: weight.as_ref(),
+                n_minus_one: *n_minus_one,
+            };
+            let (total, by_file) = cutflow(&members, &req, &job)?;
+            Partial::Cutflow { total, by_file }
         }
     };
     let skipped = trees.iter().map(|t| t.bounds.clusters().1).sum();

@@ -303,7 +303,7 @@ fn apply_selection(
 }
 
 /// The scan's metadata: this process's, or the cluster's.
-fn scanned_by(
+pub(super) fn scanned_by(
     out: ToolOutput,
     (t, columns): (&OpenTree, &[TreeColumns<'_>]),
     cluster: Option<&ClusterAnswer>,

@@ -174,6 +174,7 @@ fn answer(merged: Merged, files: usize, tasks: usize) -> ClusterAnswer {
             Partial::Count { by_file, .. } => spread_all(by_file, &files_read, files),
             Partial::Histogram(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Histogram2d(h) => spread_all(&mut h.by_member, &files_read, files),
+            Partial::Cutflow { by_file, .. } => spread_all(by_file, &files_read, files),
             Partial::Range(_) => {}
         }
         p
