@@ -159,7 +159,12 @@ fn forty_files_in_tasks_of_three_give_the_local_answer() {
         if !range.is_null() {
             extra["range"] = range;
         }
-        let local = ok(&mut c, n, "compute_histogram", histogram_args(extra.clone()));
+        let local = ok(
+            &mut c,
+            n,
+            "compute_histogram",
+            histogram_args(extra.clone()),
+        );
         extra["executor"] = json!("slurm");
         extra["files_per_job"] = json!(3);
         let slurm = ok(&mut c, n + 1, "compute_histogram", histogram_args(extra));
@@ -200,7 +205,12 @@ fn a_task_cancelled_mid_run_is_submitted_again_and_the_answer_stays_exact() {
     let d = daemon(&s);
     let mut c = client(&s);
     let extra = json!({"range": [-80.0, 80.0]});
-    let local = ok(&mut c, 1, "compute_histogram", histogram_args(extra.clone()));
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(extra.clone()),
+    );
     let socket = s.socket();
     let on_slurm = std::thread::spawn(move || {
         let mut c = client_at(&socket);
@@ -212,7 +222,10 @@ fn a_task_cancelled_mid_run_is_submitted_again_and_the_answer_stays_exact() {
     // The last of the 20 array tasks, while it waits for a core.
     let started = Instant::now();
     let victim = loop {
-        assert!(started.elapsed() < Duration::from_secs(60), "no task queued");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no task queued"
+        );
         let pending: Vec<String> = queued()
             .into_iter()
             .filter(|l| l.ends_with(" PD"))
@@ -297,7 +310,10 @@ fn cancelling_the_call_leaves_nothing_in_the_queue() {
     let jobs = s.catalog.join("jobs");
     let started = Instant::now();
     while std::fs::read_dir(&jobs).map_or(0, |d| d.count()) > 0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "job folder kept");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "job folder kept"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     d.stop();
@@ -325,7 +341,10 @@ fn a_damaged_file_is_named_and_the_others_merge() {
         "apply_selection",
         json!({"dataset": "hzz/*.root", "tree": "events", "selection": cut}),
     );
-    assert_eq!(local["result"]["isError"], true, "the local scan fails: {local}");
+    assert_eq!(
+        local["result"]["isError"], true,
+        "the local scan fails: {local}"
+    );
     let slurm = ok(
         &mut c,
         2,

@@ -644,7 +644,7 @@ mod raw_doubles {
                 f.write_str("bytes holding doubles")
             }
             fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<f64>, E> {
-                if b.len() % 8 != 0 {
+                if !b.len().is_multiple_of(8) {
                     return Err(E::custom("not a whole number of doubles"));
                 }
                 Ok(b.chunks_exact(8)

@@ -140,7 +140,7 @@ impl Runner for InProcess {
         let total: u64 = bytes.iter().sum();
         let mut done = 0;
         let mut results = Vec::with_capacity(staged.spec.tasks.len());
-        for task in 0..staged.spec.tasks.len() {
+        for (task, task_bytes) in bytes.iter().enumerate() {
             if let Some(stop) = job.stopped() {
                 return Err(ExecError::Stopped(stop));
             }
@@ -148,7 +148,7 @@ impl Runner for InProcess {
             let read = TaskResult::read(&staged.dir, task)
                 .map_err(|e| ExecError::Io(std::io::Error::other(e.to_string())))?;
             results.push(read);
-            done += bytes[task];
+            done += task_bytes;
             job.progress(done, Some(total));
         }
         Ok(results)

@@ -24,7 +24,10 @@ pub enum Partial {
     Range(Option<(f64, f64)>),
     Histogram(Hist1),
     Histogram2d(Hist2),
-    Cutflow { total: Flow, by_file: Vec<Flow> },
+    Cutflow {
+        total: Flow,
+        by_file: Vec<Flow>,
+    },
 }
 
 /// What a worker wrote for its task: its share of the files it could read

@@ -6,11 +6,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::root_analysis::{analysis_error, open_for, open_named, scanned_by};
-use super::root_executor::{cluster_for, run_on_cluster};
 use super::root_dataset::{DatasetArg, add_bounds, reading};
-use super::root_dataset_answers::{
-    columns_read, dry_run_answer, fit_by_file, per_file,
-};
+use super::root_dataset_answers::{columns_read, dry_run_answer, fit_by_file, per_file};
+use super::root_executor::{cluster_for, run_on_cluster};
 use super::root_quantities::{defines_of, expression_plan, quantity_plan};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::Plan;

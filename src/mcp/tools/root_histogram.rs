@@ -123,12 +123,15 @@ pub(super) fn fill_histogram(
     Ok((h, axis, range_from, None))
 }
 
+/// The files a histogram reads: the open tree, its members' columns, the members.
+type Read<'a> = (&'a OpenTree, &'a [TreeColumns<'a>], &'a [Member<'a>]);
+
 /// `fill_histogram` on the cluster: the range given, else the catalog's,
 /// else a pass of its own (a job of its own), then the histogram's job.
 fn cluster_histogram(
     ctx: &Context,
     job: &Job,
-    (read, read_columns): ((&OpenTree, &[TreeColumns<'_>], &[Member<'_>]), &[usize]),
+    (read, read_columns): (Read<'_>, &[usize]),
     plans: &HistPlans,
     (args, bins): (&HistogramArgs, usize),
     cluster: &Cluster,
