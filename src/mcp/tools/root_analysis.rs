@@ -12,7 +12,9 @@ use super::root_dataset::{
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
 };
-use super::root_executor::{ClusterAnswer, cluster_for, cluster_metadata, run_on_cluster};
+use super::root_executor::{
+    ClusterAnswer, cluster_count, cluster_for, cluster_histogram_2d, cluster_metadata,
+};
 use super::root_histogram::{HistPlans, HistogramArgs, fill_histogram, histogram_plans};
 use super::root_plot::with_plot;
 use super::root_quantities::{
@@ -20,14 +22,10 @@ use super::root_quantities::{
 };
 use super::{Context, Effects, ToolDef, Toolset, bins as pages, checked_offset, parse_args};
 use crate::analysis::dataset::Member;
-use crate::analysis::ops::{
-    Axis, Counted, Hist2, HistRequest, count_selected, histogram_2d, value_range,
-};
+use crate::analysis::ops::{Axis, HistRequest, count_selected, histogram_2d, value_range};
 use crate::analysis::plot::{Hist1Picture, Hist2Picture, png_1d, png_2d, text_1d, text_2d};
 use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
 use crate::analysis::{AnalysisError, Plan, TreeColumns};
-use crate::executor::partial::Partial;
-use crate::executor::spec::{Fill, Op};
 use crate::job::{Job, Stop};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -238,15 +236,8 @@ fn apply_selection(
     let cluster = cluster_for(ctx, tool, chosen, &t, (&columns, &plan.columns))?;
     let (counted, by_member, cluster) = match cluster {
         Some(cluster) => {
-            let op = Op::Count {
-                cut: plan.text.clone(),
-            };
-            let read = (plan.columns.as_slice(), Some(&plan));
-            let mut answer = run_on_cluster(&cluster, job, (&t, &columns, &defines), op, read)?;
-            let (total, by_file) = match answer.partial.take() {
-                Some(Partial::Count { total, by_file }) => (total, by_file),
-                _ => (Counted::default(), vec![Counted::default(); t.parts.len()]),
-            };
+            let (total, by_file, answer) =
+                cluster_count(&cluster, job, (&t, &columns, &defines), &plan)?;
             (total, by_file, Some(answer))
         }
         None => {
@@ -619,26 +610,9 @@ fn compute_histogram_2d(
     let chosen = (args.executor.as_deref(), args.files_per_job);
     let (h, cluster) = match cluster_for(ctx, tool, chosen, &t, (&columns, &read_columns))? {
         Some(cluster) => {
-            let op = Op::Histogram2d {
-                fill: Fill {
-                    value: x.text.clone(),
-                    cut: cut.as_ref().map(|c| c.text.clone()),
-                    weight: None,
-                    flatten: true,
-                },
-                y: y.text.clone(),
-                axes: (axes.0.into(), axes.1.into()),
-            };
-            let read = (read_columns.as_slice(), cut.as_ref());
-            let mut answer = run_on_cluster(&cluster, job, (&t, &columns, &defines), op, read)?;
-            let h = match answer.partial.take() {
-                Some(Partial::Histogram2d(h)) => h,
-                _ => {
-                    let mut h = Hist2::empty(&axes);
-                    h.by_member = vec![Hist2::default(); t.parts.len()];
-                    h
-                }
-            };
+            let on = (&t, columns.as_slice(), &defines);
+            let plans = (&x, &y, cut.as_ref());
+            let (h, answer) = cluster_histogram_2d(&cluster, job, on, plans, axes, &read_columns)?;
             (h, Some(answer))
         }
         None => {

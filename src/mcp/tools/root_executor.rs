@@ -10,11 +10,12 @@ use serde_json::json;
 
 use super::Context;
 use super::root_dataset::OpenTree;
+use crate::analysis::ops::{Axis, Counted, Hist2};
 use crate::analysis::{Defines, Plan, TreeColumns};
 use crate::catalog::root::TREE_KIND_RNTUPLE;
 use crate::executor::partial::{Merged, Partial};
 use crate::executor::slurm::Slurm;
-use crate::executor::spec::{self, JOB_FORMAT, JobSpec, Op};
+use crate::executor::spec::{self, Fill, JOB_FORMAT, JobSpec, Op};
 use crate::executor::{ExecError, ExecutorKind, execute};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
@@ -222,4 +223,56 @@ pub(super) fn cluster_metadata(out: ToolOutput, a: &ClusterAnswer) -> ToolOutput
             ));
     }
     out
+}
+
+/// apply_selection's count on the cluster: the total and each file's.
+pub(super) fn cluster_count(
+    cluster: &Cluster,
+    job: &Job,
+    on: (&OpenTree, &[TreeColumns<'_>], &Defines),
+    plan: &Plan,
+) -> Result<(Counted, Vec<Counted>, ClusterAnswer), ToolError> {
+    let op = Op::Count {
+        cut: plan.text.clone(),
+    };
+    let mut answer = run_on_cluster(cluster, job, on, op, (&plan.columns, Some(plan)))?;
+    let (total, by_file) = match answer.partial.take() {
+        Some(Partial::Count { total, by_file }) => (total, by_file),
+        _ => (
+            Counted::default(),
+            vec![Counted::default(); on.0.parts.len()],
+        ),
+    };
+    Ok((total, by_file, answer))
+}
+
+/// compute_histogram_2d's histogram of x against y on the cluster.
+pub(super) fn cluster_histogram_2d(
+    cluster: &Cluster,
+    job: &Job,
+    on: (&OpenTree, &[TreeColumns<'_>], &Defines),
+    (x, y, cut): (&Plan, &Plan, Option<&Plan>),
+    axes: (Axis, Axis),
+    read: &[usize],
+) -> Result<(Hist2, ClusterAnswer), ToolError> {
+    let op = Op::Histogram2d {
+        fill: Fill {
+            value: x.text.clone(),
+            cut: cut.map(|c| c.text.clone()),
+            weight: None,
+            flatten: true,
+        },
+        y: y.text.clone(),
+        axes: (axes.0.into(), axes.1.into()),
+    };
+    let mut answer = run_on_cluster(cluster, job, on, op, (read, cut))?;
+    let h = match answer.partial.take() {
+        Some(Partial::Histogram2d(h)) => h,
+        _ => {
+            let mut h = Hist2::empty(&axes);
+            h.by_member = vec![Hist2::default(); on.0.parts.len()];
+            h
+        }
+    };
+    Ok((h, answer))
 }
