@@ -35,3 +35,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# --- slurm (issue 33): a single-node Slurm for the cluster executor's tests
+# (scripts/slurm-local.sh starts and stops it). Debian's slurm-wlm and munge.
+slurm_missing=()
+for p in slurm-wlm munge; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || slurm_missing+=("$p")
+done
+if [ ${#slurm_missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${slurm_missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${slurm_missing[@]}" >/dev/null
+fi
+# --- end slurm

@@ -20,5 +20,13 @@ QUARRY_MOTO_SERVER=$(./scripts/setup-moto.sh)
 export QUARRY_MOTO_SERVER QUARRY_REQUIRE_MOTO=1
 # --- end remote roots ---
 cargo test --all-targets "$@"
+# --- slurm (issue 33): the cluster executor's tests on a single-node Slurm, started
+# once for them and stopped after (they skip in the run above, which has no cluster).
+slurm_dir=$(mktemp -d)
+trap './scripts/slurm-local.sh stop "$slurm_dir"; rm -rf "$slurm_dir"' EXIT
+./scripts/slurm-local.sh start "$slurm_dir" >/dev/null
+SLURM_CONF="$slurm_dir/slurm.conf" QUARRY_SLURM_TESTS=1 cargo test --test cluster_slurm "$@"
+./scripts/slurm-local.sh stop "$slurm_dir"
+# --- end slurm
 ./scripts/test-clients.sh
 SOAK_PROFILE=debug SOAK_DATA=fixtures SOAK_PIPELINE_DEPTH=20 SOAK_KILL_TRIALS=2 ./scripts/soak.sh 16 5

@@ -34,6 +34,18 @@ pub enum Command {
     Call(CallArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
+    /// Run one task of a cluster job (what `sbatch` runs on the nodes).
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct WorkerArgs {
+    /// The job description (job.json in the job's folder).
+    #[arg(long)]
+    pub job: std::path::PathBuf,
+    /// Which task of the job (the array task id).
+    #[arg(long)]
+    pub task: usize,
 }
 
 #[derive(Debug, Args, Clone, Default)]

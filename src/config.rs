@@ -42,6 +42,15 @@
 //!                           # default: $XDG_DATA_HOME/quarry/ingest; false: no ingesting
 //! model_dir = "~/.cache/quarry/models/all-MiniLM-L6-v2"  # a BERT sentence model: hybrid retrieval
 //!
+//! [executor]         # where dataset calls run (docs/cluster.md)
+//! kind = "local"     # or "slurm": every dataset call on the cluster
+//! partition = "short"          # sbatch --partition (default: the cluster's)
+//! max_jobs = 100               # array tasks at once (--array=...%N)
+//! files_per_job = 20           # default: about 2 GiB of the columns read per task
+//! time_limit = "1:00:00"       # sbatch --time
+//! extra_args = ["--mem=4G"]    # more sbatch arguments
+//! auto_above_gb = 500          # dataset calls reading more than this run on Slurm
+//!
 //! [llm]              # abstractive answer_question / rag_summarize
 //! base_url = "http://localhost:11434/v1"   # any OpenAI-compatible API
 //! model = "llama3.2"
@@ -98,6 +107,8 @@ struct FileConfig {
     llm: Option<LlmFileConfig>,
     #[serde(default)]
     remote: RemoteConfig,
+    #[serde(default)]
+    executor: ExecutorConfig,
 }
 
 /// `[remote]`: how roots given by URL are reached.
@@ -159,6 +170,50 @@ impl RemoteConfig {
                 (mb as usize) << 20
             });
         Ok((s, cache))
+    }
+}
+
+/// `[executor]`: where dataset calls run (see `crate::executor`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecutorConfig {
+    kind: Option<crate::executor::ExecutorKind>,
+    partition: Option<String>,
+    max_jobs: Option<usize>,
+    files_per_job: Option<usize>,
+    time_limit: Option<String>,
+    #[serde(default)]
+    extra_args: Vec<String>,
+    /// Dataset calls reading more than this (GB, dry_run's estimate) run on Slurm.
+    auto_above_gb: Option<f64>,
+    /// The quarry binary the nodes run (default: the daemon's own).
+    quarry: Option<PathBuf>,
+}
+
+impl ExecutorConfig {
+    fn settings(
+        self,
+        catalog_dir: &Path,
+        base: Option<&Path>,
+    ) -> anyhow::Result<crate::executor::ExecutorSettings> {
+        let auto_above_bytes = match self.auto_above_gb {
+            None => None,
+            Some(gb) if gb.is_finite() && gb >= 0.0 => Some((gb * 1e9) as u64),
+            Some(gb) => anyhow::bail!("[executor] auto_above_gb must be a number of GB, not {gb}"),
+        };
+        Ok(crate::executor::ExecutorSettings {
+            kind: self.kind.unwrap_or_default(),
+            slurm: crate::executor::slurm::SlurmSettings {
+                partition: self.partition,
+                max_jobs: self.max_jobs,
+                files_per_job: self.files_per_job,
+                time_limit: self.time_limit,
+                extra_args: self.extra_args,
+            },
+            auto_above_bytes,
+            jobs_dir: Some(crate::executor::jobs_dir(catalog_dir)),
+            quarry: self.quarry.map(|q| relative_to(base, q)),
+        })
     }
 }
 
@@ -645,6 +700,7 @@ impl Settings {
                 .max(1024),
         };
 
+        let executor = file.executor.settings(&catalog_dir, base)?;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut excluded_dirs = vec![catalog_dir.clone()];
         excluded_dirs.extend(export_dir.clone());
@@ -657,6 +713,7 @@ impl Settings {
                 export_dir,
                 cache_stats: stats != StatsMode::Off,
                 ingest_dir: ingest_dir.clone(),
+                executor,
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),

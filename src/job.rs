@@ -49,6 +49,8 @@ struct Inner {
     /// Milliseconds after `started` of the last progress report sent.
     last_report_ms: AtomicU64,
     sink: Mutex<Option<ProgressSink>>,
+    /// What the work is doing, in words (a cluster job's tasks by state).
+    note: Mutex<Option<String>>,
 }
 
 impl Default for Job {
@@ -68,6 +70,7 @@ impl Job {
                 started,
                 last_report_ms: AtomicU64::new(0),
                 sink: Mutex::new(None),
+                note: Mutex::new(None),
             }),
         }
     }
@@ -75,6 +78,16 @@ impl Job {
     /// Where progress reports go; without a sink they are dropped.
     pub fn on_progress(&self, sink: impl Fn(u64, Option<u64>) + Send + Sync + 'static) {
         *self.inner.sink.lock().expect("progress sink") = Some(Box::new(sink));
+    }
+
+    /// Says what the work is doing (shown with a task's status).
+    pub fn set_note(&self, note: String) {
+        *self.inner.note.lock().expect("job note") = Some(note);
+    }
+
+    /// The last `set_note`.
+    pub fn note(&self) -> Option<String> {
+        self.inner.note.lock().expect("job note").clone()
     }
 
     /// Asks the work to stop; it notices at its next check.

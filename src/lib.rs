@@ -19,6 +19,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod executor;
 pub mod fit;
 pub mod formats;
 pub mod glob;

@@ -39,6 +39,8 @@ fn main() -> ExitCode {
         Command::Tools(args) => commands::tools::run(args),
         Command::Call(args) => commands::call::run(args),
         Command::Completions(args) => commands::completions(args),
+        // One task of a cluster job: reads its files, writes its share.
+        Command::Worker(args) => quarry::executor::worker::run(&args.job, args.task),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,7 +14,7 @@ use super::scan::{Parts, Window, scan_parallel};
 use crate::job::Job;
 
 /// Entries and their weights: a step's (or an n-1 count's) totals.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     pub entries: u64,
     /// Sum of the weights (the entries' number when unweighted).
@@ -40,7 +40,7 @@ impl Tally {
 /// A cutflow's totals: one tally per step (the entries passing that cut and
 /// every one before it), and with n-1 one per cut (the entries passing every
 /// other cut), with the entries scanned.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Flow {
     pub steps: Vec<Tally>,
     pub n_minus_one: Vec<Tally>,
@@ -56,7 +56,8 @@ impl Flow {
         }
     }
 
-    fn merge(&mut self, other: &Flow) {
+    /// Adds another part's tallies (the same cuts).
+    pub fn merge(&mut self, other: &Flow) {
         for (a, b) in self.steps.iter_mut().zip(&other.steps) {
             a.merge(b);
         }

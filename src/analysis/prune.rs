@@ -62,6 +62,12 @@ impl Bounds {
         self.columns.is_empty()
     }
 
+    /// The recorded baskets of column `column`, if any (handed on to a
+    /// worker in a job description).
+    pub fn spans(&self, column: usize) -> Option<&[BasketSpan]> {
+        self.columns.get(&column).map(Vec::as_slice)
+    }
+
     /// The span of column `column`'s values over `entries`, if recorded.
     fn column_span(&self, column: usize, entries: &Range<u64>) -> Span {
         let Some(baskets) = self.columns.get(&column) else {

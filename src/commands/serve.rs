@@ -15,9 +15,21 @@ use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_
 /// How long calls in flight may take to finish once a stop is asked for.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
+/// Off the start's path when there is nothing to clean (no `jobs` folder).
+fn quarry_jobs_clean_up(jobs: &std::path::Path) {
+    if jobs.exists() {
+        crate::executor::slurm::clean_up(jobs);
+    }
+}
+
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     raise_open_file_limit();
     let catalog = super::open_owned(&settings)?;
+    // Cluster jobs an earlier daemon left are cancelled and removed: the
+    // calls that asked for them ended with it (docs/cluster.md).
+    if let Some(jobs) = &settings.server.executor.jobs_dir {
+        quarry_jobs_clean_up(jobs);
+    }
     let rt = runtime()?;
     let outcome = rt.block_on(async {
         let listener = bind_socket(&settings.socket)?;

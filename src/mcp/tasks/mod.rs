@@ -164,6 +164,8 @@ pub struct Snapshot {
     /// From creation until the task may be dropped (grows when it finishes late).
     pub ttl: Duration,
     pub progress: Option<(u64, Option<u64>)>,
+    /// What the work says it is doing (`Job::set_note`).
+    pub note: Option<String>,
     /// How long the work ran (to its end, or so far).
     pub ran: Duration,
 }
@@ -210,6 +212,7 @@ impl Entry {
             updated,
             ttl,
             progress,
+            note: self.job.note(),
             ran,
         }
     }

@@ -70,14 +70,15 @@ fn is_error_result(result: &JsonObject) -> bool {
 pub fn status_message(s: &Snapshot) -> String {
     let secs = s.ran.as_secs_f64();
     let tool = s.tool;
+    let note = s.note.as_ref().map_or(String::new(), |n| format!("; {n}"));
     match &s.outcome {
         Outcome::Working => match s.progress {
             Some((done, Some(total))) if total > 0 => format!(
-                "{tool} is running: {done} of {total} done ({:.0}%) in {secs:.1} s",
+                "{tool} is running: {done} of {total} done ({:.0}%) in {secs:.1} s{note}",
                 100.0 * done as f64 / total as f64
             ),
-            Some((done, _)) => format!("{tool} is running: {done} done in {secs:.1} s"),
-            None => format!("{tool} is running ({secs:.1} s so far)"),
+            Some((done, _)) => format!("{tool} is running: {done} done in {secs:.1} s{note}"),
+            None => format!("{tool} is running ({secs:.1} s so far){note}"),
         },
         Outcome::Completed(r) if is_error_result(r) => {
             format!("{tool} answered with an error after {secs:.1} s (the result says which)")

@@ -18,6 +18,7 @@ mod root_cutflow;
 mod root_dataset;
 mod root_dataset_answers;
 mod root_dataset_files;
+mod root_executor;
 mod root_export;
 mod root_fit;
 mod root_histogram;
@@ -124,6 +125,8 @@ pub struct ServerSettings {
     /// Where ingest_document writes (indexed as the `ingest` root); `None`
     /// disables ingesting.
     pub ingest_dir: Option<PathBuf>,
+    /// Where dataset calls run (`[executor]`).
+    pub executor: crate::executor::ExecutorSettings,
 }
 
 impl Default for ServerSettings {
@@ -136,6 +139,7 @@ impl Default for ServerSettings {
             export_dir: None,
             cache_stats: true,
             ingest_dir: None,
+            executor: Default::default(),
         }
     }
 }

@@ -12,6 +12,9 @@ use super::root_dataset::{
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
 };
+use super::root_executor::{
+    ClusterAnswer, cluster_count, cluster_for, cluster_histogram_2d, cluster_metadata,
+};
 use super::root_histogram::{HistPlans, HistogramArgs, fill_histogram, histogram_plans};
 use super::root_plot::with_plot;
 use super::root_quantities::{
@@ -202,6 +205,8 @@ struct SelectionArgs {
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
 }
 
 fn apply_selection(
@@ -227,9 +232,21 @@ fn apply_selection(
             by_file,
         );
     }
-    let members = t.members(&columns);
-    let (counted, by_member) = count_selected(&members, &plan, job)
-        .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
+    let chosen = (args.executor.as_deref(), args.files_per_job);
+    let cluster = cluster_for(ctx, tool, chosen, &t, (&columns, &plan.columns))?;
+    let (counted, by_member, cluster) = match cluster {
+        Some(cluster) => {
+            let (total, by_file, answer) =
+                cluster_count(&cluster, job, (&t, &columns, &defines), &plan)?;
+            (total, by_file, Some(answer))
+        }
+        None => {
+            let members = t.members(&columns);
+            let (counted, by_member) = count_selected(&members, &plan, job)
+                .map_err(|e| analysis_error(e, &t, Some(&args.selection)))?;
+            (counted, by_member, None)
+        }
+    };
     // The fraction of the whole tree: the clusters the cut ruled out unread
     // hold no passing entry, but their entries count.
     let total = t.entries();
@@ -271,9 +288,22 @@ fn apply_selection(
             t.first().row.path,
             args.selection
         ));
-    let mut out = scan_metadata(out, &t, &columns);
+    let mut out = scanned_by(out, (&t, &columns), cluster.as_ref());
     fit_by_file(ctx, tool, &mut out);
     Ok(out)
+}
+
+/// The scan's metadata: this process's, or the cluster's.
+pub(super) fn scanned_by(
+    out: ToolOutput,
+    (t, columns): (&OpenTree, &[TreeColumns<'_>]),
+    cluster: Option<&ClusterAnswer>,
+) -> ToolOutput {
+    let out = scan_metadata(out, t, columns);
+    match cluster {
+        Some(c) => cluster_metadata(out, c),
+        None => out,
+    }
 }
 
 /// `bins` checked against its maximum (`limit_exceeded` with the value to retry with).
@@ -296,7 +326,7 @@ pub(super) fn checked_bins(name: &str, bins: i64, max: i64) -> Result<usize, Too
     Ok(bins as usize)
 }
 
-fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
+pub(super) fn checked_range(name: &str, range: [f64; 2]) -> Result<(f64, f64), ToolError> {
     let [lo, hi] = range;
     if !(lo.is_finite() && hi.is_finite() && lo < hi) {
         return Err(ToolError::new(
@@ -335,7 +365,7 @@ fn picture_title(what: &str, selection: Option<&str>) -> String {
 }
 
 /// A range that holds `min` and `max` in `[lo, hi)`.
-fn covering(min: f64, max: f64) -> (f64, f64) {
+pub(super) fn covering(min: f64, max: f64) -> (f64, f64) {
     if min < max {
         (min, max.next_up())
     } else {
@@ -392,7 +422,7 @@ pub(super) fn compute_histogram(
     }
     let members = t.members(&columns);
     let flatten = args.flatten.unwrap_or(true);
-    let ((h, axis, range_from), req) = (
+    let ((h, axis, range_from, cluster), req) = (
         fill_histogram(ctx, job, (&t, &columns, &members), &plans, (&args, bins))?,
         HistRequest {
             value,
@@ -434,7 +464,7 @@ pub(super) fn compute_histogram(
             item
         });
     }
-    let mut out = scan_metadata(ToolOutput::new(data), &t, &columns)
+    let mut out = scanned_by(ToolOutput::new(data), (&t, &columns), cluster.as_ref())
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
         .meta("range_from", range_from);
@@ -511,6 +541,8 @@ struct Histogram2dArgs {
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
 }
 
 fn compute_histogram_2d(
@@ -574,8 +606,21 @@ fn compute_histogram_2d(
             hi: yhi,
         },
     );
-    let h = histogram_2d(&members, &x_req, &y, axes, job)
-        .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+    let read_columns = columns_read(&[], &[Some(&x), Some(&y), cut.as_ref()]);
+    let chosen = (args.executor.as_deref(), args.files_per_job);
+    let (h, cluster) = match cluster_for(ctx, tool, chosen, &t, (&columns, &read_columns))? {
+        Some(cluster) => {
+            let on = (&t, columns.as_slice(), &defines);
+            let plans = (&x, &y, cut.as_ref());
+            let (h, answer) = cluster_histogram_2d(&cluster, job, on, plans, axes, &read_columns)?;
+            (h, Some(answer))
+        }
+        None => {
+            let h = histogram_2d(&members, &x_req, &y, axes, job)
+                .map_err(|e| analysis_error(e, &t, args.selection.as_deref()))?;
+            (h, None)
+        }
+    };
     let (x_edges, y_edges) = (axes.0.edges(), axes.1.edges());
     let mut data = json!({
         "x_edges": pages::from(&x_edges, at.x_offset),
@@ -624,7 +669,7 @@ fn compute_histogram_2d(
         );
         out = with_plot(ctx, out, &key, png_2d(&picture), text_2d(&picture));
     }
-    let mut out = scan_metadata(out, &t, &columns)
+    let mut out = scanned_by(out, (&t, &columns), cluster.as_ref())
         .meta("entries_scanned", h.scanned)
         .meta("entries_selected", h.selected)
         .suggest("counts are [y][x]; `outside` counts the pairs beyond either range");

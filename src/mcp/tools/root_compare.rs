@@ -104,7 +104,8 @@ fn make(
     let mut columns = t.columns();
     let plans = histogram_plans(ctx, TOOL, &args, &t, &mut columns)?;
     let members = t.members(&columns);
-    let (h, axis, _) = fill_histogram(ctx, job, (&t, &columns, &members), &plans, (&args, bins))?;
+    let (h, axis, _, _) =
+        fill_histogram(ctx, job, (&t, &columns, &members), &plans, (&args, bins))?;
     let multiplicity = plans.value.is_jagged() && !args.flatten.unwrap_or(true);
     Ok(Made {
         label,

@@ -5,15 +5,16 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::root_analysis::{analysis_error, open_for, open_named};
+use super::root_analysis::{analysis_error, open_for, open_named, scanned_by};
 use super::root_dataset::{DatasetArg, add_bounds, reading};
-use super::root_dataset_answers::{
-    columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
-};
+use super::root_dataset_answers::{columns_read, dry_run_answer, fit_by_file, per_file};
+use super::root_executor::{cluster_for, run_on_cluster};
 use super::root_quantities::{defines_of, expression_plan, quantity_plan};
 use super::{Context, Effects, ToolDef, Toolset, checked_offset, parse_args};
 use crate::analysis::Plan;
-use crate::analysis::cutflow::{FlowRequest, Tally, cutflow as count_flow};
+use crate::analysis::cutflow::{Flow, FlowRequest, Tally, cutflow as count_flow};
+use crate::executor::partial::Partial;
+use crate::executor::spec::Op;
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -55,6 +56,8 @@ struct CutflowArgs {
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
     offset: Option<i64>,
 }
 
@@ -133,14 +136,47 @@ fn cutflow(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOut
         let read = columns_read(&[], &all);
         return dry_run_answer(ctx, tool, &t, &columns, (&read, prune), by_file);
     }
-    let members = t.members(&columns);
-    let req = FlowRequest {
-        cuts: plans.iter().collect(),
-        weight: weight.as_ref(),
-        n_minus_one,
+    let mut all: Vec<Option<&Plan>> = plans.iter().map(Some).collect();
+    all.push(weight.as_ref());
+    let read = columns_read(&[], &all);
+    let chosen = (args.executor.as_deref(), args.files_per_job);
+    let (flow, by_member, cluster) = match cluster_for(ctx, tool, chosen, &t, (&columns, &read))? {
+        Some(cluster) => {
+            let op = Op::Cutflow {
+                cuts: plans.iter().map(|p| p.text.clone()).collect(),
+                weight: weight.as_ref().map(|w| w.text.clone()),
+                n_minus_one,
+            };
+            let on = (&t, columns.as_slice(), &defines);
+            let mut answer = run_on_cluster(&cluster, job, on, op, (&read, prune))?;
+            let empty = || Flow {
+                steps: vec![Default::default(); plans.len()],
+                n_minus_one: vec![Default::default(); if n_minus_one { plans.len() } else { 0 }],
+                scanned: 0,
+            };
+            let (flow, by_file) = match answer.partial.take() {
+                Some(Partial::Cutflow { total, mut by_file }) => {
+                    for f in by_file.iter_mut().filter(|f| f.steps.is_empty()) {
+                        *f = empty();
+                    }
+                    (total, by_file)
+                }
+                _ => (empty(), vec![empty(); t.parts.len()]),
+            };
+            (flow, by_file, Some(answer))
+        }
+        None => {
+            let members = t.members(&columns);
+            let req = FlowRequest {
+                cuts: plans.iter().collect(),
+                weight: weight.as_ref(),
+                n_minus_one,
+            };
+            let (flow, by_member) =
+                count_flow(&members, &req, job).map_err(|e| analysis_error(e, &t, None))?;
+            (flow, by_member, None)
+        }
     };
-    let (flow, by_member) =
-        count_flow(&members, &req, job).map_err(|e| analysis_error(e, &t, None))?;
     let total = t.entries();
     let weighted = weight.is_some();
     let steps_json = || -> Vec<Value> {
@@ -200,7 +236,7 @@ fn cutflow(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOut
     } else {
         out
     };
-    let mut out = scan_metadata(out, &t, &columns);
+    let mut out = scanned_by(out, (&t, &columns), cluster.as_ref());
     fit_by_file(ctx, tool, &mut out);
     let remaining = args.cuts.len().saturating_sub(offset);
     ctx.budget(tool)

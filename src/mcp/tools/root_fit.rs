@@ -54,6 +54,8 @@ struct FitArgs {
     flatten: Option<bool>,
     define: Option<Value>,
     skip_mismatched: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
     // ... or a stored TH1 (path + name) ...
     name: Option<String>,
     // ... or given numbers.
@@ -186,13 +188,15 @@ fn computed_histogram(
     put("flatten", args.flatten.map(Value::from));
     put("define", args.define.clone());
     put("skip_mismatched", args.skip_mismatched.map(Value::from));
+    put("executor", args.executor.clone().map(Value::from));
+    put("files_per_job", args.files_per_job.map(Value::from));
     let hargs: HistogramArgs = parse_args(TOOL, request)?;
     let (t, _, _) = open_named!(ctx, TOOL, hargs)?;
     let mut columns = t.columns();
     let plans = histogram_plans(ctx, TOOL, &hargs, &t, &mut columns)?;
     let members = t.members(&columns);
     let read = (&t, columns.as_slice(), members.as_slice());
-    let (h, axis, _) = fill_histogram(ctx, job, read, &plans, (&hargs, bins))?;
+    let (h, axis, _, _) = fill_histogram(ctx, job, read, &plans, (&hargs, bins))?;
     let variances = args.weights.is_some().then(|| h.sumw2.clone());
     Ok((
         Histogram {

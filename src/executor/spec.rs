@@ -1,0 +1,293 @@
+//! The job description: everything a worker needs to compute its share of a
+//! dataset call without the catalog (which redb locks for one process) and
+//! without the daemon. Written as JSON (no secrets: file paths, tree and
+//! column names, expressions as text, binning), atomically, in the job's
+//! folder under the catalog folder.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::dataset::Member;
+use crate::analysis::prune::BasketSpan;
+use crate::analysis::{Defines, TreeColumns};
+
+/// Bumped when a field's meaning changes: a worker of another version refuses
+/// the job instead of computing something else.
+pub const JOB_FORMAT: u32 = 1;
+
+/// What a whole dataset call asks of its workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub format: u32,
+    /// The tree's (or RNTuple's) path within each file.
+    pub tree: String,
+    /// The first file's column paths, in its order: each worker lines its
+    /// files' columns up with these, so that plans parsed by the worker use
+    /// the column numbers the daemon's did.
+    pub columns: Vec<String>,
+    /// Named expressions (`define`), in the call's order.
+    pub defines: Vec<(String, String)>,
+    pub op: Op,
+    pub files: Vec<FileSpec>,
+    /// Each task's files (a run of `files`, in chain order).
+    pub tasks: Vec<Range<usize>>,
+}
+
+/// One file of the dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileSpec {
+    /// Where workers open it (a shared filesystem's path).
+    pub path: PathBuf,
+    /// The file as the tools name it (messages, `by_file`).
+    pub shown: String,
+    pub ntuple: bool,
+    pub entries: u64,
+    /// Stored bytes of the columns read: the progress measure.
+    pub bytes: u64,
+    /// Value ranges of the cut's columns' baskets, as the statistics pass
+    /// recorded them: the worker skips the same clusters the daemon would.
+    pub bounds: Vec<ColumnBounds>,
+}
+
+/// A column's recorded baskets: (entries, values, finite, min, max) each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnBounds {
+    pub column: String,
+    pub baskets: Vec<(Range<u64>, u64, u64, f64, f64)>,
+}
+
+/// The operation, its expressions as the call gave them (re-parsed by each
+/// worker against the same columns, so the plans are the daemon's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// Entries passing `cut` (apply_selection).
+    Count { cut: String },
+    /// The smallest and largest finite value filled (a histogram's range
+    /// when none was given: a pass of its own).
+    Range { fill: Fill },
+    /// A 1-D histogram (compute_histogram, fit_histogram).
+    Histogram { fill: Fill, axis: AxisSpec },
+    /// A 2-D histogram of `fill.value` (x) against `y`.
+    Histogram2d {
+        fill: Fill,
+        y: String,
+        axes: (AxisSpec, AxisSpec),
+    },
+    /// Cuts applied in order (cutflow), with n-1 counts when asked.
+    Cutflow {
+        cuts: Vec<String>,
+        weight: Option<String>,
+        n_minus_one: bool,
+    },
+}
+
+/// What a histogram fills: `HistRequest` as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fill {
+    pub value: String,
+    pub cut: Option<String>,
+    pub weight: Option<String>,
+    pub flatten: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AxisSpec {
+    pub bins: usize,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl From<crate::analysis::ops::Axis> for AxisSpec {
+    fn from(a: crate::analysis::ops::Axis) -> AxisSpec {
+        AxisSpec {
+            bins: a.bins,
+            lo: a.lo,
+            hi: a.hi,
+        }
+    }
+}
+
+impl From<AxisSpec> for crate::analysis::ops::Axis {
+    fn from(a: AxisSpec) -> crate::analysis::ops::Axis {
+        crate::analysis::ops::Axis {
+            bins: a.bins,
+            lo: a.lo,
+            hi: a.hi,
+        }
+    }
+}
+
+impl Op {
+    /// The cut whose columns' bounds the files carry.
+    pub fn cut(&self) -> Option<&str> {
+        match self {
+            Op::Count { cut } => Some(cut),
+            Op::Range { fill } | Op::Histogram { fill, .. } | Op::Histogram2d { fill, .. } => {
+                fill.cut.as_deref()
+            }
+            Op::Cutflow { cuts, .. } => cuts.first().map(String::as_str),
+        }
+    }
+}
+
+/// Most files one task takes when the call names no `files_per_job` and the
+/// configuration none: a task then reads about `TASK_BYTES`.
+pub const TASK_BYTES: u64 = 2 << 30;
+/// Fewest tasks worth an array (a dataset of a few files is one or two).
+const MAX_DEFAULT_FILES: usize = 50;
+
+/// Files per task for a dataset of these files' bytes: `given` when set, else
+/// enough files for about `TASK_BYTES` each (at least one, at most
+/// `MAX_DEFAULT_FILES`).
+pub fn files_per_task(given: Option<usize>, bytes: &[u64]) -> usize {
+    if let Some(n) = given {
+        return n.max(1);
+    }
+    let total: u64 = bytes.iter().sum();
+    let mean = total / bytes.len().max(1) as u64;
+    ((TASK_BYTES / mean.max(1)) as usize).clamp(1, MAX_DEFAULT_FILES)
+}
+
+/// `n` files cut into runs of `per` (the last shorter).
+pub fn chunks(n: usize, per: usize) -> Vec<Range<usize>> {
+    let per = per.max(1);
+    (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect()
+}
+
+/// A member's recorded bounds for the `cut_columns` (indices into its
+/// columns), by column path, as `ColumnBounds`.
+pub fn bounds_of(tree: &TreeColumns<'_>, cut_columns: &[usize]) -> Vec<ColumnBounds> {
+    cut_columns
+        .iter()
+        .filter_map(|&c| {
+            let spans = tree.bounds.spans(c)?;
+            Some(ColumnBounds {
+                column: tree.columns[c].path.clone(),
+                baskets: spans
+                    .iter()
+                    .map(|b| (b.entries.clone(), b.values, b.finite, b.min, b.max))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Gives `tree` the recorded bounds of `bounds` (by column path).
+pub fn add_bounds(tree: &mut TreeColumns<'_>, bounds: &[ColumnBounds]) {
+    for b in bounds {
+        let Some(c) = tree.find(&b.column) else {
+            continue;
+        };
+        let spans = b
+            .baskets
+            .iter()
+            .map(|(entries, values, finite, min, max)| BasketSpan {
+                entries: entries.clone(),
+                values: *values,
+                finite: *finite,
+                min: *min,
+                max: *max,
+            })
+            .collect();
+        let entries = tree.entries;
+        tree.bounds.add_column(c, spans, entries);
+    }
+}
+
+/// A file's entry for the job: where it is and what it holds, from the member
+/// the daemon opened.
+pub fn file_spec(
+    member: &Member<'_>,
+    (path, shown): (&Path, &str),
+    (read, cut_columns): (&[usize], &[usize]),
+) -> FileSpec {
+    let clusters = crate::analysis::dataset::clusters_of(member.tree, read, 0..member.tree.entries)
+        .unwrap_or_default();
+    let bytes = crate::analysis::dataset::cluster_bytes(member.tree, read, &clusters)
+        .iter()
+        .sum();
+    FileSpec {
+        path: path.to_path_buf(),
+        shown: shown.to_string(),
+        ntuple: member
+            .tree
+            .columns
+            .first()
+            .is_some_and(|c| c.origin.is_ntuple()),
+        entries: member.tree.entries,
+        bytes,
+        bounds: bounds_of(member.tree, cut_columns),
+    }
+}
+
+impl JobSpec {
+    /// The defines as the engine takes them.
+    pub fn defines(&self) -> Result<Defines, crate::analysis::AnalysisError> {
+        Defines::new(self.defines.clone())
+    }
+
+    /// Bytes the tasks read, each.
+    pub fn task_bytes(&self) -> Vec<u64> {
+        self.tasks
+            .iter()
+            .map(|r| self.files[r.clone()].iter().map(|f| f.bytes).sum())
+            .collect()
+    }
+
+    /// Writes the description into `dir` as `job.json`, atomically (a worker
+    /// starting early never reads half of it).
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join(JOB_FILE);
+        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        write_atomically(&path, &text)?;
+        Ok(path)
+    }
+
+    pub fn read(path: &Path) -> anyhow::Result<JobSpec> {
+        let text = std::fs::read(path)?;
+        let spec: JobSpec = serde_json::from_slice(&text)?;
+        if spec.format != JOB_FORMAT {
+            anyhow::bail!(
+                "job format {} is not this quarry's ({JOB_FORMAT}): run the same quarry on the nodes",
+                spec.format
+            );
+        }
+        Ok(spec)
+    }
+}
+
+pub const JOB_FILE: &str = "job.json";
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename:
+/// readers see the old file or the whole new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_cut_into_runs_in_order() {
+        assert_eq!(chunks(7, 3), vec![0..3, 3..6, 6..7]);
+        assert_eq!(chunks(40, 3).len(), 14);
+        assert!(chunks(0, 3).is_empty());
+        // 200 files of 100 MB: 20 a task reads 2 GiB (2147 MB / 100 MB).
+        assert_eq!(files_per_task(None, &[100_000_000; 200]), 21);
+        assert_eq!(files_per_task(None, &[10 << 30; 3]), 1);
+        assert_eq!(files_per_task(Some(3), &[1; 40]), 3);
+    }
+}

@@ -1,0 +1,363 @@
+//! A dataset cut into tasks, each task's partial written and read back and
+//! the partials merged in task order, against the one-process engine over the
+//! whole dataset: counts, bins, ranges and each file's share equal exactly,
+//! the sums of floats to 1e-12 of their size. The files are the HZZ sample
+//! in six compressions (the same 2,421 events each, two baskets a column).
+
+use std::path::{Path, PathBuf};
+
+use super::partial::Partial;
+use super::spec::{AxisSpec, Fill, JOB_FORMAT, JobSpec, Op, chunks, file_spec};
+use super::{InProcess, execute};
+use crate::analysis::dataset::{Member, first_entries};
+use crate::analysis::ops::{
+    Axis, HistRequest, count_selected, histogram, histogram_2d, value_range,
+};
+use crate::analysis::{Defines, Plan, TreeColumns, TreeObject, quantities};
+use crate::formats::root::RootFile;
+use crate::job::Job;
+
+const FILES: [&str; 6] = [
+    "uproot-HZZ.root",
+    "uproot-HZZ-zlib.root",
+    "uproot-HZZ-lz4.root",
+    "uproot-HZZ-zstd.root",
+    "uproot-HZZ-lzma.root",
+    "uproot-HZZ-uncompressed.root",
+];
+
+fn path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/root")
+        .join(name)
+}
+
+struct Opened {
+    file: RootFile,
+    tree: TreeObject,
+}
+
+fn open_all(names: &[&str]) -> Vec<Opened> {
+    names
+        .iter()
+        .map(|n| {
+            let file = RootFile::open(std::fs::File::open(path(n)).unwrap()).unwrap();
+            let key = file
+                .walk()
+                .unwrap()
+                .into_iter()
+                .find(|k| k.key.class_name == "TTree")
+                .unwrap()
+                .key;
+            let tree = TreeObject::TTree(file.tree(&key).unwrap());
+            Opened { file, tree }
+        })
+        .collect()
+}
+
+fn members<'a>(opened: &'a [Opened], trees: &'a [TreeColumns<'a>]) -> Vec<Member<'a>> {
+    let firsts = first_entries(trees.iter().map(|t| t.entries));
+    opened
+        .iter()
+        .zip(trees)
+        .zip(firsts)
+        .zip(FILES)
+        .map(|(((o, tree), first_entry), label)| Member {
+            file: &o.file,
+            tree,
+            first_entry,
+            label,
+        })
+        .collect()
+}
+
+/// The job the daemon would write for `op` over the files, tasks of `per`.
+fn job_of(members: &[Member<'_>], defines: &Defines, op: Op, per: usize) -> JobSpec {
+    let files: Vec<_> = members
+        .iter()
+        .zip(FILES)
+        .map(|(m, name)| file_spec(m, (&path(name), name), (&[], &[])))
+        .collect();
+    JobSpec {
+        format: JOB_FORMAT,
+        tree: "events".into(),
+        columns: members[0]
+            .tree
+            .columns
+            .iter()
+            .map(|c| c.path.clone())
+            .collect(),
+        defines: defines
+            .iter()
+            .map(|(n, e)| (n.to_string(), e.to_string()))
+            .collect(),
+        op,
+        tasks: chunks(files.len(), per),
+        files,
+    }
+}
+
+fn run(spec: JobSpec) -> Partial {
+    let jobs = tempfile::tempdir().unwrap();
+    let merged = execute(&InProcess, jobs.path(), spec, &Job::default()).unwrap();
+    assert!(merged.failed.is_empty(), "{:?}", merged.failed);
+    assert_eq!(merged.files_read, (0..FILES.len()).collect::<Vec<_>>());
+    // The job's folder is gone with its answer.
+    assert_eq!(std::fs::read_dir(jobs.path()).unwrap().count(), 0);
+    merged.partial.unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+#[test]
+fn tasks_merged_in_order_give_the_one_process_answer() {
+    let opened = open_all(&FILES);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let members = members(&opened, &trees);
+    let defines = Defines::new(vec![("pt".into(), "hypot(Muon_Px, Muon_Py)".into())]).unwrap();
+    let job = Job::default();
+    let cut_text = "pt > 20 && abs(Muon_Pz) < 80";
+    let cut = Plan::with_defines(cut_text, &trees[0], &defines).unwrap();
+    let value = quantities::plan("pt", &trees[0], &defines).unwrap();
+    let weight = quantities::plan("Muon_E", &trees[0], &defines).unwrap();
+    for per in [1, 4, 6] {
+        // Counts.
+        let (total, by_file) = count_selected(&members, &cut, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Count {
+                cut: cut_text.into(),
+            },
+            per,
+        );
+        assert_eq!(run(spec), Partial::Count { total, by_file }, "per {per}");
+        assert!(total.selected > 0 && total.selected < total.scanned);
+
+        // A histogram's range, then the weighted histogram.
+        let fill = Fill {
+            value: "pt".into(),
+            cut: Some(cut_text.into()),
+            weight: Some("Muon_E".into()),
+            flatten: true,
+        };
+        let req = HistRequest {
+            value: &value,
+            cut: Some(&cut),
+            weight: Some(&weight),
+            flatten: true,
+        };
+        let range = value_range(&members, &req, &job).unwrap();
+        let spec = job_of(&members, &defines, Op::Range { fill: fill.clone() }, per);
+        assert_eq!(run(spec), Partial::Range(range));
+        let axis = Axis {
+            bins: 37,
+            lo: 0.0,
+            hi: 120.0,
+        };
+        let local = histogram(&members, &req, axis, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Histogram {
+                fill: fill.clone(),
+                axis: AxisSpec::from(axis),
+            },
+            per,
+        );
+        let Partial::Histogram(merged) = run(spec) else {
+            panic!("a histogram")
+        };
+        assert_eq!(
+            (merged.entries, merged.scanned, merged.selected),
+            (local.entries, local.scanned, local.selected)
+        );
+        let sums = |h: &crate::analysis::ops::Hist1| {
+            let mut v = vec![h.sum_w, h.sum_wx, h.sum_wx2, h.underflow, h.overflow];
+            v.extend(&h.counts);
+            v.extend(&h.sumw2);
+            v
+        };
+        for (a, b) in sums(&merged).into_iter().zip(sums(&local)) {
+            assert!(close(a, b), "per {per}: {a} != {b}");
+        }
+        assert_eq!(merged.by_member.len(), FILES.len());
+        for (m, l) in merged.by_member.iter().zip(&local.by_member) {
+            assert_eq!(
+                (m.entries, m.scanned, m.selected),
+                (l.entries, l.scanned, l.selected)
+            );
+        }
+
+        // Unweighted: the bins are counts, equal exactly.
+        let plain = HistRequest {
+            weight: None,
+            ..req
+        };
+        let local = histogram(&members, &plain, axis, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Histogram {
+                fill: Fill {
+                    weight: None,
+                    ..fill.clone()
+                },
+                axis: axis.into(),
+            },
+            per,
+        );
+        let Partial::Histogram(merged) = run(spec) else {
+            panic!("a histogram")
+        };
+        assert_eq!(merged.counts, local.counts);
+        assert_eq!(
+            (merged.underflow, merged.overflow),
+            (local.underflow, local.overflow)
+        );
+        assert!(close(merged.sum_wx, local.sum_wx));
+
+        // 2-D.
+        let y = quantities::plan("Muon_Py", &trees[0], &defines).unwrap();
+        let axes = (
+            axis,
+            Axis {
+                bins: 20,
+                lo: -60.0,
+                hi: 60.0,
+            },
+        );
+        let local = histogram_2d(&members, &plain, &y, axes, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Histogram2d {
+                fill: Fill {
+                    weight: None,
+                    ..fill
+                },
+                y: "Muon_Py".into(),
+                axes: (axes.0.into(), axes.1.into()),
+            },
+            per,
+        );
+        assert_eq!(run(spec), Partial::Histogram2d(local));
+
+        // A weighted cutflow with n-1 counts: entries exact, sums close.
+        let cuts = ["NMuon >= 1", cut_text];
+        let plans: Vec<Plan> = cuts
+            .iter()
+            .map(|c| Plan::with_defines(c, &trees[0], &defines).unwrap())
+            .collect();
+        let req = crate::analysis::cutflow::FlowRequest {
+            cuts: plans.iter().collect(),
+            weight: None,
+            n_minus_one: true,
+        };
+        let (total, by_file) = crate::analysis::cutflow::cutflow(&members, &req, &job).unwrap();
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Cutflow {
+                cuts: cuts.iter().map(|c| c.to_string()).collect(),
+                weight: None,
+                n_minus_one: true,
+            },
+            per,
+        );
+        assert_eq!(run(spec), Partial::Cutflow { total, by_file });
+    }
+}
+
+/// A file that is no ROOT file in the middle of a task: named with why, and
+/// the task's other files (and the other tasks) merge as without it.
+#[test]
+fn a_damaged_file_is_named_and_the_rest_merge() {
+    let opened = open_all(&FILES);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let members = members(&opened, &trees);
+    let defines = Defines::default();
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.root");
+    // The zlib file with its baskets overwritten past the header: it opens,
+    // its baskets do not decompress.
+    let mut bytes = std::fs::read(path(FILES[1])).unwrap();
+    let half = bytes.len() / 2;
+    for b in &mut bytes[400..half] {
+        *b = 0x5a;
+    }
+    std::fs::write(&broken, &bytes).unwrap();
+    let mut spec = job_of(
+        &members,
+        &defines,
+        Op::Count {
+            cut: "Muon_Px > 10".into(),
+        },
+        3,
+    );
+    spec.files[1].path = broken;
+    let jobs = tempfile::tempdir().unwrap();
+    let merged = execute(&InProcess, jobs.path(), spec, &Job::default()).unwrap();
+    assert_eq!(merged.failed.len(), 1, "{:?}", merged.failed);
+    assert_eq!(merged.failed[0].0, FILES[1]);
+    assert_eq!(merged.files_read, vec![0, 2, 3, 4, 5]);
+    let cut = Plan::new("Muon_Px > 10", &trees[0]).unwrap();
+    let without: Vec<Member<'_>> = members
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k != 1)
+        .map(|(_, m)| *m)
+        .collect();
+    let (total, by_file) = count_selected(&without, &cut, &Job::default()).unwrap();
+    assert_eq!(merged.partial, Some(Partial::Count { total, by_file }));
+}
+
+/// The merge's cost (docs/cluster.md): 200 task results of a 10,000-bin
+/// histogram read from their files, decoded and added in order. A
+/// measurement, not a check: `cargo test --release --lib
+/// executor::tests::merging_200_partials -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn merging_200_partials_of_10000_bins() {
+    use super::partial::{TaskResult, merge};
+    use crate::analysis::ops::Hist1;
+    let dir = tempfile::tempdir().unwrap();
+    let axis = Axis {
+        bins: 10_000,
+        lo: 0.0,
+        hi: 1.0,
+    };
+    for task in 0..200 {
+        let mut h = Hist1::empty(&axis);
+        for (b, c) in h.counts.iter_mut().enumerate() {
+            *c = ((b * 7 + task) % 13) as f64;
+        }
+        h.sumw2.clone_from(&h.counts);
+        h.by_member = vec![Hist1::default(); 5];
+        TaskResult {
+            task,
+            partial: Some(Partial::Histogram(h)),
+            files_read: (task * 5..task * 5 + 5).collect(),
+            failed: Vec::new(),
+            bytes_read: 0,
+            clusters_skipped: 0,
+        }
+        .write(dir.path())
+        .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let results: Vec<TaskResult> = (0..200)
+        .map(|t| TaskResult::read(dir.path(), t).unwrap())
+        .collect();
+    let read = started.elapsed();
+    let merged = merge(results);
+    let took = started.elapsed();
+    println!("of which reading and decoding {read:?}");
+    let Some(Partial::Histogram(h)) = merged.partial else {
+        panic!("a histogram")
+    };
+    assert_eq!(h.by_member.len(), 1000);
+    println!("read, decoded and merged 200 partials of 10,000 bins in {took:?}");
+}

@@ -1,0 +1,414 @@
+//! Dataset calls run on a real Slurm cluster (issue #33): the single-node
+//! cluster `scripts/slurm-local.sh` starts, which `scripts/test.sh` brings up
+//! for these tests alone (`QUARRY_SLURM_TESTS=1`, `SLURM_CONF` set). Outside
+//! that block they skip, saying so; inside it a cluster that does not answer
+//! fails them.
+//!
+//! The dataset is 40 copies of the HZZ sample (the same 2,421 events in six
+//! compressions, `testdata/root`); the reference is the same call on the
+//! local executor (itself checked against uproot in tests/root_datasets.rs).
+
+mod common;
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::raw::{Raw, serve_with, tool_call, wait_complete};
+use common::{Daemon, Sandbox};
+use serde_json::{Value, json};
+
+/// The tests share one cluster and look at its whole queue: one at a time.
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+const COMPRESSIONS: [&str; 6] = [
+    "uproot-HZZ.root",
+    "uproot-HZZ-zlib.root",
+    "uproot-HZZ-lz4.root",
+    "uproot-HZZ-zstd.root",
+    "uproot-HZZ-lzma.root",
+    "uproot-HZZ-uncompressed.root",
+];
+
+/// Whether the Slurm tests run here; panics when they should and the
+/// cluster does not answer.
+fn cluster_up() -> bool {
+    if std::env::var_os("QUARRY_SLURM_TESTS").is_none() {
+        eprintln!(
+            "skipped: no test cluster (scripts/test.sh runs these in its Slurm block, with scripts/slurm-local.sh)"
+        );
+        return false;
+    }
+    let out = Command::new("sinfo").args(["-h", "-o", "%T"]).output();
+    match out {
+        Ok(o) if o.status.success() => true,
+        other => panic!("QUARRY_SLURM_TESTS is set but sinfo fails: {other:?}"),
+    }
+}
+
+/// A root of `n` files `hzz/fNN.root`, copies of the sample in turn.
+fn sandbox(n: usize) -> Sandbox {
+    let s = Sandbox::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root");
+    for k in 0..n {
+        let bytes = std::fs::read(repo.join(COMPRESSIONS[k % COMPRESSIONS.len()])).unwrap();
+        s.write(&format!("hzz/f{k:02}.root"), &bytes);
+    }
+    s
+}
+
+fn daemon(s: &Sandbox) -> Daemon {
+    let d = serve_with(s, "[toolsets]\nrag = false\n", None);
+    wait_complete(&s.socket());
+    d
+}
+
+fn client(s: &Sandbox) -> Raw {
+    let mut c = Raw::connect(&s.socket());
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(300)))
+        .unwrap();
+    c.initialize();
+    c
+}
+
+/// A call's structured content; panics on an error answer.
+fn ok(c: &mut Raw, id: u64, tool: &str, args: Value) -> Value {
+    let v = c.call(id, tool, args);
+    assert_eq!(v["result"]["isError"], false, "{tool}: {v}");
+    v["result"]["structuredContent"].clone()
+}
+
+fn histogram_args(extra: Value) -> Value {
+    let mut a = json!({
+        "dataset": "hzz/*.root", "tree": "events", "branch": "Muon_Px", "bins": 40,
+        "selection": "Muon_Py > -10 && NMuon >= 1", "weights": "Muon_E", "by_file": true,
+    });
+    a.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    a
+}
+
+/// Quarry's array tasks in the queue (`JOB_TASK`, pending blocks expanded
+/// by squeue's own `-r`).
+fn queued() -> Vec<String> {
+    let out = Command::new("squeue")
+        .args(["-h", "-r", "-n", "quarry", "-o", "%i %t"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Numbers equal to 1e-12 of their size; everything else exactly.
+fn assert_same(got: &Value, want: &Value, what: &str) {
+    match (got, want) {
+        (Value::Number(a), Value::Number(b)) if !(a.is_u64() && b.is_u64()) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= 1e-12 * a.abs().max(b.abs()),
+                "{what}: {a} != {b}"
+            );
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            assert_eq!(a.len(), b.len(), "{what}");
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert_same(x, y, &format!("{what}[{i}]"));
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            assert_eq!(
+                a.keys().collect::<Vec<_>>(),
+                b.keys().collect::<Vec<_>>(),
+                "{what}"
+            );
+            for (k, y) in b {
+                assert_same(&a[k], y, &format!("{what}.{k}"));
+            }
+        }
+        _ => assert_eq!(got, want, "{what}"),
+    }
+}
+
+/// The bins must be equal bit for bit, not merely close.
+fn assert_bins_exact(got: &Value, want: &Value) {
+    assert_eq!(got["data"]["bin_counts"], want["data"]["bin_counts"]);
+    for key in ["entries", "underflow", "overflow"] {
+        assert_eq!(got["data"][key], want["data"][key], "{key}");
+    }
+    for key in ["entries_scanned", "entries_selected"] {
+        assert_eq!(got["metadata"][key], want["metadata"][key], "{key}");
+    }
+}
+
+#[test]
+fn forty_files_in_tasks_of_three_give_the_local_answer() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(40);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    // With a range given, and without (a pass of its own for the range).
+    for (n, range) in [(1, json!([-80.0, 80.0])), (3, Value::Null)] {
+        let mut extra = json!({});
+        if !range.is_null() {
+            extra["range"] = range;
+        }
+        let local = ok(
+            &mut c,
+            n,
+            "compute_histogram",
+            histogram_args(extra.clone()),
+        );
+        extra["executor"] = json!("slurm");
+        extra["files_per_job"] = json!(3);
+        let slurm = ok(&mut c, n + 1, "compute_histogram", histogram_args(extra));
+        assert_eq!(slurm["metadata"]["executor"], "slurm", "{slurm}");
+        assert_eq!(slurm["metadata"]["jobs"], 14);
+        assert_bins_exact(&slurm, &local);
+        assert_same(&slurm["data"], &local["data"], "data");
+    }
+    let count = json!({"dataset": "hzz/*.root", "tree": "events",
+                       "selection": "Sum$(Muon_Px > 20) >= 1", "by_file": true});
+    let local = ok(&mut c, 5, "apply_selection", count.clone());
+    let mut on_slurm = count;
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(3);
+    let slurm = ok(&mut c, 6, "apply_selection", on_slurm);
+    assert_eq!(slurm["data"], local["data"]);
+    let flow = json!({"dataset": "hzz/*.root", "tree": "events", "weights": "MET_px",
+                      "n_minus_one": true, "by_file": true,
+                      "cuts": [{"name": "one", "cut": "NMuon >= 1"},
+                               {"name": "px", "cut": "Sum$(Muon_Px > 20) >= 1"}]});
+    let local = ok(&mut c, 7, "cutflow", flow.clone());
+    let mut on_slurm = flow;
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(7);
+    let slurm = ok(&mut c, 8, "cutflow", on_slurm);
+    assert_same(&slurm["data"], &local["data"], "cutflow");
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
+
+#[test]
+fn a_task_cancelled_mid_run_is_submitted_again_and_the_answer_stays_exact() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(40);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let extra = json!({"range": [-80.0, 80.0]});
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(extra.clone()),
+    );
+    let socket = s.socket();
+    let on_slurm = std::thread::spawn(move || {
+        let mut c = client_at(&socket);
+        let mut extra = extra;
+        extra["executor"] = json!("slurm");
+        extra["files_per_job"] = json!(2);
+        ok(&mut c, 2, "compute_histogram", histogram_args(extra))
+    });
+    // The last of the 20 array tasks, while it waits for a core.
+    let started = Instant::now();
+    let victim = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no task queued"
+        );
+        let pending: Vec<String> = queued()
+            .into_iter()
+            .filter(|l| l.ends_with(" PD"))
+            .collect();
+        if let Some(last) = pending.iter().find(|l| l.contains("_19 ")) {
+            break last.split(' ').next().unwrap().to_string();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let cancelled = Command::new("scancel").arg(&victim).status().unwrap();
+    assert!(cancelled.success());
+    let slurm = on_slurm.join().unwrap();
+    assert_eq!(slurm["metadata"]["jobs"], 20);
+    assert!(slurm["metadata"].get("files_failed").is_none(), "{slurm}");
+    assert_bins_exact(&slurm, &local);
+    assert_same(&slurm["data"], &local["data"], "data");
+    d.stop();
+}
+
+fn client_at(socket: &std::path::Path) -> Raw {
+    let mut c = Raw::connect(socket);
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(300)))
+        .unwrap();
+    c.initialize();
+    c
+}
+
+#[test]
+fn cancelling_the_call_leaves_nothing_in_the_queue() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(40);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let mut call = tool_call(
+        1,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0], "executor": "slurm", "files_per_job": 1})),
+    );
+    call["params"]["task"] = json!({ "ttl": 60_000 });
+    c.send_json(&call);
+    let created = c.answer(&json!(1)).0;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let started = Instant::now();
+    while queued().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "never queued");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // tasks/get tells the array tasks by state.
+    let started = Instant::now();
+    loop {
+        c.send_json(&json!({"jsonrpc": "2.0", "id": 10, "method": "tasks/get",
+                            "params": {"taskId": id}}));
+        let got = c.answer(&json!(10)).0;
+        let status = got["result"]["statusMessage"].as_str().unwrap_or_default();
+        if status.contains("40 array tasks") && status.contains("pending") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel",
+                        "params": {"taskId": id}}));
+    let cancelled = c.answer(&json!(2)).0;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let started = Instant::now();
+    while !queued().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still queued after the cancel: {:?}",
+            queued()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The job's folder goes with it.
+    let jobs = s.catalog.join("jobs");
+    let started = Instant::now();
+    while std::fs::read_dir(&jobs).map_or(0, |d| d.count()) > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "job folder kept"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    d.stop();
+}
+
+#[test]
+fn a_damaged_file_is_named_and_the_others_merge() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(12);
+    // f07 (the zlib copy): its header and tree intact (it indexes), its
+    // first baskets overwritten, so reading them fails.
+    let damaged = s.root.join("hzz/f07.root");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let half = bytes.len() / 2;
+    bytes[400..half].fill(0x5a);
+    std::fs::write(&damaged, &bytes).unwrap();
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let cut = "Muon_Px > 10";
+    let local = c.call(
+        1,
+        "apply_selection",
+        json!({"dataset": "hzz/*.root", "tree": "events", "selection": cut}),
+    );
+    assert_eq!(
+        local["result"]["isError"], true,
+        "the local scan fails: {local}"
+    );
+    let slurm = ok(
+        &mut c,
+        2,
+        "apply_selection",
+        json!({"dataset": "hzz/*.root", "tree": "events", "selection": cut,
+               "executor": "slurm", "files_per_job": 3, "by_file": true}),
+    );
+    let failed = &slurm["metadata"]["files_failed"];
+    assert_eq!(failed.as_array().unwrap().len(), 1, "{slurm}");
+    assert_eq!(failed[0]["file"], "hzz/f07.root");
+    let others: Vec<String> = (0..12)
+        .filter(|&k| k != 7)
+        .map(|k| format!("hzz/f{k:02}.root"))
+        .collect();
+    let without = ok(
+        &mut c,
+        3,
+        "apply_selection",
+        json!({"dataset": others, "tree": "events", "selection": cut}),
+    );
+    assert_eq!(
+        slurm["data"]["entries_selected"],
+        without["data"]["entries_selected"]
+    );
+    d.stop();
+}
+
+/// A daemon starting again cancels the jobs an earlier one left queued (it
+/// does not pick them up: the calls that wanted them are gone) and removes
+/// their folders.
+#[test]
+fn a_restarted_daemon_cancels_the_jobs_left_behind() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(2);
+    let left = s.catalog.join("jobs/job-1-0");
+    std::fs::create_dir_all(&left).unwrap();
+    let out = Command::new("sbatch")
+        .args([
+            "--parsable",
+            "--job-name=quarry",
+            "--array=0-3",
+            "--output=/dev/null",
+            "--wrap",
+            "sleep 300",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    std::fs::write(left.join("submitted"), format!("{id}\n")).unwrap();
+    assert!(!queued().is_empty());
+    let d = daemon(&s);
+    let started = Instant::now();
+    while !queued().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the old jobs still run: {:?}",
+            queued()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!left.exists());
+    d.stop();
+}
