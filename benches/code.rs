@@ -302,7 +302,10 @@ fn phases(files: &[(PathBuf, u64)]) {
         .collect();
     let parse = thread_cpu() - t;
     let t = thread_cpu();
-    let symbols: usize = parsed.iter().map(|p| code::extract(p).symbols.len()).sum();
+    let symbols: usize = parsed
+        .iter()
+        .map(|p| code::extract(p).file.symbols.len())
+        .sum();
     let extract = thread_cpu() - t;
     println!(
         "one thread's CPU time: read {:.0} ms, tree-sitter parse {:.0} ms, extract {:.0} ms ({symbols} symbols = {:.0}k symbols/s of CPU)",
@@ -407,6 +410,9 @@ fn million_symbols(count: usize) {
             include_count: 0,
             has_errors: false,
             error_ranges: vec![],
+            includes: vec![],
+            class_info: vec![],
+            lines: Default::default(),
         };
         index.insert(f as u64, 0, &format!("src/file{f}.cpp"), file);
     }

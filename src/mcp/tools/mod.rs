@@ -5,6 +5,8 @@ mod arguments;
 mod bins;
 mod code;
 mod code_files;
+mod code_graph;
+mod code_nav;
 mod documents;
 mod files;
 mod hdf5;
@@ -123,6 +125,9 @@ pub struct ServerSettings {
     /// Where ingest_document writes (indexed as the `ingest` root); `None`
     /// disables ingesting.
     pub ingest_dir: Option<PathBuf>,
+    /// `[code] include_dirs`: folders, relative to each root, where C++
+    /// includes are looked for.
+    pub include_dirs: Vec<String>,
 }
 
 impl Default for ServerSettings {
@@ -135,6 +140,7 @@ impl Default for ServerSettings {
             export_dir: None,
             cache_stats: true,
             ingest_dir: None,
+            include_dirs: Vec::new(),
         }
     }
 }
@@ -295,6 +301,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(documents::TOOLS)
         .chain(hdf5::TOOLS)
         .chain(code::TOOLS)
+        .chain(code_nav::TOOLS)
+        .chain(code_graph::TOOLS)
         .chain(rag::TOOLS)
         .chain(resources::TOOLS)
 }
