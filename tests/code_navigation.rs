@@ -57,7 +57,7 @@ async fn all_references(client: &Client, args: Value) -> Vec<Value> {
 }
 
 /// A reference as (path in the root, line, column, role).
-fn place(root: &std::path::Path, r: &Value) -> (String, u64, u64, String) {
+fn place(root: &std::path::Path, r: &Value) -> Place {
     let path = r["filepath"].as_str().unwrap();
     let rel = path
         .strip_prefix(root.to_str().unwrap())
@@ -71,13 +71,17 @@ fn place(root: &std::path::Path, r: &Value) -> (String, u64, u64, String) {
     )
 }
 
+/// A use: (path in the root, line, column, role).
+type Place = (String, u64, u64, String);
+/// Name -> its uses -> (line text, enclosing function as written).
+type Expected = BTreeMap<String, BTreeMap<Place, (String, Value)>>;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_use_of_every_name_matches_py_tree_sitter() {
     let (s, client) = project(Some("[\"include\", \"extra\"]")).await;
     let fixture = fixture();
     // name -> expected uses (file, line, column, role) -> (line text, function).
-    let mut expected: BTreeMap<String, BTreeMap<(String, u64, u64, String), (String, Value)>> =
-        BTreeMap::new();
+    let mut expected: Expected = BTreeMap::new();
     for (rel, file) in fixture["files"].as_object().unwrap() {
         for (name, uses) in file["uses"].as_object().unwrap() {
             for u in uses.as_array().unwrap() {

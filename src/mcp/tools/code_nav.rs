@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::code_files::{code_file, path_error};
-use super::code_graph::{IncludeResolver, Resolution};
+use super::code_includes::{IncludeResolver, Resolution};
 use super::{Context, Effects, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::code::FileRelations;
 use crate::formats::code::{Access, Language, Reference, Role};

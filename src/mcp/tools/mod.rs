@@ -6,6 +6,7 @@ mod bins;
 mod code;
 mod code_files;
 mod code_graph;
+mod code_includes;
 mod code_nav;
 mod documents;
 mod files;
