@@ -9,7 +9,10 @@
 //!   names a Python with the bindings);
 //! - `find_symbol` for names of every kind of match (target <= 2 ms for any name);
 //! - the symbol index alone at a million symbols (the catalog's design goal: a
-//!   lookup in about a millisecond).
+//!   lookup in about a millisecond);
+//! - the code navigation targets of issue #31 (`code_nav/navigation.rs`):
+//!   indexing with references against tree-sitter's parse-only throughput,
+//!   re-indexing one changed file, `find_references`, catalog growth.
 //!
 //! Without `QUARRY_CODE_BENCH_DIR` this runs on the repository's `testdata/code` as the
 //! self-check `cargo test --all-targets` runs: the symbol count must equal what
@@ -17,6 +20,8 @@
 //! never asserted.
 
 mod common;
+#[path = "code_nav/navigation.rs"]
+mod navigation;
 
 use common::percentile;
 
@@ -270,6 +275,8 @@ fn bench_tree(tree: &Tree, full: bool) {
         "find_symbol over {symbols} symbols, {} names: p50 {p50:.3} ms, max {max:.3} ms  [target <= 2 ms]",
         names.len()
     );
+
+    navigation::bench(&tree.dir, &files, &catalog, &indexer, &ctx, full);
 }
 
 /// CPU time of this thread, in seconds (steadier than wall time on a shared machine).
@@ -302,7 +309,10 @@ fn phases(files: &[(PathBuf, u64)]) {
         .collect();
     let parse = thread_cpu() - t;
     let t = thread_cpu();
-    let symbols: usize = parsed.iter().map(|p| code::extract(p).symbols.len()).sum();
+    let symbols: usize = parsed
+        .iter()
+        .map(|p| code::extract(p).file.symbols.len())
+        .sum();
     let extract = thread_cpu() - t;
     println!(
         "one thread's CPU time: read {:.0} ms, tree-sitter parse {:.0} ms, extract {:.0} ms ({symbols} symbols = {:.0}k symbols/s of CPU)",
@@ -407,6 +417,9 @@ fn million_symbols(count: usize) {
             include_count: 0,
             has_errors: false,
             error_ranges: vec![],
+            includes: vec![],
+            class_info: vec![],
+            lines: Default::default(),
         };
         index.insert(f as u64, 0, &format!("src/file{f}.cpp"), file);
     }

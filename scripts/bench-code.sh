@@ -3,7 +3,9 @@
 # into a new temporary folder (or BENCHDATA), installs the py-tree-sitter bindings
 # into a virtual environment outside the repository (a new temporary folder, or
 # VENV), then runs `cargo bench --bench code`, which times quarry beside
-# universal-ctags (Debian package universal-ctags) and py-tree-sitter in the same run.
+# universal-ctags (Debian package universal-ctags) and py-tree-sitter in the same run
+# (finding functions, scripts/bench/treesitter_functions.py; parse-only throughput on
+# all cores against quarry's indexing with references, scripts/bench/treesitter_parse.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${VENV:-$(mktemp -d)/venv}

@@ -50,3 +50,12 @@ if [ ${#slurm_missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${slurm_missing[@]}" >/dev/null
 fi
 # --- end slurm
+# Code navigation (#31): universal-ctags, the independent reader that
+# scripts/fixtures/code_navigation.py takes includes, imports and class bases from
+# when the fixtures are written again (the tests read the committed JSON).
+if ! command -v ctags >/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq universal-ctags >/dev/null
+fi

@@ -30,6 +30,9 @@
 //! task_timeout_secs = 3600     # longest a task's work runs (calls: call_timeout_secs)
 //! task_results_mib = 64        # finished tasks' results kept; the oldest are dropped past it
 //!
+//! [code]
+//! include_dirs = ["include"]   # where C++ #includes are looked for, in each root
+//!
 //! [index]
 //! threads = 2        # default: the machine's cores
 //! batch = 512        # files per catalog transaction
@@ -104,6 +107,8 @@ struct FileConfig {
     server: TransportConfig,
     #[serde(default)]
     rag: RagConfig,
+    #[serde(default)]
+    code: CodeConfig,
     llm: Option<LlmFileConfig>,
     #[serde(default)]
     remote: RemoteConfig,
@@ -215,6 +220,15 @@ impl ExecutorConfig {
             quarry: self.quarry.map(|q| relative_to(base, q)),
         })
     }
+}
+
+/// `[code]`: where C++ `#include`s are looked for, besides the including
+/// file's folder (like a compiler's `-I`), relative to each root.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodeConfig {
+    #[serde(default)]
+    include_dirs: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -714,6 +728,13 @@ impl Settings {
                 cache_stats: stats != StatsMode::Off,
                 ingest_dir: ingest_dir.clone(),
                 executor,
+                include_dirs: file
+                    .code
+                    .include_dirs
+                    .iter()
+                    .map(|d| d.trim_matches('/').to_string())
+                    .filter(|d| !d.is_empty() && !d.split('/').any(|c| c == ".."))
+                    .collect(),
             },
             index: IndexOptions {
                 threads: file.index.threads.unwrap_or(cores).max(1),

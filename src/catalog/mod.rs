@@ -46,7 +46,7 @@ use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
 /// another version is emptied and rebuilt from the roots.
-pub const SCHEMA_VERSION: u32 = 16;
+pub const SCHEMA_VERSION: u32 = 17;
 
 const DB_FILE: &str = "catalog.redb";
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -104,6 +104,8 @@ pub struct Catalog {
     text_stale: std::sync::atomic::AtomicBool,
     /// Every source file's symbol names, for `find_symbol`.
     symbols: code::SymbolIndex,
+    /// Every source file's references, includes and bases.
+    relations: code::RelationIndex,
 }
 
 pub fn db_path(dir: &Path) -> PathBuf {
@@ -196,6 +198,7 @@ impl Catalog {
             text: Some(text),
             text_stale: Default::default(),
             symbols: Default::default(),
+            relations: Default::default(),
         };
         catalog.ensure_schema().map_err(OpenError::Failed)?;
         catalog.sync_roots().map_err(OpenError::Failed)?;
@@ -236,6 +239,7 @@ impl Catalog {
             text: None,
             text_stale: Default::default(),
             symbols: Default::default(),
+            relations: Default::default(),
         };
         catalog.load_mirror().map_err(OpenError::Failed)?;
         Ok(catalog)
@@ -475,10 +479,18 @@ impl Catalog {
         for (old, new) in changes {
             if let Some(old) = old {
                 self.symbols.remove(old);
+                self.relations.remove(old);
             }
             if let Some((id, root, rel, rows)) = new
-                && let Some(file) = code::code_file_of(rows)
+                && let Some((file, refs)) = code::code_file_of(rows)
             {
+                self.relations.insert(code::FileRelations::new(
+                    id,
+                    root,
+                    rel.to_string(),
+                    &file,
+                    refs,
+                ));
                 self.symbols.insert(id, root, rel, file);
             }
         }

@@ -417,6 +417,9 @@ mod tests {
             include_count: 0,
             has_errors: false,
             error_ranges: vec![],
+            includes: vec![],
+            class_info: vec![],
+            lines: Default::default(),
         };
         idx.insert(
             1,

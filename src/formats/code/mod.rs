@@ -4,7 +4,10 @@
 //! a client are compiled and run here too (`query`). This module knows nothing
 //! of the catalog or of MCP.
 
+mod members;
 mod query;
+mod refs;
+mod relations;
 mod symbols;
 
 use std::fs::File;
@@ -16,7 +19,11 @@ use serde::{Deserialize, Serialize};
 use super::FormatError;
 
 pub use query::{CompiledQuery, QueryCapture, QueryError, QueryLimits, QueryRun};
-pub use symbols::{CodeFile, ErrorRange, Symbol, SymbolKind};
+pub use relations::{
+    Access, Base, ClassInfo, CodeRefs, Include, LineCounts, Member, MemberKind, Reference, Role,
+    ScopeEntry, ScopeKind,
+};
+pub use symbols::{CodeFile, ErrorRange, Extracted, Symbol, SymbolKind};
 
 /// Largest source file quarry parses: past this it is generated code or data.
 pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
@@ -145,13 +152,13 @@ pub fn read_and_parse(name: &str, file: File) -> Result<ParsedSource, FormatErro
     parse(language, read_text(file)?, PARSE_BUDGET)
 }
 
-/// The classes, functions, include count and errors of the source file `name`.
-pub fn read(name: &str, file: File) -> Result<CodeFile, FormatError> {
+/// The symbols, relations and references of the source file `name`.
+pub fn read(name: &str, file: File) -> Result<Extracted, FormatError> {
     Ok(symbols::extract(&read_and_parse(name, file)?))
 }
 
 /// Extracts what the catalog keeps of an already parsed source.
-pub fn extract(source: &ParsedSource) -> CodeFile {
+pub fn extract(source: &ParsedSource) -> Extracted {
     symbols::extract(source)
 }
 

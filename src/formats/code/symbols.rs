@@ -6,9 +6,12 @@
 //! name as written: for an out-of-line C++ definition `void A::f()` that is
 //! where `A::f` starts, as the reference server reports it.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
+use super::relations::{ClassInfo, CodeRefs, Include, LineCounts, RawRef, ScopeEntry, ScopeKind};
 use super::{Language, ParsedSource};
 
 /// Most syntax-error ranges kept per file: a file that is not code at all would
@@ -72,6 +75,11 @@ pub struct CodeFile {
     pub include_count: u32,
     pub has_errors: bool,
     pub error_ranges: Vec<ErrorRange>,
+    /// `#include`s or imports, in source order.
+    pub includes: Vec<Include>,
+    /// Bases and members of each class with a body, in source order.
+    pub class_info: Vec<ClassInfo>,
+    pub lines: LineCounts,
 }
 
 impl CodeFile {
@@ -85,37 +93,73 @@ impl CodeFile {
 }
 
 /// One enclosing scope while walking.
-struct Scope {
+pub(super) struct Scope {
     /// The scope's qualified name.
-    qualified: String,
-    is_class: bool,
+    pub(super) qualified: String,
+    pub(super) is_class: bool,
+    /// Its entry in the references' scope table, plus one.
+    pub(super) entry: u32,
+    /// Parameters and local variables of a function scope: uses of these
+    /// names are not references to a symbol.
+    pub(super) locals: HashSet<String>,
 }
 
-pub(super) fn extract(source: &ParsedSource) -> CodeFile {
+/// A node on the path from the root to the node being visited.
+pub(super) struct Frame<'t> {
+    pub(super) node: Node<'t>,
+    pub(super) field: Option<&'static str>,
+    /// The node opened a scope, closed when it is left.
+    pub(super) opened: bool,
+    /// Its identifiers were recorded by the statement (imports).
+    pub(super) skip: bool,
+    /// Inside a Python type annotation.
+    pub(super) in_type: bool,
+    /// For a qualified name (or a template naming one): the qualifier of
+    /// the name it ends in, and of its scope part.
+    pub(super) name_qual: Option<String>,
+    pub(super) scope_qual: Option<String>,
+}
+
+/// Everything quarry keeps of a parsed source file.
+pub struct Extracted {
+    pub file: CodeFile,
+    pub refs: CodeRefs,
+}
+
+pub(super) fn extract(source: &ParsedSource) -> Extracted {
     let mut walk = Walk {
         text: &source.text,
         language: source.language,
         scopes: Vec::new(),
+        frames: Vec::new(),
+        refs: Vec::new(),
+        scope_entries: Vec::new(),
+        usings: Vec::new(),
+        comments: Vec::new(),
+        aliases: Default::default(),
         out: CodeFile {
             language: source.language,
             symbols: Vec::new(),
             include_count: 0,
             has_errors: source.tree.root_node().has_error(),
             error_ranges: Vec::new(),
+            includes: Vec::new(),
+            class_info: Vec::new(),
+            lines: LineCounts::default(),
         },
     };
     // One cursor over the whole tree, no recursion (hostile input nests deeper
-    // than a thread's stack allows) and no allocation per node. `opened[d]`
-    // says whether the node at depth d opened a scope to close when it is left.
+    // than a thread's stack allows). `frames` is the path to the current node:
+    // what its ancestors are decides how an identifier is used.
     let mut cursor = source.tree.root_node().walk();
-    let mut opened: Vec<bool> = Vec::new();
     'tree: loop {
-        opened.push(walk.visit(cursor.node()));
+        let frame = walk.enter(cursor.node(), cursor.field_name());
+        walk.frames.push(frame);
         if cursor.goto_first_child() {
             continue;
         }
         loop {
-            if opened.pop() == Some(true) {
+            if walk.frames.pop().is_some_and(|f| f.opened) {
                 walk.scopes.pop();
             }
             if cursor.goto_next_sibling() {
@@ -126,19 +170,33 @@ pub(super) fn extract(source: &ParsedSource) -> CodeFile {
             }
         }
     }
-    walk.out
+    walk.out.lines = super::relations::count_lines(&source.text, &walk.comments);
+    let refs = CodeRefs::build(walk.refs, walk.scope_entries, walk.usings);
+    Extracted {
+        file: walk.out,
+        refs,
+    }
 }
 
-struct Walk<'a> {
-    text: &'a str,
-    language: Language,
-    scopes: Vec<Scope>,
-    out: CodeFile,
+pub(super) struct Walk<'a> {
+    pub(super) text: &'a str,
+    pub(super) language: Language,
+    pub(super) scopes: Vec<Scope>,
+    pub(super) frames: Vec<Frame<'a>>,
+    pub(super) refs: Vec<RawRef>,
+    pub(super) scope_entries: Vec<ScopeEntry>,
+    pub(super) usings: Vec<String>,
+    /// Byte ranges of comments, in order.
+    pub(super) comments: Vec<(usize, usize)>,
+    /// Python names bound by imports: local name -> (the module it comes
+    /// from, "" for a module itself; the full dotted name it stands for).
+    pub(super) aliases: std::collections::HashMap<String, (String, String)>,
+    pub(super) out: CodeFile,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
     /// Records what `node` declares; true when it opened a scope its children are in.
-    fn visit(&mut self, node: Node) -> bool {
+    pub(super) fn visit(&mut self, node: Node) -> bool {
         if node.is_error() || node.is_missing() {
             self.note_error(node);
         }
@@ -147,19 +205,28 @@ impl Walk<'_> {
                 let name = node
                     .child_by_field_name("name")
                     .map_or_else(|| "(anonymous)".to_string(), |n| self.compact(n));
-                self.open_scope(&name, false);
+                self.open_scope(&name, ScopeKind::Namespace);
                 true
             }
             (Language::Cpp, "class_specifier" | "struct_specifier") => self.cpp_class(node),
             (Language::Python, "class_definition") => self.python_class(node),
             (Language::Cpp, "function_definition") => self.cpp_function(node),
             (Language::Python, "function_definition") => self.python_function(node),
-            (Language::Cpp, "preproc_include")
-            | (
+            (Language::Cpp, "preproc_include") => {
+                self.out.include_count += 1;
+                self.cpp_include(node);
+                false
+            }
+            (
                 Language::Python,
                 "import_statement" | "import_from_statement" | "future_import_statement",
             ) => {
                 self.out.include_count += 1;
+                self.python_import(node);
+                false
+            }
+            (_, "comment") => {
+                self.comments.push((node.start_byte(), node.end_byte()));
                 false
             }
             _ => false,
@@ -189,17 +256,15 @@ impl Walk<'_> {
             SymbolKind::Class
         };
         let Some(name_node) = node.child_by_field_name("name") else {
-            self.open_scope("(anonymous)", true);
+            self.open_scope("(anonymous)", ScopeKind::Class);
             return true;
         };
         let written = self.compact(name_node);
         let (qualifier, name) = split_qualified(&written);
         self.record(node, name_node, name, qualifier, kind);
         let qualified = self.symbol_qualified_name(qualifier, name);
-        self.scopes.push(Scope {
-            qualified,
-            is_class: true,
-        });
+        self.push_scope(qualified, ScopeKind::Class);
+        self.cpp_class_info(node);
         true
     }
 
@@ -209,7 +274,8 @@ impl Walk<'_> {
         };
         let name = self.compact(name_node);
         self.record(node, name_node, &name, "", SymbolKind::Class);
-        self.open_scope(&name, true);
+        self.open_scope(&name, ScopeKind::Class);
+        self.python_class_info(node);
         true
     }
 
@@ -226,10 +292,7 @@ impl Walk<'_> {
         };
         self.record(node, name_node, name, qualifier, kind);
         let qualified = self.symbol_qualified_name(qualifier, name);
-        self.scopes.push(Scope {
-            qualified,
-            is_class: false,
-        });
+        self.push_scope(qualified, ScopeKind::Function);
         true
     }
 
@@ -244,26 +307,38 @@ impl Walk<'_> {
             SymbolKind::Function
         };
         self.record(node, name_node, &name, "", kind);
-        self.open_scope(&name, false);
+        self.open_scope(&name, ScopeKind::Function);
         true
     }
 
-    fn in_class(&self) -> bool {
+    pub(super) fn in_class(&self) -> bool {
         self.scopes.last().is_some_and(|s| s.is_class)
     }
 
-    fn separator(&self) -> &'static str {
+    pub(super) fn separator(&self) -> &'static str {
         match self.language {
             Language::Cpp => "::",
             Language::Python => ".",
         }
     }
 
-    fn open_scope(&mut self, name: &str, is_class: bool) {
+    fn open_scope(&mut self, name: &str, kind: ScopeKind) {
         let qualified = self.symbol_qualified_name("", name);
+        self.push_scope(qualified, kind);
+    }
+
+    /// Enters a scope, giving it an entry in the references' scope table.
+    fn push_scope(&mut self, qualified: String, kind: ScopeKind) {
+        self.scope_entries.push(ScopeEntry {
+            name: qualified.clone(),
+            kind,
+            parent: self.scopes.last().map_or(0, |s| s.entry),
+        });
         self.scopes.push(Scope {
             qualified,
-            is_class,
+            is_class: kind == ScopeKind::Class,
+            entry: self.scope_entries.len() as u32,
+            locals: HashSet::new(),
         });
     }
 
@@ -319,24 +394,28 @@ impl Walk<'_> {
     }
 
     /// A node's text with whitespace removed (`operator +` and `A :: f` as one word).
-    fn compact(&self, node: Node) -> String {
-        let text = self.text.get(node.byte_range()).unwrap_or_default();
-        let mut out = String::with_capacity(text.len());
-        let mut last_was_space = false;
-        for c in text.chars() {
-            if c.is_whitespace() {
-                last_was_space = true;
-                continue;
-            }
-            // Keep one space between two words (`operator new`, `unsigned int`).
-            if last_was_space && is_word_char(c) && out.chars().last().is_some_and(is_word_char) {
-                out.push(' ');
-            }
-            last_was_space = false;
-            out.push(c);
-        }
-        out
+    pub(super) fn compact(&self, node: Node) -> String {
+        compact_text(self.text.get(node.byte_range()).unwrap_or_default())
     }
+}
+
+/// A text with whitespace removed but between two words.
+fn compact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last_was_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            last_was_space = true;
+            continue;
+        }
+        // Keep one space between two words (`operator new`, `unsigned int`).
+        if last_was_space && is_word_char(c) && out.chars().last().is_some_and(is_word_char) {
+            out.push(' ');
+        }
+        last_was_space = false;
+        out.push(c);
+    }
+    out
 }
 
 fn is_word_char(c: char) -> bool {
@@ -346,7 +425,7 @@ fn is_word_char(c: char) -> bool {
 /// The node naming a C++ function definition: the declarator of its
 /// `function_declarator`, under any pointer, reference or parenthesised
 /// declarators (`int *f()`, `T& operator=(...)`).
-fn cpp_function_name(node: Node) -> Option<Node> {
+pub(super) fn cpp_function_name(node: Node) -> Option<Node> {
     let mut declarator = node.child_by_field_name("declarator")?;
     for _ in 0..16 {
         if declarator.kind() == "function_declarator" {
@@ -364,7 +443,7 @@ fn last_named_child(node: Node) -> Option<Node> {
 }
 
 /// `A::B::f` as (`A::B`, `f`); `::` inside template arguments does not split.
-fn split_qualified(written: &str) -> (&str, &str) {
+pub(super) fn split_qualified(written: &str) -> (&str, &str) {
     let mut depth = 0i32;
     let mut split = None;
     let bytes = written.as_bytes();
@@ -389,7 +468,7 @@ mod tests {
     use crate::formats::code::{PARSE_BUDGET, parse};
 
     fn symbols(language: Language, text: &str) -> CodeFile {
-        extract(&parse(language, text.to_string(), PARSE_BUDGET).unwrap())
+        extract(&parse(language, text.to_string(), PARSE_BUDGET).unwrap()).file
     }
 
     fn summary(file: &CodeFile) -> Vec<(String, &'static str, u32, u32, Option<String>)> {

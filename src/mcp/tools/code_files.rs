@@ -166,7 +166,9 @@ pub(super) fn code_file(ctx: &Context, root: usize, rel: &str) -> Result<CodeFil
                 .open(root, rel)
                 .map_err(|e| e.to_string())?;
             let name = rel.rsplit('/').next().unwrap_or(rel);
-            code::read(name, file).map_err(|e| format!("Failed to parse file: {e}"))
+            code::read(name, file)
+                .map(|e| e.file)
+                .map_err(|e| format!("Failed to parse file: {e}"))
         }
     }
 }

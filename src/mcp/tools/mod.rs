@@ -5,6 +5,9 @@ mod arguments;
 mod bins;
 mod code;
 mod code_files;
+mod code_graph;
+mod code_includes;
+mod code_nav;
 mod documents;
 mod files;
 mod hdf5;
@@ -127,6 +130,9 @@ pub struct ServerSettings {
     pub ingest_dir: Option<PathBuf>,
     /// Where dataset calls run (`[executor]`).
     pub executor: crate::executor::ExecutorSettings,
+    /// `[code] include_dirs`: folders, relative to each root, where C++
+    /// includes are looked for.
+    pub include_dirs: Vec<String>,
 }
 
 impl Default for ServerSettings {
@@ -140,6 +146,7 @@ impl Default for ServerSettings {
             cache_stats: true,
             ingest_dir: None,
             executor: Default::default(),
+            include_dirs: Vec::new(),
         }
     }
 }
@@ -301,6 +308,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .chain(hdf5::TOOLS)
         .chain(hdf5_export::TOOLS)
         .chain(code::TOOLS)
+        .chain(code_nav::TOOLS)
+        .chain(code_graph::TOOLS)
         .chain(rag::TOOLS)
         .chain(resources::TOOLS)
 }

@@ -1,0 +1,5 @@
+#pragma once
+
+namespace settings {
+constexpr bool kVerbose = true;
+}

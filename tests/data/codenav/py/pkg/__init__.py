@@ -1,0 +1,4 @@
+"""A package of readers."""
+from .base import Reader
+
+__all__ = ["Reader"]
