@@ -40,12 +40,10 @@ async fn a_filter_this_build_lacks_is_unsupported_filter() {
     let client = s.mcp().await;
     wait_indexed(&client).await;
     // The test filter is in no build at all; its id and name are the registry's.
-    let cases = [
-        (
-            uri(&s, "test_filter.h5", "/filtered"),
-            "filter quarry-test-identity (333) is not available",
-        ),
-    ];
+    let cases = [(
+        uri(&s, "test_filter.h5", "/filtered"),
+        "filter quarry-test-identity (333) is not available",
+    )];
     for (uri, expected) in &cases {
         for (tool, args) in [
             ("read_dataset_slice", json!({"uri": uri, "slice_str": ":4"})),

@@ -5,8 +5,8 @@
 pub mod docs;
 pub mod rag;
 pub mod raw;
-pub mod test_filter;
 pub mod remote;
+pub mod test_filter;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

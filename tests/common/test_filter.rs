@@ -48,4 +48,3 @@ pub fn write_with_test_filter(file: &Path) {
         .create("filtered")
         .unwrap();
 }
-
