@@ -101,15 +101,7 @@ impl Http {
 
     /// The request path of `rel` (percent-encoded).
     fn path_of(&self, rel: &str) -> String {
-        let mut path = self.prefix.clone();
-        for part in rel.split('/').filter(|p| !p.is_empty()) {
-            path.push('/');
-            path.push_str(&encode_component(part));
-        }
-        if path.is_empty() {
-            path.push('/');
-        }
-        path
+        super::url::join_encoded(&self.prefix, rel)
     }
 
     /// A request to `path` with `query` pairs and a `Range`, signed for S3

@@ -125,15 +125,7 @@ impl RootUrl {
 
     /// The path part of `file_url` (what an HTTP request names).
     pub fn file_path(&self, rel: &str) -> String {
-        let mut path = self.path.clone();
-        for part in rel.split('/').filter(|p| !p.is_empty()) {
-            path.push('/');
-            path.push_str(&encode_component(part));
-        }
-        if path.is_empty() {
-            path.push('/');
-        }
-        path
+        join_encoded(&self.path, rel)
     }
 
     /// The root-relative path (decoded) that `url` names, when `url` lies
@@ -214,6 +206,20 @@ pub fn decode_component(part: &str) -> Option<String> {
     }
     let s = String::from_utf8(out).ok()?;
     (!s.contains(['/', '\0'])).then_some(s)
+}
+
+/// `prefix` followed by each name of the root-relative `rel`, percent-encoded
+/// ("/" for an empty result): a request path no name can step out of.
+pub fn join_encoded(prefix: &str, rel: &str) -> String {
+    let mut path = prefix.to_string();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        path.push('/');
+        path.push_str(&encode_component(part));
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    path
 }
 
 #[cfg(test)]

@@ -239,7 +239,21 @@ fn get_include_graph(
     let mut out = ToolOutput::new(data)
         .meta("truncated", false)
         .suggest("get_file_summary(filepath) lists a file's includes with their lines");
-    ctx.budget(tool).cut_list(&mut out, "/edges", |o, cut| {
+    cut_edges(ctx, tool, &mut out, remaining, offset);
+    Ok(out)
+}
+
+/// Cuts a graph answer's `edges` to the result budget: `remaining` is how
+/// many edges there are from `offset` on, so the truncation flag and the next
+/// offset count the edges the page left out, not only those the budget cut.
+fn cut_edges(
+    ctx: &Context,
+    tool: &'static str,
+    out: &mut ToolOutput,
+    remaining: usize,
+    offset: usize,
+) {
+    ctx.budget(tool).cut_list(out, "/edges", |o, cut| {
         let cut = Cut {
             total: remaining.max(cut.kept),
             ..cut
@@ -249,7 +263,6 @@ fn get_include_graph(
         }
         mark_offset(o, cut, offset, tool, "edges");
     });
-    Ok(out)
 }
 
 /// Edges reachable from `start` within `depth` steps, breadth first; `up`
@@ -457,16 +470,7 @@ fn get_class_hierarchy(
     }))
     .meta("truncated", false)
     .suggest("extract_interface(filepath, name) shows a class's public members");
-    ctx.budget(tool).cut_list(&mut out, "/edges", |o, cut| {
-        let cut = Cut {
-            total: remaining.max(cut.kept),
-            ..cut
-        };
-        if cut.truncated() {
-            set(&mut o.data, "truncated", true);
-        }
-        mark_offset(o, cut, offset, tool, "edges");
-    });
+    cut_edges(ctx, tool, &mut out, remaining, offset);
     Ok(out)
 }
 
@@ -575,16 +579,7 @@ fn get_call_graph(
     }))
     .meta("truncated", false)
     .suggest("Calls are matched by name, not type: find_references(name, kind='call') shows each site with its line");
-    ctx.budget(tool).cut_list(&mut out, "/edges", |o, cut| {
-        let cut = Cut {
-            total: remaining.max(cut.kept),
-            ..cut
-        };
-        if cut.truncated() {
-            set(&mut o.data, "truncated", true);
-        }
-        mark_offset(o, cut, offset, tool, "edges");
-    });
+    cut_edges(ctx, tool, &mut out, remaining, offset);
     Ok(out)
 }
 
