@@ -21,6 +21,9 @@ packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle)
 # on loopback ports (tests/common/remote.rs); only the binaries are used.
 packages+=(nginx xrootd-server)
 # --- end remote roots ---
+# Slurm (issue #33): a single-node cluster for the cluster executor's tests
+# (scripts/slurm-local.sh starts and stops it).
+packages+=(slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,34 +31,14 @@ done
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3 python3-venv)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# Code navigation (#31): universal-ctags, the independent reader that
+# scripts/fixtures/code_navigation.py takes includes, imports and class bases from
+# when the fixtures are written again (the tests read the committed JSON).
+command -v ctags >/dev/null || missing+=(universal-ctags)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing: ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# --- slurm (issue 33): a single-node Slurm for the cluster executor's tests
-# (scripts/slurm-local.sh starts and stops it). Debian's slurm-wlm and munge.
-slurm_missing=()
-for p in slurm-wlm munge; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || slurm_missing+=("$p")
-done
-if [ ${#slurm_missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing: ${slurm_missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${slurm_missing[@]}" >/dev/null
-fi
-# --- end slurm
-# Code navigation (#31): universal-ctags, the independent reader that
-# scripts/fixtures/code_navigation.py takes includes, imports and class bases from
-# when the fixtures are written again (the tests read the committed JSON).
-if ! command -v ctags >/dev/null; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq universal-ctags >/dev/null
 fi

@@ -15,7 +15,7 @@ use crate::analysis::{Defines, TreeColumns};
 
 /// Bumped when a field's meaning changes: a worker of another version refuses
 /// the job instead of computing something else.
-pub const JOB_FORMAT: u32 = 1;
+pub const JOB_FORMAT: u32 = 2;
 
 /// What a whole dataset call asks of its workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,8 +38,11 @@ pub struct JobSpec {
 /// One file of the dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileSpec {
-    /// Where workers open it (a shared filesystem's path).
-    pub path: PathBuf,
+    /// Where workers open it: `rel` beneath the root's folder `root` (a
+    /// shared filesystem's path), through the same beneath-the-root opener
+    /// as the daemon, so a link swapped in since indexing cannot lead out.
+    pub root: PathBuf,
+    pub rel: String,
     /// The file as the tools name it (messages, `by_file`).
     pub shown: String,
     pub ntuple: bool,
@@ -200,7 +203,7 @@ pub fn add_bounds(tree: &mut TreeColumns<'_>, bounds: &[ColumnBounds]) {
 /// the daemon opened.
 pub fn file_spec(
     member: &Member<'_>,
-    (path, shown): (&Path, &str),
+    (root, rel, shown): (&Path, &str, &str),
     (read, cut_columns): (&[usize], &[usize]),
 ) -> FileSpec {
     let clusters = crate::analysis::dataset::clusters_of(member.tree, read, 0..member.tree.entries)
@@ -209,7 +212,8 @@ pub fn file_spec(
         .iter()
         .sum();
     FileSpec {
-        path: path.to_path_buf(),
+        root: root.to_path_buf(),
+        rel: rel.to_string(),
         shown: shown.to_string(),
         ntuple: member
             .tree

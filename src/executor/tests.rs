@@ -76,7 +76,7 @@ fn job_of(members: &[Member<'_>], defines: &Defines, op: Op, per: usize) -> JobS
     let files: Vec<_> = members
         .iter()
         .zip(FILES)
-        .map(|(m, name)| file_spec(m, (&path(name), name), (&[], &[])))
+        .map(|(m, name)| file_spec(m, (&path(""), name, name), (&[], &[])))
         .collect();
     JobSpec {
         format: JOB_FORMAT,
@@ -297,7 +297,8 @@ fn a_damaged_file_is_named_and_the_rest_merge() {
         },
         3,
     );
-    spec.files[1].path = broken;
+    spec.files[1].root = dir.path().to_path_buf();
+    spec.files[1].rel = "broken.root".into();
     let jobs = tempfile::tempdir().unwrap();
     let merged = execute(&InProcess, jobs.path(), spec, &Job::default()).unwrap();
     assert_eq!(merged.failed.len(), 1, "{:?}", merged.failed);

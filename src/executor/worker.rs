@@ -45,7 +45,9 @@ pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     let mut opened = Vec::new();
     for index in spec.tasks[task].clone() {
         let file = &spec.files[index];
-        match crate::panics::catch_quietly(|| open(&file.path, &spec.tree, file.ntuple)) {
+        match crate::panics::catch_quietly(|| {
+            open((&file.root, &file.rel), &spec.tree, file.ntuple)
+        }) {
             Ok(Ok((f, tree))) => opened.push(Opened {
                 index,
                 file: f,
@@ -103,9 +105,13 @@ pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     }
 }
 
-/// Opens a file and reads its tree (or RNTuple) at `tree`.
-fn open(path: &Path, tree: &str, ntuple: bool) -> Result<(RootFile, TreeObject), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+/// Opens a file beneath its root and reads its tree (or RNTuple) at `tree`.
+fn open(
+    (root, rel): (&Path, &str),
+    tree: &str,
+    ntuple: bool,
+) -> Result<(RootFile, TreeObject), String> {
+    let file = crate::roots::open_beneath(root, rel).map_err(|e| format!("cannot open: {e}"))?;
     let file = RootFile::open(file).map_err(|e| e.to_string())?;
     let keys = file.walk().map_err(|e| e.to_string())?;
     let class = if ntuple { ANCHOR_CLASS } else { "TTree" };

@@ -41,9 +41,9 @@ const DAMPING_MAX: f64 = 1e8;
 pub struct Scored {
     pub u: Vec<f64>,
     pub inverse: Option<Vec<Vec<f64>>>,
-    /// The cost's gradient at `u`, when scoring ended there converged.
+    /// The cost's gradient at `u` when scoring converged there (None when
+    /// it stopped short of the minimum).
     pub gradient: Option<Vec<f64>>,
-    pub converged: bool,
 }
 
 /// Descends from `u0` by damped Fisher scoring.
@@ -71,7 +71,6 @@ pub fn score(f: &Internal<'_>, binned: &dyn Binned, u0: Vec<f64>) -> Scored {
                 u,
                 inverse,
                 gradient: Some(gradient),
-                converged: true,
             };
         }
         // Near a minimum Fisher scoring converges quadratically; a run of
@@ -83,17 +82,23 @@ pub fn score(f: &Internal<'_>, binned: &dyn Binned, u0: Vec<f64>) -> Scored {
             break;
         }
         last_edm = edm;
-        match descend(f, binned, &u, cost, &fisher, &gradient, &mut damping) {
+        let near = edm < EDM_FLOOR;
+        match descend(
+            f,
+            binned,
+            (&u, cost),
+            (&fisher, &gradient),
+            near,
+            &mut damping,
+        ) {
             Some(step) => (u, mu, cost) = step,
             // No step lowers the cost: at the minimum when the EDM is already
             // small (the numerical gradient's floor), else stuck.
             None => {
-                let converged = edm < EDM_FLOOR;
                 return Scored {
                     u,
                     inverse,
-                    gradient: converged.then_some(gradient),
-                    converged,
+                    gradient: near.then_some(gradient),
                 };
             }
         }
@@ -102,7 +107,6 @@ pub fn score(f: &Internal<'_>, binned: &dyn Binned, u0: Vec<f64>) -> Scored {
         u,
         inverse,
         gradient: None,
-        converged: false,
     }
 }
 
@@ -113,13 +117,11 @@ pub fn score(f: &Internal<'_>, binned: &dyn Binned, u0: Vec<f64>) -> Scored {
 fn descend(
     f: &Internal<'_>,
     binned: &dyn Binned,
-    u: &[f64],
-    cost: f64,
-    fisher: &[Vec<f64>],
-    gradient: &[f64],
+    (u, cost): (&[f64], f64),
+    (fisher, gradient): (&[Vec<f64>], &[f64]),
+    near: bool,
     damping: &mut f64,
 ) -> Option<(Vec<f64>, Vec<f64>, f64)> {
-    let near = half_quadratic(gradient, &invert_positive(fisher)?) < EDM_FLOOR;
     while *damping <= DAMPING_MAX {
         let Some(step) = damped_step(fisher, gradient, *damping) else {
             *damping *= 10.0;

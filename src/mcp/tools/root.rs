@@ -62,7 +62,8 @@ const LIMIT_MAX: usize = 1000;
 pub(super) struct Known {
     pub(super) root: usize,
     pub(super) rel: String,
-    pub(super) abs: std::path::PathBuf,
+    /// The root's canonical folder (the file is `rel` beneath it).
+    pub(super) root_dir: std::path::PathBuf,
     pub(super) record: FileRecord,
 }
 
@@ -102,7 +103,7 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
         ));
     }
     Ok(Known {
-        abs: roots.list()[root].canonical.join(&rel),
+        root_dir: roots.list()[root].canonical.clone(),
         root,
         rel,
         record,
@@ -117,6 +118,11 @@ pub(super) struct Opened {
 }
 
 impl Known {
+    /// The file's absolute path (for messages).
+    pub(super) fn abs(&self) -> std::path::PathBuf {
+        self.root_dir.join(&self.rel)
+    }
+
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
     pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
@@ -125,7 +131,7 @@ impl Known {
             let remote = remote.map_err(|e| ToolError::from_path(&e))?;
             let fingerprint = remote.meta().fingerprint();
             let file = RootFile::from_source(std::sync::Arc::new(remote))
-                .map_err(|e| corrupted(&self.abs, &e))?;
+                .map_err(|e| corrupted(&self.abs(), &e))?;
             return Ok(Opened { file, fingerprint });
         }
         let file = ctx
@@ -137,7 +143,7 @@ impl Known {
         // since the catalog saw it, and only this names what is read.
         let meta = file.metadata().map_err(ToolError::internal)?;
         let fingerprint = crate::catalog::fingerprint(&meta);
-        let file = RootFile::open(file).map_err(|e| corrupted(&self.abs, &e))?;
+        let file = RootFile::open(file).map_err(|e| corrupted(&self.abs(), &e))?;
         Ok(Opened { file, fingerprint })
     }
 
@@ -199,7 +205,7 @@ fn inspect_file(
     } else {
         Vec::new()
     };
-    let path = file.abs.to_string_lossy().into_owned();
+    let path = file.abs().to_string_lossy().into_owned();
     // `offset` skips the first items of each list (a file with thousands of
     // objects is read over several calls).
     let offset = checked_offset("inspect_file", "offset", args.offset)?;
@@ -390,13 +396,13 @@ fn tree_stats(
     }
     let opened = file.open(ctx)?;
     let root = &opened.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
+    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let computed = tree_stats_rows(root, &keys, &tree.path, job).map_err(|e| {
         // Stopped work is not the file's fault (and leaves nothing to store).
         if job.is_stopped() {
             ToolError::stopped(job)
         } else {
-            corrupted(&file.abs, &e)
+            corrupted(&file.abs(), &e)
         }
     })?;
     if ctx.settings.cache_stats {
@@ -500,7 +506,7 @@ pub(super) fn stored_histogram(
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
     let root = file.open(ctx)?.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs, &e))?;
+    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),
         Some(cycle) => keys
@@ -510,7 +516,7 @@ pub(super) fn stored_histogram(
     .ok_or_else(|| ToolError::internal("the histogram is in the catalog but not in the file"))?;
     let h = root
         .histogram(&key.key)
-        .map_err(|e| corrupted(&file.abs, &e))?;
+        .map_err(|e| corrupted(&file.abs(), &e))?;
     Ok((h, row.clone()))
 }
 

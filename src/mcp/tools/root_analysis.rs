@@ -133,7 +133,7 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
     let first = t.first();
     let list = format!(
         "list_branches(path='{}', tree='{}')",
-        first.known.abs.display(),
+        first.known.abs().display(),
         first.row.path
     );
     match e {
@@ -170,7 +170,7 @@ pub(super) fn analysis_error(e: AnalysisError, t: &OpenTree, selection: Option<&
                 "Verify that file's integrity, or leave it out of the dataset",
             ),
         },
-        AnalysisError::Format(f) => corrupted(&first.known.abs, &f),
+        AnalysisError::Format(f) => corrupted(&first.known.abs(), &f),
         AnalysisError::Stopped { stop, entries_done } => {
             let (code, why) = match stop {
                 Stop::TimedOut => ("timeout", "took longer than the call's time limit"),

@@ -356,8 +356,8 @@ fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolErro
     let Opened { file, fingerprint } = known.open(ctx)?;
     let key = (known.record.id, fingerprint, row.path.clone());
     let tree = cached_tree(key, || {
-        let keys = file.walk().map_err(|e| corrupted(&known.abs, &e))?;
-        read_object(&file, &keys, &row).map_err(|e| corrupted(&known.abs, &e))
+        let keys = file.walk().map_err(|e| corrupted(&known.abs(), &e))?;
+        read_object(&file, &keys, &row).map_err(|e| corrupted(&known.abs(), &e))
     })?;
     Ok(Part {
         known,
@@ -423,7 +423,7 @@ fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolEr
                             format!(
                                 "the catalog holds no layout of tree '{}' in '{}'",
                                 row.path,
-                                known.abs.display()
+                                known.abs().display()
                             ),
                             "Call without dry_run to read the file",
                         )

@@ -20,7 +20,7 @@ impl OpenTree {
     /// `path='...'` or `dataset='...'`.
     pub(super) fn source_args(&self) -> String {
         match &self.named {
-            Named::Path => format!("path='{}'", self.first().known.abs.display()),
+            Named::Path => format!("path='{}'", self.first().known.abs().display()),
             Named::Glob(g) => format!("dataset='{g}'"),
             Named::Saved(d) => format!("dataset='{}'", d.name),
             Named::List => {

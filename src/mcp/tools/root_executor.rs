@@ -127,7 +127,11 @@ pub(super) fn run_on_cluster(
         .iter()
         .zip(&members)
         .map(|(p, m)| {
-            let mut f = spec::file_spec(m, (&p.known.abs, &p.shown), (read, cut_columns));
+            let mut f = spec::file_spec(
+                m,
+                (&p.known.root_dir, &p.known.rel, &p.shown),
+                (read, cut_columns),
+            );
             f.ntuple = p.row.kind == TREE_KIND_RNTUPLE;
             f
         })
