@@ -69,6 +69,9 @@ PY
       'double_crystal_ball' 'breit_wigner + argus' 'a*exp(-x/t) + b' 'pow(x, p) / (1 + exp((x - m)/w))'; do
       printf '\1%s' "$m" >"$corpus/$(echo "$m" | tr -c 'a-z0-9' _)"
     done
+    # A finding kept as a seed: redundant parameters (a flat cost) with
+    # extended, chi2 and Minos all set, which once ran Minos for 13 s.
+    printf '\57%s' '((x )++w+a)++w+o+++ - m' >"$corpus/degenerate_minos"
     max_len=512
     ;;
   code_query)

@@ -232,6 +232,41 @@ fn fits_take_few_model_evaluations() {
     }
 }
 
+/// A model whose parameters do the same thing (here four additive constants
+/// with `w` counted twice, and the expression's normalisation: five free
+/// parameters; the fuzzer's `fit_model` target found it, fuzz/seeds) has a
+/// flat cost along their sum, and Migrad's rounds would run to their caps.
+/// Migrad stops within Minuit's call limit, 5 × (200 + 100n + 5n²) = 4,125
+/// for n = 5 (a little slack for the Hessian after the last round); Minos,
+/// which needs a valid minimum, is not run, and the reason says so.
+#[test]
+fn a_degenerate_model_stops_within_the_call_limit() {
+    let h = Histogram {
+        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
+        counts: vec![
+            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
+        ],
+        variances: None,
+    };
+    let request = Request {
+        model: "((x )++w+a)++w+o+++ - m",
+        extended: true,
+        cost: CostKind::Chi2,
+        overrides: Vec::new(),
+        minos: MinosRequest::All,
+    };
+    let r = fit::fit(&h, &request).unwrap();
+    assert_eq!(r.params.len(), 5);
+    assert!(r.calls <= 4_125 + 100, "{} evaluations", r.calls);
+    assert_eq!(r.minos_calls, 0);
+    assert!(!r.converged);
+    let reason = r.reason.unwrap();
+    assert!(
+        reason.contains("Minos intervals were not computed"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn the_truth_is_within_the_errors_of_a_generated_peak() {
     let c = case("signal_background");

@@ -2,7 +2,7 @@
 //! parameter is fixed at trial values and the others minimised again until the
 //! profile rises by 1 (Δ(−2 ln L) = 1, or Δχ² = 1) above the minimum.
 
-use super::minimise::{Cost, Internal, Param, migrad};
+use super::minimise::{Cost, Internal, Param, call_limit, migrad};
 
 /// Trials per side at most.
 const TRIALS: usize = 12;
@@ -10,15 +10,18 @@ const TRIALS: usize = 12;
 const TOLERANCE: f64 = 1e-4;
 
 /// One side of a Minos interval: the signed distance from the best value,
-/// whether it stopped at a limit, and whether the profile was found.
+/// whether it stopped at a limit, whether the profile was found, and the cost
+/// evaluations it took.
 #[derive(Debug, Clone, Copy)]
 pub struct Side {
     pub error: f64,
     pub at_limit: bool,
     pub valid: bool,
+    pub calls: usize,
 }
 
-/// The profile's minimum with parameter `i` fixed at `v`.
+/// The profile's minimum with parameter `i` fixed at `v`, and the cost
+/// evaluations it took.
 fn profile(
     cost: Cost<'_>,
     params: &[Param],
@@ -26,7 +29,8 @@ fn profile(
     cov: &[Vec<f64>],
     i: usize,
     v: f64,
-) -> f64 {
+    budget: usize,
+) -> (f64, usize) {
     let shift = v - best[i];
     let trial: Vec<Param> = params
         .iter()
@@ -45,8 +49,17 @@ fn profile(
             q
         })
         .collect();
-    let f = Internal::new(cost, &trial);
-    migrad(&f, f.start()).fval
+    let mut f = Internal::new(cost, &trial);
+    f.limit = f.limit.min(budget);
+    let fval = migrad(&f, f.start()).fval;
+    (fval, *f.calls.borrow())
+}
+
+/// Minuit's call limit for one side of a Minos interval with `n` free
+/// parameters: 2(n + 1)(200 + 100n + 5n²). Our per-profile Migrad limit is
+/// five times Minuit's, so the side's budget is spent over the trials.
+fn side_limit(n: usize) -> usize {
+    2 * (n + 1) * call_limit(n) / 5
 }
 
 /// Minos for parameter `i` on side `sign` (−1 or +1).
@@ -65,6 +78,7 @@ pub fn side(
             error: 0.0,
             at_limit: false,
             valid: false,
+            calls: 0,
         };
     }
     let limit = if sign > 0.0 {
@@ -73,7 +87,12 @@ pub fn side(
         params[i].lower
     };
     let mut delta = sigma;
+    let budget = side_limit(params.iter().filter(|p| !p.fixed).count());
+    let mut spent = 0;
     for _ in 0..TRIALS {
+        if spent >= budget {
+            break;
+        }
         let mut v = best[i] + sign * delta;
         let mut clamped = false;
         if let Some(l) = limit
@@ -82,12 +101,15 @@ pub fn side(
             v = l;
             clamped = true;
         }
-        let rise = profile(cost, params, best, cov, i, v) - fmin;
+        let (fval, calls) = profile(cost, params, best, cov, i, v, budget - spent);
+        spent += calls;
+        let rise = fval - fmin;
         if clamped && rise < 1.0 {
             return Side {
                 error: v - best[i],
                 at_limit: true,
                 valid: true,
+                calls: spent,
             };
         }
         if (rise - 1.0).abs() < TOLERANCE {
@@ -95,6 +117,7 @@ pub fn side(
                 error: v - best[i],
                 at_limit: false,
                 valid: true,
+                calls: spent,
             };
         }
         let d = (v - best[i]).abs();
@@ -109,5 +132,6 @@ pub fn side(
         error: sign * delta,
         at_limit: false,
         valid: false,
+        calls: spent,
     }
 }

@@ -84,7 +84,10 @@ pub struct Report {
     pub expected: Vec<f64>,
     pub components: Vec<(String, Vec<f64>)>,
     pub pulls: Vec<Option<f64>>,
+    /// Cost evaluations of Migrad and Hesse.
     pub calls: usize,
+    /// Cost evaluations of the Minos profiles.
+    pub minos_calls: usize,
 }
 
 /// The data as the cost sees it: per bin the count, its variance and the
@@ -381,7 +384,16 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
             }
         })
         .collect();
-    if m.inverse.is_some() {
+    let mut minos_calls = 0;
+    // As Minuit, Minos only from a valid minimum: a profile around a point
+    // that is not the minimum (or along a flat direction) means nothing and
+    // can take the whole call budget.
+    let mut reason = m.reason.clone();
+    if !minos_for.is_empty() && !m.converged {
+        reason = reason
+            .map(|r| format!("{r}; Minos intervals were not computed (they need a valid minimum)"));
+    }
+    if m.inverse.is_some() && m.converged {
         for &i in &minos_for {
             if params[i].fixed {
                 continue;
@@ -390,6 +402,7 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
             let upper = minos::side(&cost, &fitted, &best, &covariance, m.fval, i, 1.0);
             results[i].minos_lower = lower.valid.then_some(lower.error);
             results[i].minos_upper = upper.valid.then_some(upper.error);
+            minos_calls += lower.calls + upper.calls;
         }
     }
     let expected = model.expected(&best, edges, data.total);
@@ -426,7 +439,7 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         fval: m.fval,
         edm: m.edm,
         converged: m.converged,
-        reason: m.reason,
+        reason,
         ndf,
         chi2,
         p_value: p(chi2),
@@ -447,6 +460,7 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         components,
         pulls,
         calls: *internal.calls.borrow(),
+        minos_calls,
     })
 }
 

@@ -410,7 +410,7 @@ fn answer(args: &FitArgs, h: &Histogram, r: &Report, offset: usize) -> ToolOutpu
             .collect::<Map<_, _>>()
             .into();
     }
-    let mut out = ToolOutput::new(data).meta("cost_calls", r.calls);
+    let mut out = ToolOutput::new(data).meta("cost_calls", r.calls + r.minos_calls);
     if !r.converged {
         out = out.suggest("Not converged (see reason): give start values or limits in parameters, fix a parameter, or narrow range");
     }
