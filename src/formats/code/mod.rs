@@ -5,6 +5,7 @@
 //! of the catalog or of MCP.
 
 mod members;
+mod names;
 mod query;
 mod refs;
 mod relations;

@@ -31,26 +31,28 @@ impl<'a> Walk<'a> {
     /// Visits `node` (reached as `field` of its parent) and gives its frame.
     pub(super) fn enter(&mut self, node: Node<'a>, field: Option<&'static str>) -> Frame<'a> {
         let parent = self.frames.last();
+        let kind = self.names.kind(node);
         let mut frame = Frame {
             node,
+            kind,
             field,
             opened: false,
             skip: parent.is_some_and(|p| p.skip),
-            in_type: parent.is_some_and(|p| p.in_type) || node.kind() == "type",
+            in_type: parent.is_some_and(|p| p.in_type) || kind == "type",
             name_qual: None,
             scope_qual: None,
         };
         if self.language == Language::Cpp {
             self.qualifiers(&mut frame);
         }
-        frame.opened = self.visit(node);
+        frame.opened = self.visit(node, kind);
         if matches!(
-            node.kind(),
+            kind,
             "import_statement" | "import_from_statement" | "future_import_statement"
         ) {
             frame.skip = true;
         }
-        if !frame.skip && node.child_count() == 0 && is_identifier(self.language, node.kind()) {
+        if !frame.skip && node.child_count() == 0 && is_identifier(self.language, kind) {
             match self.language {
                 Language::Cpp => self.cpp_reference(node, field),
                 Language::Python => self.python_reference(node, field),
@@ -61,7 +63,7 @@ impl<'a> Walk<'a> {
 
     /// The qualifiers a qualified name passes to its parts.
     fn qualifiers(&self, frame: &mut Frame<'a>) {
-        let kind = frame.node.kind();
+        let kind = frame.kind;
         let inherited = || match self.frames.last() {
             Some(p) if frame.field == Some("name") => p.name_qual.clone(),
             _ => None,
@@ -93,7 +95,7 @@ impl<'a> Walk<'a> {
         };
         let at = node.start_position();
         self.refs.push(RawRef {
-            name: name.to_string(),
+            name,
             reference: Reference {
                 line: at.row as u32 + 1,
                 column: at.column as u32,
@@ -155,7 +157,7 @@ impl<'a> Walk<'a> {
         let name = self.text.get(node.byte_range()).unwrap_or_default();
         let parent = self.frames.len().checked_sub(1);
         let Some(mut k) = parent else { return };
-        let qualifier = match (field, self.frames[k].node.kind()) {
+        let qualifier = match (field, self.frames[k].kind) {
             (Some("name"), _) => self.frames[k].name_qual.clone().unwrap_or_default(),
             (Some("scope"), "qualified_identifier") => {
                 self.frames[k].scope_qual.clone().unwrap_or_default()
@@ -164,15 +166,15 @@ impl<'a> Walk<'a> {
         };
         // Climb the wrappers of a name to the node that uses it.
         let mut child_field = field;
-        while CPP_NAME_WRAPPERS.contains(&self.frames[k].node.kind())
-            && (child_field == Some("name") || self.frames[k].node.kind() == "destructor_name")
+        while CPP_NAME_WRAPPERS.contains(&self.frames[k].kind)
+            && (child_field == Some("name") || self.frames[k].kind == "destructor_name")
             && k > 0
         {
             child_field = self.frames[k].field;
             k -= 1;
         }
         let user = self.frames[k].node;
-        let role = match (user.kind(), child_field) {
+        let role = match (self.frames[k].kind, child_field) {
             ("call_expression", Some("function")) => Role::Call,
             ("field_expression", Some("field")) => {
                 let receiver = user.child_by_field_name("argument");
@@ -183,7 +185,7 @@ impl<'a> Walk<'a> {
                 };
                 let called = k > 0
                     && self.frames[k].field == Some("function")
-                    && self.frames[k - 1].node.kind() == "call_expression";
+                    && self.frames[k - 1].kind == "call_expression";
                 let role = if called { Role::Call } else { Role::Use };
                 self.push(node, role, true, qualifier, false);
                 return;
@@ -201,7 +203,7 @@ impl<'a> Walk<'a> {
                 if user.child_by_field_name("body").is_some() {
                     Role::Definition
                 } else if k > 0
-                    && self.frames[k - 1].node.kind() == "declaration"
+                    && self.frames[k - 1].kind == "declaration"
                     && self.frames[k - 1]
                         .node
                         .child_by_field_name("declarator")
@@ -251,10 +253,10 @@ impl<'a> Walk<'a> {
     /// definition, else declared (a prototype, a method declaration).
     fn cpp_function_role(&self, k: usize) -> Role {
         let mut i = k;
-        while i > 0 && CPP_DECLARATOR_WRAPPERS.contains(&self.frames[i].node.kind()) {
+        while i > 0 && CPP_DECLARATOR_WRAPPERS.contains(&self.frames[i].kind) {
             i -= 1;
         }
-        match self.frames[i].node.kind() {
+        match self.frames[i].kind {
             "function_definition" => Role::Definition,
             _ => Role::Declaration,
         }
@@ -269,7 +271,7 @@ impl<'a> Walk<'a> {
         let mut i = k;
         while i > 0
             && matches!(
-                self.frames[i].node.kind(),
+                self.frames[i].kind,
                 "pointer_declarator"
                     | "reference_declarator"
                     | "array_declarator"
@@ -279,8 +281,8 @@ impl<'a> Walk<'a> {
         {
             i -= 1;
         }
-        let init = self.frames[k].node.kind() == "init_declarator";
-        match self.frames[i].node.kind() {
+        let init = self.frames[k].kind == "init_declarator";
+        match self.frames[i].kind {
             "parameter_declaration"
             | "optional_parameter_declaration"
             | "variadic_parameter_declaration" => Some(VariableRole::Local),
@@ -306,12 +308,12 @@ impl<'a> Walk<'a> {
         };
         let user = self.frames[k].node;
         let in_type = self.frames[k].in_type;
-        let role = match (user.kind(), field) {
+        let role = match (self.frames[k].kind, field) {
             ("function_definition" | "class_definition", Some("name")) => Role::Definition,
             ("parameters" | "lambda_parameters", _)
             | ("default_parameter" | "typed_default_parameter", Some("name"))
             | ("keyword_argument", Some("name")) => {
-                if user.kind() != "keyword_argument" {
+                if self.frames[k].kind != "keyword_argument" {
                     self.add_local(name);
                 }
                 return;
@@ -323,7 +325,7 @@ impl<'a> Walk<'a> {
             ("list_splat_pattern" | "dictionary_splat_pattern", _)
                 if k > 0
                     && matches!(
-                        self.frames[k - 1].node.kind(),
+                        self.frames[k - 1].kind,
                         "parameters" | "typed_parameter" | "lambda_parameters"
                     ) =>
             {
@@ -335,7 +337,7 @@ impl<'a> Walk<'a> {
                 let imported = qualifier.1;
                 let called = self.frames[k].field == Some("function")
                     && k > 0
-                    && self.frames[k - 1].node.kind() == "call";
+                    && self.frames[k - 1].kind == "call";
                 let role = if called { Role::Call } else { Role::Use };
                 self.push(node, role, true, qualifier.0, imported);
                 return;
@@ -372,14 +374,14 @@ impl<'a> Walk<'a> {
         let mut f = field;
         while i > 0
             && matches!(
-                self.frames[i].node.kind(),
+                self.frames[i].kind,
                 "pattern_list" | "tuple_pattern" | "list_pattern"
             )
         {
             f = self.frames[i].field;
             i -= 1;
         }
-        match self.frames[i].node.kind() {
+        match self.frames[i].kind {
             "assignment" | "for_statement" | "for_in_clause" => f == Some("left"),
             "as_pattern_target" => true,
             "global_statement" | "nonlocal_statement" => true,

@@ -99,10 +99,11 @@ pub struct Reference {
     pub scope: u32,
 }
 
-/// A reference while the walk collects them.
+/// A reference while the walk collects them (the name borrowed from the
+/// file's text: a file has tens of thousands of uses).
 #[derive(Debug, Clone)]
-pub(super) struct RawRef {
-    pub name: String,
+pub(super) struct RawRef<'t> {
+    pub name: &'t str,
     pub reference: Reference,
     pub qualifier: String,
 }
@@ -128,13 +129,13 @@ const QUALIFIED_BIT: u8 = 0x40;
 
 impl CodeRefs {
     pub(super) fn build(
-        mut raw: Vec<RawRef>,
+        mut raw: Vec<RawRef<'_>>,
         scopes: Vec<ScopeEntry>,
         usings: Vec<String>,
     ) -> Self {
         raw.sort_by(|a, b| {
-            (a.name.as_str(), a.reference.line, a.reference.column).cmp(&(
-                b.name.as_str(),
+            (a.name, a.reference.line, a.reference.column).cmp(&(
+                b.name,
                 b.reference.line,
                 b.reference.column,
             ))
@@ -148,11 +149,11 @@ impl CodeRefs {
         let mut qualifier_ids = std::collections::HashMap::new();
         let mut last_line = 0;
         for r in raw {
-            if out.names.last() != Some(&r.name) {
+            if out.names.last().map(String::as_str) != Some(r.name) {
                 if !out.names.is_empty() {
                     out.ends.push(out.packed.len() as u32);
                 }
-                out.names.push(r.name.clone());
+                out.names.push(r.name.to_string());
                 last_line = 0;
             }
             let q = if r.qualifier.is_empty() {
@@ -428,9 +429,9 @@ pub(super) fn count_lines(text: &str, comments: &[(usize, usize)]) -> LineCounts
 mod tests {
     use super::*;
 
-    fn raw(name: &str, line: u32, column: u32, role: Role, qualifier: &str) -> RawRef {
+    fn raw<'t>(name: &'t str, line: u32, column: u32, role: Role, qualifier: &str) -> RawRef<'t> {
         RawRef {
-            name: name.into(),
+            name,
             reference: Reference {
                 line,
                 column,

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
+use super::names::Names;
 use super::relations::{ClassInfo, CodeRefs, Include, LineCounts, RawRef, ScopeEntry, ScopeKind};
 use super::{Language, ParsedSource};
 
@@ -107,6 +108,8 @@ pub(super) struct Scope {
 /// A node on the path from the root to the node being visited.
 pub(super) struct Frame<'t> {
     pub(super) node: Node<'t>,
+    /// `node.kind()`, looked up once.
+    pub(super) kind: &'static str,
     pub(super) field: Option<&'static str>,
     /// The node opened a scope, closed when it is left.
     pub(super) opened: bool,
@@ -130,6 +133,7 @@ pub(super) fn extract(source: &ParsedSource) -> Extracted {
     let mut walk = Walk {
         text: &source.text,
         language: source.language,
+        names: Names::of(source.language),
         scopes: Vec::new(),
         frames: Vec::new(),
         refs: Vec::new(),
@@ -153,7 +157,7 @@ pub(super) fn extract(source: &ParsedSource) -> Extracted {
     // what its ancestors are decides how an identifier is used.
     let mut cursor = source.tree.root_node().walk();
     'tree: loop {
-        let frame = walk.enter(cursor.node(), cursor.field_name());
+        let frame = walk.enter(cursor.node(), walk.names.field(&cursor));
         walk.frames.push(frame);
         if cursor.goto_first_child() {
             continue;
@@ -181,9 +185,10 @@ pub(super) fn extract(source: &ParsedSource) -> Extracted {
 pub(super) struct Walk<'a> {
     pub(super) text: &'a str,
     pub(super) language: Language,
+    pub(super) names: &'static Names,
     pub(super) scopes: Vec<Scope>,
     pub(super) frames: Vec<Frame<'a>>,
-    pub(super) refs: Vec<RawRef>,
+    pub(super) refs: Vec<RawRef<'a>>,
     pub(super) scope_entries: Vec<ScopeEntry>,
     pub(super) usings: Vec<String>,
     /// Byte ranges of comments, in order.
@@ -196,11 +201,11 @@ pub(super) struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// Records what `node` declares; true when it opened a scope its children are in.
-    pub(super) fn visit(&mut self, node: Node) -> bool {
+    pub(super) fn visit(&mut self, node: Node, kind: &'static str) -> bool {
         if node.is_error() || node.is_missing() {
             self.note_error(node);
         }
-        match (self.language, node.kind()) {
+        match (self.language, kind) {
             (Language::Cpp, "namespace_definition") => {
                 let name = node
                     .child_by_field_name("name")

@@ -1,0 +1,102 @@
+//! Node kind and field names looked up by id. tree-sitter's `Node::kind` and
+//! `TreeCursor::field_name` measure and UTF-8-check a C string on every call,
+//! and the symbol walk asks for them at every node of every file (several
+//! times per identifier, for its ancestors); a table per language, built
+//! once, turns each into an index.
+
+use std::sync::OnceLock;
+
+use tree_sitter::{Node, TreeCursor};
+
+use super::Language;
+
+pub(super) struct Names {
+    kinds: Vec<&'static str>,
+    /// Indexed by field id; id 0 is no field.
+    fields: Vec<Option<&'static str>>,
+}
+
+impl Names {
+    pub(super) fn of(language: Language) -> &'static Names {
+        static CPP: OnceLock<Names> = OnceLock::new();
+        static PYTHON: OnceLock<Names> = OnceLock::new();
+        let cell = match language {
+            Language::Cpp => &CPP,
+            Language::Python => &PYTHON,
+        };
+        cell.get_or_init(|| Names::build(&language.grammar()))
+    }
+
+    fn build(grammar: &tree_sitter::Language) -> Names {
+        let kinds = (0..grammar.node_kind_count())
+            .map(|id| grammar.node_kind_for_id(id as u16).unwrap_or(""))
+            .collect();
+        let fields = (0..=grammar.field_count())
+            .map(|id| grammar.field_name_for_id(id as u16))
+            .collect();
+        Names { kinds, fields }
+    }
+
+    /// What `node.kind()` says, without its string conversion.
+    pub(super) fn kind(&self, node: Node) -> &'static str {
+        match self.kinds.get(usize::from(node.kind_id())) {
+            Some(kind) => kind,
+            // The error symbol (`u16::MAX`) is outside the table.
+            None => node.kind(),
+        }
+    }
+
+    /// What `cursor.field_name()` says, without its string conversion.
+    pub(super) fn field(&self, cursor: &TreeCursor) -> Option<&'static str> {
+        let id = cursor.field_id()?;
+        self.fields.get(usize::from(id.get())).copied().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every node of real files, with aliases and errors among them, gets
+    /// the same kind and field names from the table as from tree-sitter.
+    #[test]
+    fn table_names_equal_tree_sitters() {
+        let sources = [
+            (
+                Language::Cpp,
+                include_str!("../../../testdata/code/cpp/include/calo/Calibrator.hpp"),
+            ),
+            (
+                Language::Cpp,
+                "int f( { class ; namespace x { template<> } ",
+            ),
+            (
+                Language::Python,
+                include_str!("../../../testdata/code/python/calo_tools/calibration.py"),
+            ),
+            (Language::Python, "def f(:\n  return [x for in y\n"),
+        ];
+        for (language, text) in sources {
+            let names = Names::of(language);
+            let mut parser = tree_sitter::Parser::new();
+            parser.set_language(&language.grammar()).unwrap();
+            let tree = parser.parse(text, None).unwrap();
+            let mut cursor = tree.walk();
+            let mut seen = 0;
+            'tree: loop {
+                assert_eq!(names.kind(cursor.node()), cursor.node().kind());
+                assert_eq!(names.field(&cursor), cursor.field_name());
+                seen += 1;
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break 'tree;
+                    }
+                }
+            }
+            assert!(seen > 10, "{seen} nodes");
+        }
+    }
+}
