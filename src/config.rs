@@ -206,15 +206,17 @@ impl ExecutorConfig {
             Some(gb) if gb.is_finite() && gb >= 0.0 => Some((gb * 1e9) as u64),
             Some(gb) => anyhow::bail!("[executor] auto_above_gb must be a number of GB, not {gb}"),
         };
+        let slurm = crate::executor::slurm::SlurmSettings {
+            partition: self.partition,
+            max_jobs: self.max_jobs,
+            files_per_job: self.files_per_job,
+            time_limit: self.time_limit,
+            extra_args: self.extra_args,
+        };
+        slurm.check().map_err(anyhow::Error::msg)?;
         Ok(crate::executor::ExecutorSettings {
             kind: self.kind.unwrap_or_default(),
-            slurm: crate::executor::slurm::SlurmSettings {
-                partition: self.partition,
-                max_jobs: self.max_jobs,
-                files_per_job: self.files_per_job,
-                time_limit: self.time_limit,
-                extra_args: self.extra_args,
-            },
+            slurm,
             auto_above_bytes,
             jobs_dir: Some(crate::executor::jobs_dir(catalog_dir)),
             quarry: self.quarry.map(|q| relative_to(base, q)),
@@ -925,3 +927,7 @@ mod tests {
         assert!(err.to_string().contains("no data roots"));
     }
 }
+
+#[cfg(test)]
+#[path = "config/executor_tests.rs"]
+mod executor_tests;

@@ -15,7 +15,7 @@ use crate::analysis::{Defines, TreeColumns};
 
 /// Bumped when a field's meaning changes: a worker of another version refuses
 /// the job instead of computing something else.
-pub const JOB_FORMAT: u32 = 2;
+pub const JOB_FORMAT: u32 = 3;
 
 /// What a whole dataset call asks of its workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +78,12 @@ pub enum Op {
         y: String,
         axes: (AxisSpec, AxisSpec),
     },
+    /// The moments of each of `values` (get_branch_stats without quantiles:
+    /// count, mean, std, min, max), each a scan of its own as locally.
+    Moments {
+        values: Vec<String>,
+        cut: Option<String>,
+    },
     /// Cuts applied in order (cutflow), with n-1 counts when asked.
     Cutflow {
         cuts: Vec<String>,
@@ -130,6 +136,7 @@ impl Op {
             Op::Range { fill } | Op::Histogram { fill, .. } | Op::Histogram2d { fill, .. } => {
                 fill.cut.as_deref()
             }
+            Op::Moments { cut, .. } => cut.as_deref(),
             Op::Cutflow { cuts, .. } => cuts.first().map(String::as_str),
         }
     }

@@ -12,6 +12,7 @@ use super::spec::{JobSpec, Op, add_bounds};
 use crate::analysis::cutflow::{FlowRequest, cutflow};
 use crate::analysis::dataset::Member;
 use crate::analysis::ops::{HistRequest, count_selected, histogram, histogram_2d, value_range};
+use crate::analysis::quantiles::branch_moments;
 use crate::analysis::{AnalysisError, Plan, TreeColumns, TreeObject, quantities};
 use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{RootFile, latest};
@@ -209,6 +210,18 @@ fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), Analysis
             let req = request(&value, &cut, &weight, fill.flatten);
             let axes = (axes.0.into(), axes.1.into());
             Partial::Histogram2d(histogram_2d(&members, &req, &y, axes, &job)?)
+        }
+        Op::Moments { values, cut } => {
+            let cut = expression(cut)?;
+            let shares = values
+                .iter()
+                .map(|text| {
+                    let value = quantity(text)?;
+                    let req = request(&value, &cut, &None, true);
+                    branch_moments(&members, &req, &job)
+                })
+                .collect::<Result<Vec<_>, AnalysisError>>()?;
+            Partial::Moments(shares)
         }
         Op::Cutflow {
             cuts,

@@ -180,6 +180,11 @@ fn answer(merged: Merged, files: usize, tasks: usize) -> ClusterAnswer {
             Partial::Histogram(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Histogram2d(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Cutflow { by_file, .. } => spread_all(by_file, &files_read, files),
+            Partial::Moments(shares) => {
+                for share in shares {
+                    spread_all(&mut share.by_member, &files_read, files);
+                }
+            }
             Partial::Range(_) => {}
         }
         p
