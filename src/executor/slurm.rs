@@ -39,8 +39,18 @@ pub struct SlurmSettings {
 /// they would change what the daemon follows (the array, the job's name it
 /// cleans up by, where the logs and results go).
 const OWN_OPTIONS: &[&str] = &[
-    "--array", "-a", "--job-name", "-J", "--output", "-o", "--error", "-e", "--chdir", "-D",
-    "--parsable", "--wrap",
+    "--array",
+    "-a",
+    "--job-name",
+    "-J",
+    "--output",
+    "-o",
+    "--error",
+    "-e",
+    "--chdir",
+    "-D",
+    "--parsable",
+    "--wrap",
 ];
 
 impl SlurmSettings {
@@ -482,7 +492,15 @@ mod tests {
 
     #[test]
     fn time_limits_are_slurms() {
-        for good in ["30", "30:00", "1:00:00", "2-0", "2-12:00", "1-00:00:00", "unlimited"] {
+        for good in [
+            "30",
+            "30:00",
+            "1:00:00",
+            "2-0",
+            "2-12:00",
+            "1-00:00:00",
+            "unlimited",
+        ] {
             assert!(is_time_limit(good), "{good}");
         }
         for bad in ["", "1h", "1:2:3:4", "-5", "1-", "1-2-3", "one", "1:00 "] {

@@ -362,3 +362,59 @@ fn merging_200_partials_of_10000_bins() {
     assert_eq!(h.by_member.len(), 1000);
     println!("read, decoded and merged 200 partials of 10,000 bins in {took:?}");
 }
+
+/// get_branch_stats' count, mean, std, min and max from tasks' moments
+/// merged in task order, against the one-process `branch_stats` (which keeps
+/// the values for quantiles: its own path to the moments).
+#[test]
+fn moments_merged_in_order_give_the_one_process_statistics() {
+    use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
+    let opened = open_all(&FILES);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let members = members(&opened, &trees);
+    let defines = Defines::new(vec![("pt".into(), "hypot(Muon_Px, Muon_Py)".into())]).unwrap();
+    let job = Job::default();
+    let cut_text = "NMuon >= 1 && MET_px > -20";
+    let cut = Plan::with_defines(cut_text, &trees[0], &defines).unwrap();
+    let values = ["pt", "Muon_E", "MET_py * 2"];
+    for per in [1, 4, 6] {
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Moments {
+                values: values.iter().map(|v| v.to_string()).collect(),
+                cut: Some(cut_text.into()),
+            },
+            per,
+        );
+        let Partial::Moments(shares) = run(spec) else {
+            panic!("moments")
+        };
+        assert_eq!(shares.len(), values.len());
+        for (text, share) in values.iter().zip(&shares) {
+            let value = quantities::plan(text, &trees[0], &defines).unwrap();
+            let req = HistRequest {
+                value: &value,
+                cut: Some(&cut),
+                weight: None,
+                flatten: true,
+            };
+            let local = branch_stats(&members, &req, &[], DEFAULT_CAP, None, &job).unwrap();
+            let merged = share.stats();
+            let what = format!("{text}, per {per}");
+            assert!(local.count > 0, "{what}");
+            let exact = |s: &crate::analysis::quantiles::Stats| {
+                (s.count, s.min, s.max, s.scanned, s.selected)
+            };
+            assert_eq!(exact(&merged), exact(&local), "{what}");
+            assert!(close(merged.mean.unwrap(), local.mean.unwrap()), "{what}");
+            assert!(close(merged.std.unwrap(), local.std.unwrap()), "{what}");
+            assert_eq!(merged.by_member.len(), FILES.len());
+            for (m, l) in merged.by_member.iter().zip(&local.by_member) {
+                assert_eq!(exact(m), exact(l), "{what}");
+                assert!(close(m.mean.unwrap(), l.mean.unwrap()), "{what}");
+                assert!(close(m.std.unwrap(), l.std.unwrap()), "{what}");
+            }
+        }
+    }
+}
