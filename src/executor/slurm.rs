@@ -396,7 +396,7 @@ impl Runner for Slurm {
                     "its Slurm task failed {tries} times (job {id}_{t}: {})",
                     log_tail(&staged.dir, &id, t)
                 );
-                let failed = staged.spec.files[staged.spec.tasks[t].clone()]
+                let failed = staged.spec.files[staged.spec.tasks[t].files.clone()]
                     .iter()
                     .map(|f| (f.shown.clone(), why.clone()))
                     .collect();

@@ -44,7 +44,7 @@ struct Opened {
 pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     let mut failed = Vec::new();
     let mut opened = Vec::new();
-    for index in spec.tasks[task].clone() {
+    for index in spec.tasks[task].files.clone() {
         let file = &spec.files[index];
         match crate::panics::catch_quietly(|| {
             open((&file.root, &file.rel), &spec.tree, file.ntuple)
@@ -61,7 +61,7 @@ pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     // A file failing mid-scan is left out and the others scanned again:
     // each retry drops one file, so this ends.
     loop {
-        let outcome = crate::panics::catch_quietly(|| compute(spec, &opened));
+        let outcome = crate::panics::catch_quietly(|| compute(spec, task, &opened));
         let error = match outcome {
             Ok(Ok((partial, clusters_skipped))) => {
                 return TaskResult {
@@ -157,7 +157,11 @@ fn lined_up<'t>(
 /// The operation over the opened files, as one chain numbered as the whole
 /// dataset numbers it (so `Entry$` is the daemon's), with the clusters its
 /// cut ruled out unread.
-fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), AnalysisError> {
+fn compute(
+    spec: &JobSpec,
+    task: usize,
+    opened: &[Opened],
+) -> Result<(Partial, u64), AnalysisError> {
     let trees: Vec<TreeColumns<'_>> = opened
         .iter()
         .map(|o| lined_up(spec, o.index, &o.tree))
@@ -175,7 +179,14 @@ fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), Analysis
         .collect();
     let columns = &trees[0];
     let defines = spec.defines()?;
-    let job = Job::new(None);
+    // A share of one big file: the same scans, over its clusters alone.
+    let job = match (&spec.tasks[task].entries, opened.first()) {
+        (Some(r), Some(o)) => {
+            let first = firsts[o.index];
+            Job::new(None).limited_to(first + r.start..first + r.end)
+        }
+        _ => Job::new(None),
+    };
     let quantity = |text: &str| quantities::plan(text, columns, &defines);
     let expression = |text: &Option<String>| -> Result<Option<Plan>, AnalysisError> {
         text.as_deref()
