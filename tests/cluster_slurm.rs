@@ -562,3 +562,66 @@ fn calls_above_the_configured_size_go_to_the_cluster() {
     assert!(notes.contains("ran on this machine"), "{notes}");
     d.stop();
 }
+
+/// Files above `[executor] split_above_mb` are cut at cluster edges into
+/// shares, a task each: three copies of `tests/data/root/dimuon.root` (3
+/// clusters each) make 9 array tasks, and the histogram, the statistics and
+/// each file's share equal the local executor's.
+#[test]
+fn big_files_cut_into_cluster_shares_give_the_local_answer() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Sandbox::new();
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/dimuon.root");
+    let bytes = std::fs::read(source).unwrap();
+    for k in 0..3 {
+        s.write(&format!("mu/d{k}.root"), &bytes);
+    }
+    // 1 kB: every cluster of every file a share of its own.
+    let d = serve_with(
+        &s,
+        "[toolsets]\nrag = false\n[executor]\nsplit_above_mb = 0.001\n",
+        None,
+    );
+    wait_complete(&s.socket());
+    let mut c = client(&s);
+    let hist = json!({"dataset": "mu/*.root", "tree": "Events", "branch": "Muon_pt", "bins": 50,
+                      "range": [0.0, 100.0], "selection": "nMuon >= 1 && met > 10",
+                      "weights": "met", "by_file": true});
+    let stats = json!({"dataset": "mu/*.root", "tree": "Events", "by_file": true,
+                       "branches": ["Muon_pt", "met"], "selection": "nMuon >= 1 && met > 10"});
+    for (n, (tool, args)) in [("compute_histogram", hist), ("get_branch_stats", stats)]
+        .into_iter()
+        .enumerate()
+    {
+        let id = 2 * n as u64;
+        let local = ok(&mut c, id + 1, tool, args.clone());
+        let mut on_slurm = args;
+        on_slurm["executor"] = json!("slurm");
+        let slurm = ok(&mut c, id + 2, tool, on_slurm);
+        assert_eq!(slurm["metadata"]["jobs"], 9, "{tool}: {slurm}");
+        assert_same(&slurm["data"], &local["data"], tool);
+        for key in ["entries_scanned", "entries_selected"] {
+            assert_eq!(
+                slurm["metadata"][key], local["metadata"][key],
+                "{tool} {key}"
+            );
+        }
+        if tool == "compute_histogram" {
+            assert_bins_exact(&slurm, &local);
+        } else {
+            for name in ["Muon_pt", "met"] {
+                let at = |v: &Value| v["data"]["statistics"][name].clone();
+                let (got, want) = (at(&slurm), at(&local));
+                for k in ["count", "min", "max"] {
+                    assert_eq!(got[k], want[k], "{name} {k}");
+                }
+            }
+        }
+    }
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
