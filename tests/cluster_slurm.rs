@@ -564,8 +564,8 @@ fn calls_above_the_configured_size_go_to_the_cluster() {
 }
 
 /// Files above `[executor] split_above_mb` are cut at cluster edges into
-/// shares, a task each: three copies of `tests/data/root/dimuon.root` (3
-/// clusters each) make 9 array tasks, and the histogram, the statistics and
+/// shares, a task each: two copies of `tests/data/root/dimuon.root` (3
+/// clusters each) make 6 array tasks, and the histogram, the statistics and
 /// each file's share equal the local executor's.
 #[test]
 fn big_files_cut_into_cluster_shares_give_the_local_answer() {
@@ -577,7 +577,7 @@ fn big_files_cut_into_cluster_shares_give_the_local_answer() {
     let source =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/dimuon.root");
     let bytes = std::fs::read(source).unwrap();
-    for k in 0..3 {
+    for k in 0..2 {
         s.write(&format!("mu/d{k}.root"), &bytes);
     }
     // 1 kB: every cluster of every file a share of its own.
@@ -602,7 +602,7 @@ fn big_files_cut_into_cluster_shares_give_the_local_answer() {
         let mut on_slurm = args;
         on_slurm["executor"] = json!("slurm");
         let slurm = ok(&mut c, id + 2, tool, on_slurm);
-        assert_eq!(slurm["metadata"]["jobs"], 9, "{tool}: {slurm}");
+        assert_eq!(slurm["metadata"]["jobs"], 6, "{tool}: {slurm}");
         assert_same(&slurm["data"], &local["data"], tool);
         for key in ["entries_scanned", "entries_selected"] {
             assert_eq!(
