@@ -625,3 +625,74 @@ fn big_files_cut_into_cluster_shares_give_the_local_answer() {
     assert!(queued().is_empty(), "{:?}", queued());
     d.stop();
 }
+
+/// A cluster call made as an MCP task: its merged answer is kept (in the
+/// daemon) after the job's folder is gone, fetched as often as asked until
+/// the task's ttl has passed after its end, and equals the local answer;
+/// then the task is gone.
+#[test]
+fn a_cluster_task_result_is_kept_for_its_ttl() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(6);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0]})),
+    );
+    let mut call = tool_call(
+        2,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0], "executor": "slurm", "files_per_job": 2})),
+    );
+    let ttl_ms = 4_000;
+    call["params"]["task"] = json!({ "ttl": ttl_ms });
+    c.send_json(&call);
+    let created = c.answer(&json!(2)).0;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let get = |c: &mut Raw, n: u64| {
+        c.send_json(&json!({"jsonrpc": "2.0", "id": n, "method": "tasks/get",
+                            "params": {"taskId": id}}));
+        c.answer(&json!(n)).0
+    };
+    let started = Instant::now();
+    let mut n = 10;
+    while get(&mut c, n)["result"]["status"] != "completed" {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never completed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        n += 1;
+    }
+    let ended = Instant::now();
+    // The partial results went with the job's folder; the answer stays.
+    assert_eq!(
+        std::fs::read_dir(s.catalog.join("jobs")).map_or(0, |d| d.count()),
+        0
+    );
+    for k in 0..2 {
+        c.send_json(
+            &json!({"jsonrpc": "2.0", "id": 100 + k, "method": "tasks/result",
+                            "params": {"taskId": id}}),
+        );
+        let result = c.answer(&json!(100 + k)).0;
+        let got = &result["result"]["structuredContent"];
+        assert_eq!(got["metadata"]["executor"], "slurm", "{result}");
+        assert_bins_exact(got, &local);
+        assert_same(&got["data"], &local["data"], "data");
+    }
+    // Past the ttl after its end, the task and its answer are gone.
+    std::thread::sleep(Duration::from_millis(ttl_ms + 500).saturating_sub(ended.elapsed()));
+    let gone = get(&mut c, 200);
+    assert!(gone.get("error").is_some(), "{gone}");
+    d.stop();
+}
