@@ -53,6 +53,7 @@
 //! time_limit = "1:00:00"       # sbatch --time
 //! extra_args = ["--mem=4G"]    # more sbatch arguments
 //! auto_above_gb = 500          # dataset calls reading more than this run on Slurm
+//! split_above_mb = 2048        # a file reading more is cut into cluster shares across tasks
 //!
 //! [llm]              # abstractive answer_question / rag_summarize
 //! base_url = "http://localhost:11434/v1"   # any OpenAI-compatible API
@@ -191,6 +192,9 @@ struct ExecutorConfig {
     extra_args: Vec<String>,
     /// Dataset calls reading more than this (GB, dry_run's estimate) run on Slurm.
     auto_above_gb: Option<f64>,
+    /// A file whose columns read take more than this (MB) is cut into
+    /// shares of clusters across tasks (default: 2 GiB).
+    split_above_mb: Option<f64>,
     /// The quarry binary the nodes run (default: the daemon's own).
     quarry: Option<PathBuf>,
 }
@@ -206,16 +210,26 @@ impl ExecutorConfig {
             Some(gb) if gb.is_finite() && gb >= 0.0 => Some((gb * 1e9) as u64),
             Some(gb) => anyhow::bail!("[executor] auto_above_gb must be a number of GB, not {gb}"),
         };
+        let split_above_bytes = match self.split_above_mb {
+            None => None,
+            Some(mb) if mb.is_finite() && mb > 0.0 => Some((mb * 1e6) as u64),
+            Some(mb) => {
+                anyhow::bail!("[executor] split_above_mb must be a positive number of MB, not {mb}")
+            }
+        };
+        let slurm = crate::executor::slurm::SlurmSettings {
+            partition: self.partition,
+            max_jobs: self.max_jobs,
+            files_per_job: self.files_per_job,
+            time_limit: self.time_limit,
+            extra_args: self.extra_args,
+        };
+        slurm.check().map_err(anyhow::Error::msg)?;
         Ok(crate::executor::ExecutorSettings {
             kind: self.kind.unwrap_or_default(),
-            slurm: crate::executor::slurm::SlurmSettings {
-                partition: self.partition,
-                max_jobs: self.max_jobs,
-                files_per_job: self.files_per_job,
-                time_limit: self.time_limit,
-                extra_args: self.extra_args,
-            },
+            slurm,
             auto_above_bytes,
+            split_above_bytes,
             jobs_dir: Some(crate::executor::jobs_dir(catalog_dir)),
             quarry: self.quarry.map(|q| relative_to(base, q)),
         })
@@ -925,3 +939,7 @@ mod tests {
         assert!(err.to_string().contains("no data roots"));
     }
 }
+
+#[cfg(test)]
+#[path = "config/executor_tests.rs"]
+mod executor_tests;

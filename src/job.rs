@@ -40,6 +40,11 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 #[derive(Clone)]
 pub struct Job {
     inner: Arc<Inner>,
+    /// The chain entries a dataset scan covers (none: all). A cluster task
+    /// reading a share of one big file is the same scan limited to its run
+    /// of clusters; carried here because every scan of the task, whatever
+    /// its operation, takes it.
+    entries: Option<std::ops::Range<u64>>,
 }
 
 struct Inner {
@@ -72,6 +77,23 @@ impl Job {
                 sink: Mutex::new(None),
                 note: Mutex::new(None),
             }),
+            entries: None,
+        }
+    }
+
+    /// This work, its scans limited to the chain entries `entries`.
+    pub fn limited_to(&self, entries: std::ops::Range<u64>) -> Job {
+        Job {
+            inner: self.inner.clone(),
+            entries: Some(entries),
+        }
+    }
+
+    /// The chain entries scans cover: `all` unless limited.
+    pub fn entries_within(&self, all: std::ops::Range<u64>) -> std::ops::Range<u64> {
+        match &self.entries {
+            Some(r) => r.start.max(all.start)..r.end.min(all.end),
+            None => all,
         }
     }
 

@@ -412,3 +412,287 @@ fn a_restarted_daemon_cancels_the_jobs_left_behind() {
     assert!(!left.exists());
     d.stop();
 }
+
+/// get_branch_stats' count, mean, std, min and max on the cluster equal the
+/// local executor's (counts, minima and maxima exactly, means and standard
+/// deviations to 1e-12), each file's too; quantiles asked of the cluster
+/// are refused, saying they run locally.
+#[test]
+fn branch_statistics_on_the_cluster_equal_the_local_ones() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(12);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let args = json!({"dataset": "hzz/*.root", "tree": "events", "by_file": true,
+                      "branches": ["Muon_Px", "MET_px", "pt=hypot(Muon_Px, Muon_Py)"],
+                      "selection": "NMuon >= 1 && MET_py > -30"});
+    let local = ok(&mut c, 1, "get_branch_stats", args.clone());
+    let mut on_slurm = args.clone();
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(5);
+    let slurm = ok(&mut c, 2, "get_branch_stats", on_slurm.clone());
+    assert_eq!(slurm["metadata"]["executor"], "slurm", "{slurm}");
+    assert_eq!(slurm["metadata"]["jobs"], 3);
+    let exact = |v: &Value| -> Vec<Value> {
+        ["count", "min", "max"]
+            .iter()
+            .map(|k| v[k].clone())
+            .collect()
+    };
+    for name in ["Muon_Px", "MET_px", "pt"] {
+        let (got, want) = (
+            &slurm["data"]["statistics"][name],
+            &local["data"]["statistics"][name],
+        );
+        assert!(want["count"].as_u64().unwrap() > 0, "{name}: {want}");
+        assert_eq!(exact(got), exact(want), "{name}");
+        for k in 0..12 {
+            let at = |v: &Value| v["data"]["by_file"][k]["statistics"][name].clone();
+            assert_eq!(exact(&at(&slurm)), exact(&at(&local)), "{name} file {k}");
+        }
+    }
+    assert_same(&slurm["data"], &local["data"], "data");
+    for key in ["entries_scanned", "entries_selected"] {
+        assert_eq!(slurm["metadata"][key], local["metadata"][key], "{key}");
+    }
+    // Quantiles take several passes: asked of the cluster, refused.
+    on_slurm["quantiles"] = json!([0.5]);
+    let refused = c.call(3, "get_branch_stats", on_slurm);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let e: Value =
+        serde_json::from_str(refused["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(e["error"], "invalid_arguments", "{refused}");
+    assert!(
+        e["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("executor='local'")
+    );
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
+
+/// `[executor] auto_above_gb`: a dataset call whose dry_run reads more bytes
+/// than the threshold runs on Slurm without being asked, one below it runs
+/// locally, and both answers equal the local executor's. Quantiles, which
+/// the cluster does not compute, run locally with a note.
+#[test]
+fn calls_above_the_configured_size_go_to_the_cluster() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(12);
+    let two = json!(["hzz/f00.root", "hzz/f01.root"]);
+    let hist = |dataset: Value, extra: Value| {
+        let mut a = histogram_args(json!({"range": [-80.0, 80.0]}));
+        a["dataset"] = dataset;
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+    // The bytes dry_run says each call reads, and the local answers.
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let bytes = |c: &mut Raw, id, dataset: Value| {
+        let v = ok(
+            c,
+            id,
+            "compute_histogram",
+            hist(dataset, json!({"dry_run": true})),
+        );
+        v["data"]["bytes_to_read"].as_u64().unwrap()
+    };
+    let (small, big) = (
+        bytes(&mut c, 1, two.clone()),
+        bytes(&mut c, 2, json!("hzz/*.root")),
+    );
+    assert!(small * 3 < big, "{small} {big}");
+    let local_all = ok(
+        &mut c,
+        3,
+        "compute_histogram",
+        hist(json!("hzz/*.root"), json!({})),
+    );
+    let local_two = ok(&mut c, 4, "compute_histogram", hist(two.clone(), json!({})));
+    // The histogram's columns: the same bytes, above the threshold.
+    let stats = json!({"dataset": "hzz/*.root", "tree": "events", "selection": "NMuon >= 1",
+                       "branches": ["Muon_Px", "Muon_Py", "Muon_E"], "quantiles": [0.25, 0.5]});
+    let local_stats = ok(&mut c, 5, "get_branch_stats", stats.clone());
+    d.stop();
+
+    // A threshold between the two: the big call goes to Slurm by itself.
+    let threshold_gb = (small + big) as f64 / 2.0 / 1e9;
+    let config = format!("[toolsets]\nrag = false\n[executor]\nauto_above_gb = {threshold_gb}\n");
+    let d = serve_with(&s, &config, None);
+    wait_complete(&s.socket());
+    let mut c = client(&s);
+    let auto = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        hist(json!("hzz/*.root"), json!({})),
+    );
+    assert_eq!(auto["metadata"]["executor"], "slurm", "{auto}");
+    assert_bins_exact(&auto, &local_all);
+    assert_same(&auto["data"], &local_all["data"], "data");
+    let below = ok(&mut c, 2, "compute_histogram", hist(two.clone(), json!({})));
+    assert!(below["metadata"].get("executor").is_none(), "{below}");
+    assert_same(&below["data"], &local_two["data"], "below");
+    // Asked for by name, the local executor runs above the threshold too.
+    let asked = ok(
+        &mut c,
+        3,
+        "compute_histogram",
+        hist(json!("hzz/*.root"), json!({"executor": "local"})),
+    );
+    assert!(asked["metadata"].get("executor").is_none(), "{asked}");
+    assert_same(&asked["data"], &local_all["data"], "asked");
+    let quantiles = ok(&mut c, 4, "get_branch_stats", stats);
+    assert!(
+        quantiles["metadata"].get("executor").is_none(),
+        "{quantiles}"
+    );
+    assert_eq!(quantiles["data"], local_stats["data"]);
+    let notes = quantiles["suggestions"].to_string();
+    assert!(notes.contains("ran on this machine"), "{notes}");
+    d.stop();
+}
+
+/// Files above `[executor] split_above_mb` are cut at cluster edges into
+/// shares, a task each: two copies of `tests/data/root/dimuon.root` (3
+/// clusters each) make 6 array tasks, and the histogram, the statistics and
+/// each file's share equal the local executor's.
+#[test]
+fn big_files_cut_into_cluster_shares_give_the_local_answer() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Sandbox::new();
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/dimuon.root");
+    let bytes = std::fs::read(source).unwrap();
+    for k in 0..2 {
+        s.write(&format!("mu/d{k}.root"), &bytes);
+    }
+    // 1 kB: every cluster of every file a share of its own.
+    let d = serve_with(
+        &s,
+        "[toolsets]\nrag = false\n[executor]\nsplit_above_mb = 0.001\n",
+        None,
+    );
+    wait_complete(&s.socket());
+    let mut c = client(&s);
+    let hist = json!({"dataset": "mu/*.root", "tree": "Events", "branch": "Muon_pt", "bins": 50,
+                      "range": [0.0, 100.0], "selection": "nMuon >= 1 && met > 10",
+                      "weights": "met", "by_file": true});
+    let stats = json!({"dataset": "mu/*.root", "tree": "Events", "by_file": true,
+                       "branches": ["Muon_pt", "met"], "selection": "nMuon >= 1 && met > 10"});
+    for (n, (tool, args)) in [("compute_histogram", hist), ("get_branch_stats", stats)]
+        .into_iter()
+        .enumerate()
+    {
+        let id = 2 * n as u64;
+        let local = ok(&mut c, id + 1, tool, args.clone());
+        let mut on_slurm = args;
+        on_slurm["executor"] = json!("slurm");
+        let slurm = ok(&mut c, id + 2, tool, on_slurm);
+        assert_eq!(slurm["metadata"]["jobs"], 6, "{tool}: {slurm}");
+        assert_same(&slurm["data"], &local["data"], tool);
+        for key in ["entries_scanned", "entries_selected"] {
+            assert_eq!(
+                slurm["metadata"][key], local["metadata"][key],
+                "{tool} {key}"
+            );
+        }
+        if tool == "compute_histogram" {
+            assert_bins_exact(&slurm, &local);
+        } else {
+            for name in ["Muon_pt", "met"] {
+                let at = |v: &Value| v["data"]["statistics"][name].clone();
+                let (got, want) = (at(&slurm), at(&local));
+                for k in ["count", "min", "max"] {
+                    assert_eq!(got[k], want[k], "{name} {k}");
+                }
+            }
+        }
+    }
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
+
+/// A cluster call made as an MCP task: its merged answer is kept (in the
+/// daemon) after the job's folder is gone, fetched as often as asked until
+/// the task's ttl has passed after its end, and equals the local answer;
+/// then the task is gone.
+#[test]
+fn a_cluster_task_result_is_kept_for_its_ttl() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(6);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0]})),
+    );
+    let mut call = tool_call(
+        2,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0], "executor": "slurm", "files_per_job": 2})),
+    );
+    let ttl_ms = 4_000;
+    call["params"]["task"] = json!({ "ttl": ttl_ms });
+    c.send_json(&call);
+    let created = c.answer(&json!(2)).0;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let get = |c: &mut Raw, n: u64| {
+        c.send_json(&json!({"jsonrpc": "2.0", "id": n, "method": "tasks/get",
+                            "params": {"taskId": id}}));
+        c.answer(&json!(n)).0
+    };
+    let started = Instant::now();
+    let mut n = 10;
+    while get(&mut c, n)["result"]["status"] != "completed" {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never completed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        n += 1;
+    }
+    let ended = Instant::now();
+    // The partial results went with the job's folder; the answer stays.
+    assert_eq!(
+        std::fs::read_dir(s.catalog.join("jobs")).map_or(0, |d| d.count()),
+        0
+    );
+    for k in 0..2 {
+        c.send_json(
+            &json!({"jsonrpc": "2.0", "id": 100 + k, "method": "tasks/result",
+                            "params": {"taskId": id}}),
+        );
+        let result = c.answer(&json!(100 + k)).0;
+        let got = &result["result"]["structuredContent"];
+        assert_eq!(got["metadata"]["executor"], "slurm", "{result}");
+        assert_bins_exact(got, &local);
+        assert_same(&got["data"], &local["data"], "data");
+    }
+    // Past the ttl after its end, the task and its answer are gone.
+    std::thread::sleep(Duration::from_millis(ttl_ms + 500).saturating_sub(ended.elapsed()));
+    let gone = get(&mut c, 200);
+    assert!(gone.get("error").is_some(), "{gone}");
+    d.stop();
+}

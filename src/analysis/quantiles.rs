@@ -42,7 +42,7 @@ pub struct Stats {
 
 impl Stats {
     /// The count, mean, std, min and max of some moments (none of no value).
-    fn of_moments(m: &Moments) -> Stats {
+    pub fn of_moments(m: &Moments) -> Stats {
         let any = m.n > 0;
         Stats {
             count: m.n,
@@ -100,9 +100,10 @@ impl Sums {
 }
 
 /// Count, mean, sum of squared deviations, minimum and maximum of finite
-/// values, built batch by batch and merged pairwise.
-#[derive(Default, Clone, Copy)]
-struct Moments {
+/// values, built batch by batch and merged pairwise (partial results of a
+/// cluster's tasks carry them: f64s travel as their bits).
+#[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Moments {
     n: u64,
     mean: f64,
     m2: f64,
@@ -134,7 +135,7 @@ impl Moments {
     }
 
     /// Adds another part's values (Chan et al.'s pairwise update).
-    fn merge(&mut self, other: Moments) {
+    pub fn merge(&mut self, other: Moments) {
         if other.n == 0 {
             return;
         }
@@ -150,6 +151,104 @@ impl Moments {
         self.n = n;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
+    }
+}
+
+/// The moments of what `req` would fill, in total and by member (with each
+/// member's entries scanned and selected), without the values kept for
+/// quantiles: what a cluster's task computes for `get_branch_stats`. The
+/// batches are `branch_stats`' first pass's, so each part's moments are the
+/// ones it would have made.
+pub fn branch_moments(
+    members: &[Member<'_>],
+    req: &HistRequest<'_>,
+    job: &Job,
+) -> Result<MomentsShare, AnalysisError> {
+    #[derive(Default)]
+    struct Part {
+        m: Moments,
+        pending: Vec<f64>,
+    }
+    impl Part {
+        fn flush(&mut self) {
+            let xs = std::mem::take(&mut self.pending);
+            if !xs.is_empty() {
+                self.m.merge(Moments::from_sums(&xs, Sums::of(&xs)));
+            }
+        }
+    }
+    let mut total = Moments::default();
+    let mut by_member = vec![(Moments::default(), Counted::default()); members.len()];
+    let counted = fold_values(
+        members,
+        req,
+        job,
+        Part::default,
+        |part: &mut Part, xs| {
+            for batch in xs.chunks(BATCH) {
+                let sums = Sums::of(batch);
+                if sums.all_finite() {
+                    part.m.merge(Moments::from_sums(batch, sums));
+                } else {
+                    part.pending.extend(batch.iter().filter(|x| x.is_finite()));
+                    if part.pending.len() >= BATCH {
+                        part.flush();
+                    }
+                }
+            }
+        },
+        |member, mut part, counted| {
+            part.flush();
+            let (m, c) = &mut by_member[member];
+            m.merge(part.m);
+            c.scanned += counted.scanned;
+            c.selected += counted.selected;
+            total.merge(part.m);
+        },
+    )?;
+    Ok(MomentsShare {
+        total,
+        by_member,
+        counted,
+    })
+}
+
+/// Moments of some members' values: in total, by member (with its entries
+/// counted), and the entries scanned and selected.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct MomentsShare {
+    pub total: Moments,
+    pub by_member: Vec<(Moments, Counted)>,
+    pub counted: Counted,
+}
+
+impl MomentsShare {
+    /// Adds the share of the members after this one's (their moments
+    /// merged after this one's, their members appended).
+    pub fn add(&mut self, next: MomentsShare) {
+        self.total.merge(next.total);
+        self.by_member.extend(next.by_member);
+        self.counted.scanned += next.counted.scanned;
+        self.counted.selected += next.counted.selected;
+    }
+
+    /// The statistics without quantiles, as `branch_stats` gives them.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            scanned: self.counted.scanned,
+            selected: self.counted.selected,
+            passes: 1,
+            by_member: self
+                .by_member
+                .iter()
+                .map(|(m, c)| Stats {
+                    scanned: c.scanned,
+                    selected: c.selected,
+                    ..Stats::of_moments(m)
+                })
+                .collect(),
+            ..Stats::of_moments(&self.total)
+        }
     }
 }
 

@@ -688,7 +688,8 @@ pub fn scan_parallel<'a, A: Send>(
     merge: impl FnMut(usize, A) + Send,
 ) -> Result<u64, AnalysisError> {
     let total = super::dataset::chain_entries(members);
-    let (kept, progress) = work(members, (columns, cut), 0..total, job)?;
+    let within = job.entries_within(0..total);
+    let (kept, progress) = work(members, (columns, cut), within, job)?;
     let entries_read = kept.iter().map(|c| c.entries.end - c.entries.start).sum();
     let threads = rayon::current_num_threads().max(1);
     let runs = runs_of(kept, threads * part_cost.runs_per_thread());

@@ -44,6 +44,9 @@ pub struct ExecutorSettings {
     /// A dataset call whose `dry_run` estimate reads more bytes than this
     /// runs on Slurm without being asked (none: never).
     pub auto_above_bytes: Option<u64>,
+    /// A file whose columns read take more than this is cut into shares of
+    /// clusters, a task each (none: `spec::TASK_BYTES`).
+    pub split_above_bytes: Option<u64>,
     /// Where job folders are made (`jobs/` in the catalog folder); none
     /// keeps cluster calls from running (a context without a catalog folder).
     pub jobs_dir: Option<PathBuf>,

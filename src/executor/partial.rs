@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::cutflow::Flow;
 use crate::analysis::ops::{Counted, Hist1, Hist2};
+use crate::analysis::quantiles::MomentsShare;
 
 /// Bumped with any change to `TaskResult`'s encoding.
-const PARTIAL_MAGIC: &[u8; 8] = b"QPART01\n";
+const PARTIAL_MAGIC: &[u8; 8] = b"QPART02\n";
 
 /// A task's share of the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,8 @@ pub enum Partial {
     Range(Option<(f64, f64)>),
     Histogram(Hist1),
     Histogram2d(Hist2),
+    /// One share per value asked, in order.
+    Moments(Vec<MomentsShare>),
     Cutflow {
         total: Flow,
         by_file: Vec<Flow>,
@@ -149,6 +152,12 @@ fn add(acc: Partial, next: Partial) -> Partial {
             a.merge(b);
             a.by_member.extend(files);
             Partial::Histogram2d(a)
+        }
+        (Partial::Moments(mut a), Partial::Moments(b)) => {
+            for (share, next) in a.iter_mut().zip(b) {
+                share.add(next);
+            }
+            Partial::Moments(a)
         }
         (
             Partial::Cutflow {

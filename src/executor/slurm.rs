@@ -35,6 +35,86 @@ pub struct SlurmSettings {
     pub extra_args: Vec<String>,
 }
 
+/// The `sbatch` options quarry sets itself: given again in `extra_args`
+/// they would change what the daemon follows (the array, the job's name it
+/// cleans up by, where the logs and results go).
+const OWN_OPTIONS: &[&str] = &[
+    "--array",
+    "-a",
+    "--job-name",
+    "-J",
+    "--output",
+    "-o",
+    "--error",
+    "-e",
+    "--chdir",
+    "-D",
+    "--parsable",
+    "--wrap",
+];
+
+impl SlurmSettings {
+    /// Checks the settings before any job is submitted, so a mistake in the
+    /// config stops the daemon at start with the key to mend, not a
+    /// dataset call later with sbatch's message.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_jobs == Some(0) {
+            return Err("[executor] max_jobs must be at least 1 (array tasks at once)".into());
+        }
+        if self.files_per_job == Some(0) {
+            return Err("[executor] files_per_job must be at least 1".into());
+        }
+        if let Some(p) = &self.partition
+            && (p.trim().is_empty() || p.contains(char::is_whitespace))
+        {
+            return Err(format!(
+                "[executor] partition must be a Slurm partition name (sinfo lists them), not '{p}'"
+            ));
+        }
+        if let Some(t) = &self.time_limit
+            && !is_time_limit(t)
+        {
+            return Err(format!(
+                "[executor] time_limit '{t}' is not a Slurm time: minutes, 'MM:SS', 'HH:MM:SS', 'D-HH', 'D-HH:MM', 'D-HH:MM:SS' or 'UNLIMITED'"
+            ));
+        }
+        for arg in &self.extra_args {
+            let name = arg.split('=').next().unwrap_or_default();
+            if !arg.starts_with('-') {
+                return Err(format!(
+                    "[executor] extra_args holds sbatch options, each starting with '-' (e.g. \"--mem=4G\"), not '{arg}'"
+                ));
+            }
+            let short = name.len() > 2 && !name.starts_with("--");
+            if OWN_OPTIONS.contains(&name) || (short && OWN_OPTIONS.contains(&&name[..2])) {
+                return Err(format!(
+                    "[executor] extra_args cannot set '{name}': quarry sets it for the job array it follows"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `t` is a time as `sbatch --time` reads it: minutes, MM:SS,
+/// HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or unlimited.
+fn is_time_limit(t: &str) -> bool {
+    if ["UNLIMITED", "INFINITE"].contains(&t.to_ascii_uppercase().as_str()) {
+        return true;
+    }
+    let numbers = |s: &str, most: usize| {
+        let parts: Vec<&str> = s.split(':').collect();
+        parts.len() <= most
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match t.split_once('-') {
+        Some((days, rest)) => numbers(days, 1) && numbers(rest, 3),
+        None => numbers(t, 3),
+    }
+}
+
 /// Submissions of one task past its first before it counts as failed.
 pub const MAX_RESUBMITS: u32 = 2;
 /// The folder file listing the Slurm job ids submitted, one a line.
@@ -316,7 +396,7 @@ impl Runner for Slurm {
                     "its Slurm task failed {tries} times (job {id}_{t}: {})",
                     log_tail(&staged.dir, &id, t)
                 );
-                let failed = staged.spec.files[staged.spec.tasks[t].clone()]
+                let failed = staged.spec.files[staged.spec.tasks[t].files.clone()]
                     .iter()
                     .map(|f| (f.shown.clone(), why.clone()))
                     .collect();
@@ -409,6 +489,24 @@ pub fn clean_up(jobs: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_limits_are_slurms() {
+        for good in [
+            "30",
+            "30:00",
+            "1:00:00",
+            "2-0",
+            "2-12:00",
+            "1-00:00:00",
+            "unlimited",
+        ] {
+            assert!(is_time_limit(good), "{good}");
+        }
+        for bad in ["", "1h", "1:2:3:4", "-5", "1-", "1-2-3", "one", "1:00 "] {
+            assert!(!is_time_limit(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn array_lists_and_squeue_lines_read_back() {

@@ -15,7 +15,7 @@ use crate::analysis::{Defines, TreeColumns};
 
 /// Bumped when a field's meaning changes: a worker of another version refuses
 /// the job instead of computing something else.
-pub const JOB_FORMAT: u32 = 2;
+pub const JOB_FORMAT: u32 = 3;
 
 /// What a whole dataset call asks of its workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,8 +31,21 @@ pub struct JobSpec {
     pub defines: Vec<(String, String)>,
     pub op: Op,
     pub files: Vec<FileSpec>,
-    /// Each task's files (a run of `files`, in chain order).
-    pub tasks: Vec<Range<usize>>,
+    /// Each task's share, in chain order.
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// One task's share of the dataset: a run of whole files, or a run of the
+/// clusters of one big file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// Indices into the job's files.
+    pub files: Range<usize>,
+    /// For a share of one file: its entries to read (cluster edges of the
+    /// columns read, in the file's own numbering); none: the whole files.
+    pub entries: Option<Range<u64>>,
+    /// Stored bytes of the columns read: the progress measure.
+    pub bytes: u64,
 }
 
 /// One file of the dataset.
@@ -77,6 +90,12 @@ pub enum Op {
         fill: Fill,
         y: String,
         axes: (AxisSpec, AxisSpec),
+    },
+    /// The moments of each of `values` (get_branch_stats without quantiles:
+    /// count, mean, std, min, max), each a scan of its own as locally.
+    Moments {
+        values: Vec<String>,
+        cut: Option<String>,
     },
     /// Cuts applied in order (cutflow), with n-1 counts when asked.
     Cutflow {
@@ -130,6 +149,7 @@ impl Op {
             Op::Range { fill } | Op::Histogram { fill, .. } | Op::Histogram2d { fill, .. } => {
                 fill.cut.as_deref()
             }
+            Op::Moments { cut, .. } => cut.as_deref(),
             Op::Cutflow { cuts, .. } => cuts.first().map(String::as_str),
         }
     }
@@ -157,6 +177,75 @@ pub fn files_per_task(given: Option<usize>, bytes: &[u64]) -> usize {
 pub fn chunks(n: usize, per: usize) -> Vec<Range<usize>> {
     let per = per.max(1);
     (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect()
+}
+
+/// The tasks for files whose columns read take `clusters` (each file's
+/// clusters with their stored bytes): runs of `per` whole files, except that
+/// a file of more than `split_above` bytes is cut at cluster edges into
+/// shares of at most `split_above` bytes each (one cluster at least), a task
+/// each, so one big file spreads over several nodes. Runs of whole files
+/// start again after a big file: the tasks stay in chain order.
+pub fn plan_tasks(
+    clusters: &[Vec<(Range<u64>, u64)>],
+    per: usize,
+    split_above: u64,
+) -> Vec<TaskSpec> {
+    let bytes_of = |f: usize| clusters[f].iter().map(|(_, b)| b).sum::<u64>();
+    let mut tasks = Vec::new();
+    let mut run = 0..0;
+    let flush = |run: &mut Range<usize>, tasks: &mut Vec<TaskSpec>| {
+        for files in chunks(run.len(), per) {
+            let files = files.start + run.start..files.end + run.start;
+            let bytes = files.clone().map(bytes_of).sum();
+            tasks.push(TaskSpec {
+                files,
+                entries: None,
+                bytes,
+            });
+        }
+        *run = run.end..run.end;
+    };
+    for (f, cs) in clusters.iter().enumerate() {
+        if bytes_of(f) <= split_above || cs.len() < 2 {
+            run.end = f + 1;
+            continue;
+        }
+        flush(&mut run, &mut tasks);
+        let mut share: Option<(Range<u64>, u64)> = None;
+        for (entries, bytes) in cs {
+            share = match share {
+                Some((r, b)) if b + bytes <= split_above => Some((r.start..entries.end, b + bytes)),
+                Some((r, b)) => {
+                    tasks.push(TaskSpec {
+                        files: f..f + 1,
+                        entries: Some(r),
+                        bytes: b,
+                    });
+                    Some((entries.clone(), *bytes))
+                }
+                None => Some((entries.clone(), *bytes)),
+            };
+        }
+        if let Some((r, b)) = share {
+            tasks.push(TaskSpec {
+                files: f..f + 1,
+                entries: Some(r),
+                bytes: b,
+            });
+        }
+        run = f + 1..f + 1;
+    }
+    flush(&mut run, &mut tasks);
+    tasks
+}
+
+/// A member's clusters over the columns `read`, with their stored bytes.
+pub fn clusters_with_bytes(member: &Member<'_>, read: &[usize]) -> Vec<(Range<u64>, u64)> {
+    let tree = member.tree;
+    let clusters =
+        crate::analysis::dataset::clusters_of(tree, read, 0..tree.entries).unwrap_or_default();
+    let bytes = crate::analysis::dataset::cluster_bytes(tree, read, &clusters);
+    clusters.into_iter().zip(bytes).collect()
 }
 
 /// A member's recorded bounds for the `cut_columns` (indices into its
@@ -206,10 +295,9 @@ pub fn file_spec(
     (root, rel, shown): (&Path, &str, &str),
     (read, cut_columns): (&[usize], &[usize]),
 ) -> FileSpec {
-    let clusters = crate::analysis::dataset::clusters_of(member.tree, read, 0..member.tree.entries)
-        .unwrap_or_default();
-    let bytes = crate::analysis::dataset::cluster_bytes(member.tree, read, &clusters)
+    let bytes = clusters_with_bytes(member, read)
         .iter()
+        .map(|(_, b)| b)
         .sum();
     FileSpec {
         root: root.to_path_buf(),
@@ -234,10 +322,7 @@ impl JobSpec {
 
     /// Bytes the tasks read, each.
     pub fn task_bytes(&self) -> Vec<u64> {
-        self.tasks
-            .iter()
-            .map(|r| self.files[r.clone()].iter().map(|f| f.bytes).sum())
-            .collect()
+        self.tasks.iter().map(|t| t.bytes).collect()
     }
 
     /// Writes the description into `dir` as `job.json`, atomically (a worker
@@ -283,6 +368,41 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn big_files_are_cut_at_cluster_edges() {
+        let c = |r: Range<u64>, b: u64| (r, b);
+        let clusters = vec![
+            vec![c(0..10, 5)],
+            vec![c(0..10, 5)],
+            // 30 bytes in four clusters: shares of at most 12.
+            vec![c(0..4, 6), c(4..8, 6), c(8..9, 10), c(9..20, 8)],
+            vec![c(0..10, 5)],
+            // One cluster bigger than the threshold: not cut.
+            vec![c(0..10, 50)],
+        ];
+        let t = |files: Range<usize>, entries: Option<Range<u64>>, bytes: u64| TaskSpec {
+            files,
+            entries,
+            bytes,
+        };
+        assert_eq!(
+            plan_tasks(&clusters, 5, 12),
+            vec![
+                t(0..2, None, 10),
+                t(2..3, Some(0..8), 12),
+                t(2..3, Some(8..9), 10),
+                t(2..3, Some(9..20), 8),
+                t(3..5, None, 55),
+            ]
+        );
+        // Nothing above the threshold: runs of whole files.
+        let runs: Vec<_> = plan_tasks(&clusters, 2, 100)
+            .into_iter()
+            .map(|t| (t.files, t.entries))
+            .collect();
+        assert_eq!(runs, vec![(0..2, None), (2..4, None), (4..5, None)]);
+    }
 
     #[test]
     fn files_are_cut_into_runs_in_order() {

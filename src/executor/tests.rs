@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use super::partial::Partial;
-use super::spec::{AxisSpec, Fill, JOB_FORMAT, JobSpec, Op, chunks, file_spec};
+use super::spec::{
+    AxisSpec, Fill, JOB_FORMAT, JobSpec, Op, clusters_with_bytes, file_spec, plan_tasks,
+};
 use super::{InProcess, execute};
 use crate::analysis::dataset::{Member, first_entries};
 use crate::analysis::ops::{
@@ -38,10 +40,14 @@ struct Opened {
 }
 
 fn open_all(names: &[&str]) -> Vec<Opened> {
+    open_in(&path(""), names)
+}
+
+fn open_in(dir: &Path, names: &[&str]) -> Vec<Opened> {
     names
         .iter()
         .map(|n| {
-            let file = RootFile::open(std::fs::File::open(path(n)).unwrap()).unwrap();
+            let file = RootFile::open(std::fs::File::open(dir.join(n)).unwrap()).unwrap();
             let key = file
                 .walk()
                 .unwrap()
@@ -73,14 +79,25 @@ fn members<'a>(opened: &'a [Opened], trees: &'a [TreeColumns<'a>]) -> Vec<Member
 
 /// The job the daemon would write for `op` over the files, tasks of `per`.
 fn job_of(members: &[Member<'_>], defines: &Defines, op: Op, per: usize) -> JobSpec {
+    job_in((&path(""), &FILES, "events"), members, defines, op, per)
+}
+
+/// `job_of` for the files `names` in `dir`, of tree `tree`.
+fn job_in(
+    (dir, names, tree): (&Path, &[&str], &str),
+    members: &[Member<'_>],
+    defines: &Defines,
+    op: Op,
+    per: usize,
+) -> JobSpec {
     let files: Vec<_> = members
         .iter()
-        .zip(FILES)
-        .map(|(m, name)| file_spec(m, (&path(""), name, name), (&[], &[])))
+        .zip(names)
+        .map(|(m, name)| file_spec(m, (dir, name, name), (&[], &[])))
         .collect();
     JobSpec {
         format: JOB_FORMAT,
-        tree: "events".into(),
+        tree: tree.into(),
         columns: members[0]
             .tree
             .columns
@@ -92,16 +109,28 @@ fn job_of(members: &[Member<'_>], defines: &Defines, op: Op, per: usize) -> JobS
             .map(|(n, e)| (n.to_string(), e.to_string()))
             .collect(),
         op,
-        tasks: chunks(files.len(), per),
+        tasks: plan_tasks(&clusters_of(members), per, u64::MAX),
         files,
     }
 }
 
+/// Each member's clusters over all its columns, with their bytes.
+fn clusters_of(members: &[Member<'_>]) -> Vec<Vec<(std::ops::Range<u64>, u64)>> {
+    members
+        .iter()
+        .map(|m| clusters_with_bytes(m, &(0..m.tree.columns.len()).collect::<Vec<_>>()))
+        .collect()
+}
+
 fn run(spec: JobSpec) -> Partial {
+    let spec_files = spec.files.len();
     let jobs = tempfile::tempdir().unwrap();
     let merged = execute(&InProcess, jobs.path(), spec, &Job::default()).unwrap();
     assert!(merged.failed.is_empty(), "{:?}", merged.failed);
-    assert_eq!(merged.files_read, (0..FILES.len()).collect::<Vec<_>>());
+    // Every file read, in order (a file cut into shares once per share).
+    let mut read = merged.files_read.clone();
+    read.dedup();
+    assert_eq!(read, (0..spec_files).collect::<Vec<_>>());
     // The job's folder is gone with its answer.
     assert_eq!(std::fs::read_dir(jobs.path()).unwrap().count(), 0);
     merged.partial.unwrap()
@@ -361,4 +390,162 @@ fn merging_200_partials_of_10000_bins() {
     };
     assert_eq!(h.by_member.len(), 1000);
     println!("read, decoded and merged 200 partials of 10,000 bins in {took:?}");
+}
+
+/// get_branch_stats' count, mean, std, min and max from tasks' moments
+/// merged in task order, against the one-process `branch_stats` (which keeps
+/// the values for quantiles: its own path to the moments).
+#[test]
+fn moments_merged_in_order_give_the_one_process_statistics() {
+    use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
+    let opened = open_all(&FILES);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let members = members(&opened, &trees);
+    let defines = Defines::new(vec![("pt".into(), "hypot(Muon_Px, Muon_Py)".into())]).unwrap();
+    let job = Job::default();
+    let cut_text = "NMuon >= 1 && MET_px > -20";
+    let cut = Plan::with_defines(cut_text, &trees[0], &defines).unwrap();
+    let values = ["pt", "Muon_E", "MET_py * 2"];
+    for per in [1, 4, 6] {
+        let spec = job_of(
+            &members,
+            &defines,
+            Op::Moments {
+                values: values.iter().map(|v| v.to_string()).collect(),
+                cut: Some(cut_text.into()),
+            },
+            per,
+        );
+        let Partial::Moments(shares) = run(spec) else {
+            panic!("moments")
+        };
+        assert_eq!(shares.len(), values.len());
+        for (text, share) in values.iter().zip(&shares) {
+            let value = quantities::plan(text, &trees[0], &defines).unwrap();
+            let req = HistRequest {
+                value: &value,
+                cut: Some(&cut),
+                weight: None,
+                flatten: true,
+            };
+            let local = branch_stats(&members, &req, &[], DEFAULT_CAP, None, &job).unwrap();
+            let merged = share.stats();
+            let what = format!("{text}, per {per}");
+            assert!(local.count > 0, "{what}");
+            let exact = |s: &crate::analysis::quantiles::Stats| {
+                (s.count, s.min, s.max, s.scanned, s.selected)
+            };
+            assert_eq!(exact(&merged), exact(&local), "{what}");
+            assert!(close(merged.mean.unwrap(), local.mean.unwrap()), "{what}");
+            assert!(close(merged.std.unwrap(), local.std.unwrap()), "{what}");
+            assert_eq!(merged.by_member.len(), FILES.len());
+            for (m, l) in merged.by_member.iter().zip(&local.by_member) {
+                assert_eq!(exact(m), exact(l), "{what}");
+                assert!(close(m.mean.unwrap(), l.mean.unwrap()), "{what}");
+                assert!(close(m.std.unwrap(), l.std.unwrap()), "{what}");
+            }
+        }
+    }
+}
+
+/// Every file cut into shares of one cluster, a task each (three copies of
+/// `tests/data/root/dimuon.root`, 3 clusters each): counts, bins and moments
+/// merged in task order equal the one-process scan's.
+#[test]
+fn files_cut_into_cluster_shares_give_the_one_process_answer() {
+    use crate::analysis::quantiles::{DEFAULT_CAP, branch_stats};
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["d0.root", "d1.root", "d2.root"];
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/root/dimuon.root");
+    for n in names {
+        std::fs::copy(&source, dir.path().join(n)).unwrap();
+    }
+    let opened = open_in(dir.path(), &names);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let firsts = first_entries(trees.iter().map(|t| t.entries));
+    let members: Vec<Member<'_>> = opened
+        .iter()
+        .zip(&trees)
+        .zip(firsts)
+        .zip(names)
+        .map(|(((o, tree), first_entry), label)| Member {
+            file: &o.file,
+            tree,
+            first_entry,
+            label,
+        })
+        .collect();
+    let defines = Defines::new(vec![]).unwrap();
+    let job = Job::default();
+    let cut_text = "nMuon >= 1 && met > 10";
+    let cut = Plan::with_defines(cut_text, &trees[0], &defines).unwrap();
+    let read: Vec<usize> = ["nMuon", "met", "Muon_pt"]
+        .iter()
+        .map(|c| trees[0].find(c).unwrap())
+        .collect();
+    let clusters: Vec<_> = members
+        .iter()
+        .map(|m| clusters_with_bytes(m, &read))
+        .collect();
+    let split = |op: Op| {
+        let mut spec = job_in((dir.path(), &names, "Events"), &members, &defines, op, 2);
+        spec.tasks = plan_tasks(&clusters, 2, 1);
+        assert_eq!(spec.tasks.len(), 9, "{:?}", spec.tasks);
+        assert!(spec.tasks.iter().all(|t| t.entries.is_some()));
+        spec
+    };
+    let (total, _) = count_selected(&members, &cut, &job).unwrap();
+    assert!(total.selected > 0 && total.selected < total.scanned);
+    let Partial::Count { total: merged, .. } = run(split(Op::Count {
+        cut: cut_text.into(),
+    })) else {
+        panic!("a count")
+    };
+    assert_eq!(merged, total);
+
+    let value = quantities::plan("Muon_pt", &trees[0], &defines).unwrap();
+    let req = HistRequest {
+        value: &value,
+        cut: Some(&cut),
+        weight: None,
+        flatten: true,
+    };
+    let axis = Axis {
+        bins: 40,
+        lo: 0.0,
+        hi: 100.0,
+    };
+    let local = histogram(&members, &req, axis, &job).unwrap();
+    let fill = Fill {
+        value: "Muon_pt".into(),
+        cut: Some(cut_text.into()),
+        weight: None,
+        flatten: true,
+    };
+    let Partial::Histogram(merged) = run(split(Op::Histogram {
+        fill,
+        axis: axis.into(),
+    })) else {
+        panic!("a histogram")
+    };
+    assert_eq!(merged.counts, local.counts);
+    let tally = |h: &crate::analysis::ops::Hist1| {
+        (h.entries, h.scanned, h.selected, h.underflow, h.overflow)
+    };
+    assert_eq!(tally(&merged), tally(&local));
+
+    let stats = branch_stats(&members, &req, &[], DEFAULT_CAP, None, &job).unwrap();
+    let Partial::Moments(shares) = run(split(Op::Moments {
+        values: vec!["Muon_pt".into()],
+        cut: Some(cut_text.into()),
+    })) else {
+        panic!("moments")
+    };
+    let merged = shares[0].stats();
+    assert_eq!(
+        (merged.count, merged.min, merged.max, merged.scanned),
+        (stats.count, stats.min, stats.max, stats.scanned)
+    );
+    assert!(close(merged.mean.unwrap(), stats.mean.unwrap()));
+    assert!(close(merged.std.unwrap(), stats.std.unwrap()));
 }

@@ -12,6 +12,7 @@ use super::spec::{JobSpec, Op, add_bounds};
 use crate::analysis::cutflow::{FlowRequest, cutflow};
 use crate::analysis::dataset::Member;
 use crate::analysis::ops::{HistRequest, count_selected, histogram, histogram_2d, value_range};
+use crate::analysis::quantiles::branch_moments;
 use crate::analysis::{AnalysisError, Plan, TreeColumns, TreeObject, quantities};
 use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{RootFile, latest};
@@ -43,7 +44,7 @@ struct Opened {
 pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     let mut failed = Vec::new();
     let mut opened = Vec::new();
-    for index in spec.tasks[task].clone() {
+    for index in spec.tasks[task].files.clone() {
         let file = &spec.files[index];
         match crate::panics::catch_quietly(|| {
             open((&file.root, &file.rel), &spec.tree, file.ntuple)
@@ -60,7 +61,7 @@ pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     // A file failing mid-scan is left out and the others scanned again:
     // each retry drops one file, so this ends.
     loop {
-        let outcome = crate::panics::catch_quietly(|| compute(spec, &opened));
+        let outcome = crate::panics::catch_quietly(|| compute(spec, task, &opened));
         let error = match outcome {
             Ok(Ok((partial, clusters_skipped))) => {
                 return TaskResult {
@@ -156,7 +157,11 @@ fn lined_up<'t>(
 /// The operation over the opened files, as one chain numbered as the whole
 /// dataset numbers it (so `Entry$` is the daemon's), with the clusters its
 /// cut ruled out unread.
-fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), AnalysisError> {
+fn compute(
+    spec: &JobSpec,
+    task: usize,
+    opened: &[Opened],
+) -> Result<(Partial, u64), AnalysisError> {
     let trees: Vec<TreeColumns<'_>> = opened
         .iter()
         .map(|o| lined_up(spec, o.index, &o.tree))
@@ -174,7 +179,14 @@ fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), Analysis
         .collect();
     let columns = &trees[0];
     let defines = spec.defines()?;
-    let job = Job::new(None);
+    // A share of one big file: the same scans, over its clusters alone.
+    let job = match (&spec.tasks[task].entries, opened.first()) {
+        (Some(r), Some(o)) => {
+            let first = firsts[o.index];
+            Job::new(None).limited_to(first + r.start..first + r.end)
+        }
+        _ => Job::new(None),
+    };
     let quantity = |text: &str| quantities::plan(text, columns, &defines);
     let expression = |text: &Option<String>| -> Result<Option<Plan>, AnalysisError> {
         text.as_deref()
@@ -209,6 +221,18 @@ fn compute(spec: &JobSpec, opened: &[Opened]) -> Result<(Partial, u64), Analysis
             let req = request(&value, &cut, &weight, fill.flatten);
             let axes = (axes.0.into(), axes.1.into());
             Partial::Histogram2d(histogram_2d(&members, &req, &y, axes, &job)?)
+        }
+        Op::Moments { values, cut } => {
+            let cut = expression(cut)?;
+            let shares = values
+                .iter()
+                .map(|text| {
+                    let value = quantity(text)?;
+                    let req = request(&value, &cut, &None, true);
+                    branch_moments(&members, &req, &job)
+                })
+                .collect::<Result<Vec<_>, AnalysisError>>()?;
+            Partial::Moments(shares)
         }
         Op::Cutflow {
             cuts,

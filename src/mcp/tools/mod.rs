@@ -29,6 +29,7 @@ mod root_plot;
 mod root_quantities;
 mod root_rows;
 mod root_saved_datasets;
+mod root_stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;

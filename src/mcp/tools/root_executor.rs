@@ -10,7 +10,9 @@ use serde_json::json;
 
 use super::Context;
 use super::root_dataset::OpenTree;
-use crate::analysis::ops::{Axis, Counted, Hist2};
+use crate::analysis::cutflow::Flow;
+use crate::analysis::ops::{Axis, Counted, Hist1, Hist2};
+use crate::analysis::quantiles::Moments;
 use crate::analysis::{Defines, Plan, TreeColumns};
 use crate::catalog::root::TREE_KIND_RNTUPLE;
 use crate::executor::partial::{Merged, Partial};
@@ -26,6 +28,8 @@ pub(super) struct Cluster {
     runner: Slurm,
     jobs: PathBuf,
     files_per_job: Option<usize>,
+    /// A file reading more bytes than this is cut into shares of clusters.
+    split_above: u64,
 }
 
 /// The executor the call runs on: the `executor` argument, else the
@@ -83,6 +87,7 @@ pub(super) fn cluster_for(
         runner: Slurm::new(settings.slurm.clone(), quarry),
         jobs,
         files_per_job,
+        split_above: settings.split_above_bytes.unwrap_or(spec::TASK_BYTES),
     }))
 }
 
@@ -138,6 +143,10 @@ pub(super) fn run_on_cluster(
         .collect();
     let bytes: Vec<u64> = files.iter().map(|f| f.bytes).collect();
     let per = spec::files_per_task(cluster.files_per_job, &bytes);
+    let clusters: Vec<_> = members
+        .iter()
+        .map(|m| spec::clusters_with_bytes(m, read))
+        .collect();
     let job_spec = JobSpec {
         format: JOB_FORMAT,
         tree: t.first().row.path.clone(),
@@ -147,7 +156,7 @@ pub(super) fn run_on_cluster(
             .map(|(n, e)| (n.to_string(), e.to_string()))
             .collect(),
         op,
-        tasks: spec::chunks(files.len(), per),
+        tasks: spec::plan_tasks(&clusters, per, cluster.split_above),
         files,
     };
     let tasks = job_spec.tasks.len();
@@ -180,6 +189,11 @@ fn answer(merged: Merged, files: usize, tasks: usize) -> ClusterAnswer {
             Partial::Histogram(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Histogram2d(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Cutflow { by_file, .. } => spread_all(by_file, &files_read, files),
+            Partial::Moments(shares) => {
+                for share in shares {
+                    spread_all(&mut share.by_member, &files_read, files);
+                }
+            }
             Partial::Range(_) => {}
         }
         p
@@ -194,13 +208,55 @@ fn answer(merged: Merged, files: usize, tasks: usize) -> ClusterAnswer {
 }
 
 /// `shares` (one per file read, in `files_read` order) placed at their files'
-/// indices among `files`, a default share for the others.
-fn spread_all<T: Default + Clone>(shares: &mut Vec<T>, files_read: &[usize], files: usize) {
-    let mut all = vec![T::default(); files];
+/// indices among `files`, a default share for the others. A big file read
+/// in shares by several tasks appears once per task: its shares add up, in
+/// task order.
+fn spread_all<T: Share>(shares: &mut Vec<T>, files_read: &[usize], files: usize) {
+    let mut all: Vec<Option<T>> = vec![None; files];
     for (share, &k) in std::mem::take(shares).into_iter().zip(files_read) {
-        all[k] = share;
+        match &mut all[k] {
+            Some(earlier) => earlier.add(share),
+            slot => *slot = Some(share),
+        }
     }
-    *shares = all;
+    *shares = all.into_iter().map(Option::unwrap_or_default).collect();
+}
+
+/// One file's share of an answer, added to another share of the same file.
+trait Share: Default + Clone {
+    fn add(&mut self, next: Self);
+}
+
+impl Share for Counted {
+    fn add(&mut self, next: Counted) {
+        self.scanned += next.scanned;
+        self.selected += next.selected;
+    }
+}
+
+impl Share for Hist1 {
+    fn add(&mut self, next: Hist1) {
+        self.merge(next);
+    }
+}
+
+impl Share for Hist2 {
+    fn add(&mut self, next: Hist2) {
+        self.merge(next);
+    }
+}
+
+impl Share for Flow {
+    fn add(&mut self, next: Flow) {
+        self.merge(&next);
+    }
+}
+
+impl Share for (Moments, Counted) {
+    fn add(&mut self, next: (Moments, Counted)) {
+        self.0.merge(next.0);
+        self.1.add(next.1);
+    }
 }
 
 /// Says in the answer's metadata that the cluster computed it, and which
