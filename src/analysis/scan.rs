@@ -422,8 +422,9 @@ fn open_streams<'f>(
 
 /// A remote file's baskets of a cluster, for every column read, asked for in
 /// one vectored read before the first is decoded (a local file reads as it
-/// goes). A failure here is met again, and reported, by the read itself.
-fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>) {
+/// goes). A failure here is met again, and reported, by the read itself; a
+/// stopped job ends the fetch part-way (the scan stops at its next check).
+fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>, job: &Job) {
     let mut file = None;
     let mut ranges = Vec::new();
     for stream in streams {
@@ -433,7 +434,7 @@ fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>) {
         }
     }
     if let Some(file) = file {
-        let _ = file.prefetch(&ranges);
+        let _ = file.prefetch(&ranges, &|| job.is_stopped());
     }
 }
 
@@ -449,7 +450,7 @@ fn scan_cluster(
     each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<bool, AnalysisError> {
     let cluster = &item.entries;
-    prefetch_remote(streams, cluster);
+    prefetch_remote(streams, cluster, progress.job);
     let len = cluster.end - cluster.start;
     // The share of the cluster's weight done once `at` is reached.
     let share = |at: u64| {
