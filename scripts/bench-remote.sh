@@ -70,8 +70,9 @@ declare -A urls=(
 declare -A turns=([root+${delay}ms]="$work/turns-root" [http+${delay}ms]="$work/turns-http")
 labels=(root http "root+${delay}ms" "http+${delay}ms")
 
-target_dir=${CARGO_TARGET_DIR:-target}
-bench=$(cargo bench --bench remote --no-run --message-format=json 2>/dev/null |
+# BENCH_BIN: a benchmark binary built before (else built here, release).
+bench=${BENCH_BIN:-}
+[ -n "$bench" ] || bench=$(cargo bench --bench remote --no-run --message-format=json 2>/dev/null |
   "$venv/bin/python" -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

@@ -425,6 +425,17 @@ fn open_streams<'f>(
 /// goes). A failure here is met again, and reported, by the read itself; a
 /// stopped job ends the fetch part-way (the scan stops at its next check).
 fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>, job: &Job) {
+    if let Some((file, ranges)) = remote_ranges(streams, cluster) {
+        let _ = file.prefetch(&ranges, &|| job.is_stopped());
+    }
+}
+
+/// The stored bytes of a cluster's chunks in every column of a remote file
+/// (`None` for a local one).
+fn remote_ranges<'f>(
+    streams: &[Stream<'f>],
+    cluster: &Range<u64>,
+) -> Option<(&'f RootFile, Vec<Range<u64>>)> {
     let mut file = None;
     let mut ranges = Vec::new();
     for stream in streams {
@@ -433,9 +444,7 @@ fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>, job: &Job) {
             ranges.extend(r);
         }
     }
-    if let Some(file) = file {
-        let _ = file.prefetch(&ranges, &|| job.is_stopped());
-    }
+    file.map(|f| (f, ranges))
 }
 
 /// Hands `each` the windows of a cluster, in entry order; false when `each`
@@ -713,7 +722,7 @@ pub fn scan_parallel<'a, A: Send>(
     let run_parts = |run: &[Item]| -> Result<Vec<(usize, A)>, AnalysisError> {
         let mut parts = Vec::new();
         let mut current: Option<(usize, Vec<Stream<'a>>, A)> = None;
-        for item in run {
+        for (k, item) in run.iter().enumerate() {
             if current.as_ref().is_none_or(|(m, _, _)| *m != item.member) {
                 if let Some((m, streams, acc)) = current.take() {
                     parts.push((m, acc));
@@ -729,8 +738,21 @@ pub fn scan_parallel<'a, A: Send>(
             }
             let (_, streams, acc) = current.as_mut().expect("streams for the item");
             let first_entry = members[item.member].first_entry;
-            scan_cluster(streams, (item, first_entry, false), &progress, &mut |w| {
-                each(acc, w).map(|()| true)
+            // A remote file's next cluster in this run is fetched while this
+            // one is decoded: the round trips and the transfer hide behind
+            // the decoding (its blocks, still on their way when that cluster
+            // is reached, are waited for, not fetched again).
+            let ahead = run
+                .get(k + 1)
+                .filter(|n| n.member == item.member)
+                .and_then(|n| remote_ranges(streams, &n.entries));
+            std::thread::scope(|threads| {
+                if let Some((file, ranges)) = &ahead {
+                    threads.spawn(move || file.prefetch(ranges, &|| job.is_stopped()));
+                }
+                scan_cluster(streams, (item, first_entry, false), &progress, &mut |w| {
+                    each(acc, w).map(|()| true)
+                })
             })
             .map_err(|e| in_member(e, &members[item.member]))?;
         }
