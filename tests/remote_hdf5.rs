@@ -99,9 +99,15 @@ async fn an_hdf5_file_past_the_whole_file_limit_is_refused_with_the_limit() {
     let root = &status["data"]["roots"][0];
     let failed = root["failed_files"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{status}");
-    assert!(failed[0]["path"].as_str().unwrap().ends_with("hdf5/big.h5"), "{status}");
+    assert!(
+        failed[0]["path"].as_str().unwrap().ends_with("hdf5/big.h5"),
+        "{status}"
+    );
     let error = failed[0]["error"].as_str().unwrap();
-    assert!(error.contains("read whole only up to 1048576 bytes"), "{error}");
+    assert!(
+        error.contains("read whole only up to 1048576 bytes"),
+        "{error}"
+    );
     assert_eq!(root["kinds"]["hdf5"]["indexed"], 1, "{status}");
     client.cancel().await.unwrap();
 }

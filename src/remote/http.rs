@@ -353,9 +353,7 @@ impl Protocol for Http {
             if stop() {
                 return Err(cancelled());
             }
-            with_retries(&self.retry, stop, || {
-                self.read_range(rel, version, r, stop)
-            })
+            with_retries(&self.retry, stop, || self.read_range(rel, version, r, stop))
         };
         if ranges.len() <= 1 {
             return ranges.iter().map(one).collect();

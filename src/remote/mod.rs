@@ -646,7 +646,9 @@ mod tests {
         let flag = stopped.clone();
         let file = root.open("cancel.bin", None).unwrap();
         // 100 separate blocks: 5 s of fetching, one range after another.
-        let ranges: Vec<Range<u64>> = (0..100).map(|i| 4 * i * BLOCK..4 * i * BLOCK + 10).collect();
+        let ranges: Vec<Range<u64>> = (0..100)
+            .map(|i| 4 * i * BLOCK..4 * i * BLOCK + 10)
+            .collect();
         let started = std::time::Instant::now();
         let stopper = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
@@ -657,8 +659,16 @@ mod tests {
             .unwrap_err();
         stopper.join().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
-        assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
-        assert_eq!(file.fetched().unwrap().requests, 0, "a failed fetch counts nothing");
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            file.fetched().unwrap().requests,
+            0,
+            "a failed fetch counts nothing"
+        );
         // The blocks it was fetching are free for the next reader to claim.
         let mut buf = [0u8; 10];
         let again = root.open("cancel.bin", None).unwrap();

@@ -266,7 +266,11 @@ fn open_version(conn: &mut Conn, path: &str, version: &Meta) -> Result<[u8; 4], 
     let (size, _, mtime) = body
         .get(12..)
         .map(|stat| parse_stat(&String::from_utf8_lossy(stat)))
-        .ok_or_else(|| Some(io::Error::other("kXR_open answered without the file's stat")))??;
+        .ok_or_else(|| {
+            Some(io::Error::other(
+                "kXR_open answered without the file's stat",
+            ))
+        })??;
     let mtime_ns = mtime.saturating_mul(1_000_000_000);
     conn.open = Some(OpenFile {
         path: path.to_string(),

@@ -84,7 +84,9 @@ fn is_memory_file(fd_path: &str) -> bool {
 /// be below `/dev/null`).
 fn open_image(file: &File) -> Result<H5File, FormatError> {
     use hdf5_sys::h5f::{H5F_ACC_RDONLY, H5Fopen};
-    use hdf5_sys::h5p::{H5P_CLS_FILE_ACCESS, H5Pclose, H5Pcreate, H5Pset_fapl_core, H5Pset_file_image};
+    use hdf5_sys::h5p::{
+        H5P_CLS_FILE_ACCESS, H5Pclose, H5Pcreate, H5Pset_fapl_core, H5Pset_file_image,
+    };
     use std::os::unix::fs::FileExt;
     let len = usize::try_from(file.metadata()?.len())
         .map_err(|_| FormatError::Unsupported("an in-memory file too large to map".into()))?;
@@ -97,7 +99,11 @@ fn open_image(file: &File) -> Result<H5File, FormatError> {
         unsafe {
             let fapl = ffi::Owned::new(H5Pcreate(*H5P_CLS_FILE_ACCESS), H5Pclose)?;
             ffi::check(H5Pset_fapl_core(fapl.id, 1 << 20, 0))?;
-            ffi::check(H5Pset_file_image(fapl.id, image.as_mut_ptr().cast(), image.len()))?;
+            ffi::check(H5Pset_file_image(
+                fapl.id,
+                image.as_mut_ptr().cast(),
+                image.len(),
+            ))?;
             let id = H5Fopen(c"/dev/null/quarry-image".as_ptr(), H5F_ACC_RDONLY, fapl.id);
             if id < 0 {
                 return Err(ffi::last_error());
