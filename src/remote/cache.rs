@@ -28,10 +28,14 @@ pub struct BlockCache {
     pending: Mutex<HashMap<BlockKey, Arc<Pending>>>,
 }
 
+/// How a fetch of a block ended: its bytes, or its error's kind and message
+/// (an `io::Error` is not `Clone`, and every waiting reader gets one).
+type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String)>;
+
 /// A block on its way: the bytes, or the fetch's error, once it settled.
 #[derive(Default)]
 pub struct Pending {
-    outcome: Mutex<Option<Result<Arc<[u8]>, (io::ErrorKind, String)>>>,
+    outcome: Mutex<Option<Outcome>>,
     settled: Condvar,
 }
 
@@ -159,7 +163,7 @@ impl BlockCache {
         (claimed, claims)
     }
 
-    fn release(&self, file: u64, block: u64, outcome: Result<Arc<[u8]>, (io::ErrorKind, String)>) {
+    fn release(&self, file: u64, block: u64, outcome: Outcome) {
         let Some(p) = self
             .pending
             .lock()
