@@ -19,7 +19,18 @@ pub trait ByteSource: Send + Sync {
 
     /// Says that the `ranges` are about to be read: a remote source fetches
     /// those it does not hold in one vectored request. Local files ignore it.
-    fn prefetch(&self, _ranges: &[Range<u64>]) -> io::Result<()> {
+    fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        self.prefetch_until(ranges, &|| false)
+    }
+
+    /// `prefetch` for a call that may be cancelled: a remote source gives up
+    /// (`ErrorKind::Interrupted`), even part-way through an answer, once
+    /// `stop` returns true.
+    fn prefetch_until(
+        &self,
+        _ranges: &[Range<u64>],
+        _stop: &(dyn Fn() -> bool + Send + Sync),
+    ) -> io::Result<()> {
         Ok(())
     }
 

@@ -123,24 +123,16 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
         "{v}"
     );
 
-    // HDF5 files are listed, recorded as not read yet (libhdf5 reading by
-    // ranges is still to come); every other file is indexed.
+    // HDF5 files are indexed too (fetched whole into memory), as is every
+    // other file.
     let v = ok(&client, "list_files", json!({"kind": "hdf5"})).await;
     assert_eq!(v["data"]["total_matched"], 3, "{v}");
     let status = ok(&client, "index_status", json!({})).await;
     let root = &status["data"]["roots"][0];
-    for kind in ["root", "document", "code"] {
+    for kind in ["root", "document", "code", "hdf5"] {
         assert_eq!(root["kinds"][kind]["failed"], 0, "{status}");
     }
-    for failed in root["failed_files"].as_array().unwrap() {
-        assert_eq!(failed["kind"], "hdf5", "{status}");
-        assert!(
-            failed["error"]
-                .as_str()
-                .unwrap()
-                .contains("remote roots are not read yet")
-        );
-    }
+    assert_eq!(root["failed_files"], json!([]), "{status}");
     let remote = remote_status(&status);
     assert!(remote["last_listing"].is_string(), "{status}");
     assert!(remote["last_error"].is_null(), "{status}");

@@ -422,8 +422,20 @@ fn open_streams<'f>(
 
 /// A remote file's baskets of a cluster, for every column read, asked for in
 /// one vectored read before the first is decoded (a local file reads as it
-/// goes). A failure here is met again, and reported, by the read itself.
-fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>) {
+/// goes). A failure here is met again, and reported, by the read itself; a
+/// stopped job ends the fetch part-way (the scan stops at its next check).
+fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>, job: &Job) {
+    if let Some((file, ranges)) = remote_ranges(streams, cluster) {
+        let _ = file.prefetch(&ranges, &|| job.is_stopped());
+    }
+}
+
+/// The stored bytes of a cluster's chunks in every column of a remote file
+/// (`None` for a local one).
+fn remote_ranges<'f>(
+    streams: &[Stream<'f>],
+    cluster: &Range<u64>,
+) -> Option<(&'f RootFile, Vec<Range<u64>>)> {
     let mut file = None;
     let mut ranges = Vec::new();
     for stream in streams {
@@ -432,9 +444,7 @@ fn prefetch_remote(streams: &[Stream<'_>], cluster: &Range<u64>) {
             ranges.extend(r);
         }
     }
-    if let Some(file) = file {
-        let _ = file.prefetch(&ranges);
-    }
+    file.map(|f| (f, ranges))
 }
 
 /// Hands `each` the windows of a cluster, in entry order; false when `each`
@@ -449,7 +459,7 @@ fn scan_cluster(
     each: &mut impl FnMut(&Window<'_, '_>) -> Result<bool, AnalysisError>,
 ) -> Result<bool, AnalysisError> {
     let cluster = &item.entries;
-    prefetch_remote(streams, cluster);
+    prefetch_remote(streams, cluster, progress.job);
     let len = cluster.end - cluster.start;
     // The share of the cluster's weight done once `at` is reached.
     let share = |at: u64| {
@@ -710,6 +720,8 @@ pub fn scan_parallel<'a, A: Send>(
             idle.remove(0);
         }
     };
+    // Clusters whose decoding has begun (the read-ahead keeps a few beyond).
+    let begun = std::sync::atomic::AtomicUsize::new(0);
     let run_parts = |run: &[Item]| -> Result<Vec<(usize, A)>, AnalysisError> {
         let mut parts = Vec::new();
         let mut current: Option<(usize, Vec<Stream<'a>>, A)> = None;
@@ -729,6 +741,7 @@ pub fn scan_parallel<'a, A: Send>(
             }
             let (_, streams, acc) = current.as_mut().expect("streams for the item");
             let first_entry = members[item.member].first_entry;
+            begun.fetch_add(1, Ordering::Relaxed);
             scan_cluster(streams, (item, first_entry, false), &progress, &mut |w| {
                 each(acc, w).map(|()| true)
             })
@@ -749,27 +762,80 @@ pub fn scan_parallel<'a, A: Send>(
     let next_run = std::sync::atomic::AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     // Runs are handed out in order, one at a time, to one worker per thread:
-    // a part waits only for the runs begun before its own.
-    rayon::scope(|scope| {
-        for _ in 0..threads.min(runs.len()) {
-            scope.spawn(|_| {
-                loop {
-                    let r = next_run.fetch_add(1, Ordering::Relaxed);
-                    if r >= runs.len() || stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let parts = run_parts(&runs[r]);
-                    if parts.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    merger.lock().expect("merger").deliver(r, parts);
-                }
-            });
+    // a part waits only for the runs begun before its own. Remote files are
+    // fetched a few clusters ahead of them, in the background.
+    let over = AtomicBool::new(false);
+    std::thread::scope(|background| {
+        if members.iter().any(|m| m.file.fetched().is_some()) {
+            background.spawn(|| read_ahead(members, columns, &runs, (&begun, &over), job));
         }
+        rayon::scope(|scope| {
+            for _ in 0..threads.min(runs.len()) {
+                scope.spawn(|_| {
+                    loop {
+                        let r = next_run.fetch_add(1, Ordering::Relaxed);
+                        if r >= runs.len() || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let parts = run_parts(&runs[r]);
+                        if parts.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        merger.lock().expect("merger").deliver(r, parts);
+                    }
+                });
+            }
+        });
+        over.store(true, Ordering::Relaxed);
     });
     match merger.into_inner().expect("merger").failed {
         Some((_, e)) => Err(e),
         None => Ok(entries_read),
+    }
+}
+
+/// Clusters a remote scan fetches ahead of those being decoded.
+const READ_AHEAD: usize = 4;
+
+/// A remote file's clusters, fetched in scan order in the background at most
+/// `READ_AHEAD` beyond the clusters whose decoding has `begun`, so that round
+/// trips and transfer overlap the decoding (a cluster reached while still on
+/// its way is waited for, its blocks being claimed, not fetched again). Local
+/// members are passed over; ends when the scan is `over` or the job stops.
+fn read_ahead(
+    members: &[Member<'_>],
+    columns: &[usize],
+    runs: &[Vec<Item>],
+    (begun, over): (&std::sync::atomic::AtomicUsize, &AtomicBool),
+    job: &Job,
+) {
+    let stopped = || over.load(Ordering::Relaxed) || job.is_stopped();
+    let mut streams: Option<(usize, Vec<Stream<'_>>)> = None;
+    for (i, item) in runs.iter().flatten().enumerate() {
+        let member = &members[item.member];
+        if member.file.fetched().is_none() {
+            continue;
+        }
+        while i >= begun.load(Ordering::Relaxed) + READ_AHEAD {
+            if stopped() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if stopped() {
+            return;
+        }
+        if streams.as_ref().is_none_or(|(m, _)| *m != item.member) {
+            let Ok(opened) = open_streams(member.file, member.tree, columns, true) else {
+                return;
+            };
+            streams = Some((item.member, opened));
+        }
+        let (_, opened) = streams.as_ref().expect("streams of the member");
+        if let Some((file, ranges)) = remote_ranges(opened, &item.entries) {
+            // A failure is met again, and reported, by the scan's own read.
+            let _ = file.prefetch(&ranges, &stopped);
+        }
     }
 }
 

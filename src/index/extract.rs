@@ -83,12 +83,10 @@ fn extract_once(
                 }
                 return rows;
             }
-            if kind == Kind::Hdf5 {
-                // libhdf5 opens by path, and an in-memory file has none it accepts.
-                return Err(FormatError::Unsupported(
-                    "HDF5 files on remote roots are not read yet (listed only)".into(),
-                ));
-            }
+            // Documents, code and HDF5 (libhdf5 reads a file it opens by
+            // name: `/proc/self/fd/N` of the in-memory copy) are fetched
+            // whole, up to `[remote] max_whole_file_mb`; a larger file is
+            // that file's error.
             file.to_memory_file()?
         }
         None => open_beneath(&root.canonical, rel).map_err(|e| match e {

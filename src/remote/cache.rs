@@ -2,9 +2,14 @@
 //! to a byte limit shared by the whole process, least recently used first out.
 //! Blocks are keyed by the file's version (URL, size, modification time, ETag),
 //! so a file that changed is never served from the blocks of its old version.
+//!
+//! A block being fetched is claimed (`claim`): a second reader that misses it
+//! meanwhile waits for that fetch (`Claim::wait`) instead of fetching it again,
+//! so two threads decoding neighbouring baskets never pay for one block twice.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Bytes per block: small enough that reading a ROOT file's header, keys and
 /// streamers fetches little beyond them, large enough that neighbouring small
@@ -19,6 +24,77 @@ type BlockKey = (u64, u64);
 pub struct BlockCache {
     limit: usize,
     inner: Mutex<Inner>,
+    /// Blocks some thread is fetching now, with where their bytes will be.
+    pending: Mutex<HashMap<BlockKey, Arc<Pending>>>,
+}
+
+/// How a fetch of a block ended: its bytes, or its error's kind and message
+/// (an `io::Error` is not `Clone`, and every waiting reader gets one).
+type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String)>;
+
+/// A block on its way: the bytes, or the fetch's error, once it settled.
+#[derive(Default)]
+pub struct Pending {
+    outcome: Mutex<Option<Outcome>>,
+    settled: Condvar,
+}
+
+impl Pending {
+    /// Waits until the fetching thread settles the block.
+    pub fn wait(&self) -> io::Result<Arc<[u8]>> {
+        let mut outcome = self.outcome.lock().expect("pending block");
+        loop {
+            if let Some(got) = outcome.as_ref() {
+                return got.clone().map_err(|(kind, why)| io::Error::new(kind, why));
+            }
+            outcome = self.settled.wait(outcome).expect("pending block");
+        }
+    }
+}
+
+/// What a reader gets for a block it lacks: the job of fetching it, or
+/// another thread's fetch to wait for.
+pub enum Claim {
+    Fetch,
+    Wait(Arc<Pending>),
+    /// Cached after all (a fetch settled since the reader looked).
+    Held(Arc<[u8]>),
+}
+
+/// The blocks a thread claimed to fetch: each settled with its bytes, or, if
+/// the fetch failed or was abandoned (an early return, a panic), with an
+/// error that the waiting readers report.
+pub struct Claimed<'c> {
+    cache: &'c BlockCache,
+    file: u64,
+    blocks: Vec<u64>,
+}
+
+impl Claimed<'_> {
+    /// Caches the block's bytes and hands them to whoever waits for them.
+    pub fn settle(&mut self, block: u64, data: Arc<[u8]>) {
+        self.cache.put(self.file, block, data.clone());
+        self.blocks.retain(|&b| b != block);
+        self.cache.release(self.file, block, Ok(data));
+    }
+
+    /// Every block not settled yet fails with `error`'s kind and message.
+    pub fn fail(&mut self, error: &io::Error) {
+        for block in std::mem::take(&mut self.blocks) {
+            let why = (error.kind(), error.to_string());
+            self.cache.release(self.file, block, Err(why));
+        }
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        // Transient: a waiting reader's call may try again.
+        self.fail(&io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            "the read that was fetching this block stopped",
+        ));
+    }
 }
 
 #[derive(Default)]
@@ -54,7 +130,50 @@ impl BlockCache {
         BlockCache {
             limit,
             inner: Mutex::new(Inner::default()),
+            pending: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// For each block (missing from the cache), whether this thread fetches
+    /// it or waits for the thread already fetching it; the blocks to fetch
+    /// are claimed until the returned `Claimed` settles or drops them.
+    pub fn claim(&self, file: u64, blocks: &[u64]) -> (Claimed<'_>, Vec<(u64, Claim)>) {
+        let mut pending = self.pending.lock().expect("pending blocks");
+        let mut mine = Vec::new();
+        let claims = blocks
+            .iter()
+            .map(|&block| {
+                if let Some(p) = pending.get(&(file, block)) {
+                    return (block, Claim::Wait(p.clone()));
+                }
+                // Settling caches before it releases: looked for under the lock.
+                if let Some(data) = self.get(file, block) {
+                    return (block, Claim::Held(data));
+                }
+                pending.insert((file, block), Arc::default());
+                mine.push(block);
+                (block, Claim::Fetch)
+            })
+            .collect();
+        let claimed = Claimed {
+            cache: self,
+            file,
+            blocks: mine,
+        };
+        (claimed, claims)
+    }
+
+    fn release(&self, file: u64, block: u64, outcome: Outcome) {
+        let Some(p) = self
+            .pending
+            .lock()
+            .expect("pending blocks")
+            .remove(&(file, block))
+        else {
+            return;
+        };
+        *p.outcome.lock().expect("pending block") = Some(outcome);
+        p.settled.notify_all();
     }
 
     pub fn get(&self, file: u64, block: u64) -> Option<Arc<[u8]>> {

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use super::retry::{Failure, Policy, with_retries};
 use super::s3::{self, Signer, region_from_env};
 use super::url::{RootUrl, Scheme, decode_component, encode_component};
-use super::{Entry, Meta, Protocol, Settings, changed};
+use super::{Entry, Meta, Protocol, Settings, Stop, cancelled, changed};
+
+/// Bytes of an answer read between two looks at whether the call stopped.
+const STOP_CHECK_BYTES: usize = 256 << 10;
 
 /// Largest folder listing read, in bytes.
 const MAX_LISTING_BYTES: u64 = 64 << 20;
@@ -207,6 +210,7 @@ impl Http {
         rel: &str,
         version: &Meta,
         range: &Range<u64>,
+        stop: &Stop<'_>,
     ) -> Result<Vec<u8>, Failure> {
         let path = self.path_of(rel);
         let len = (range.end - range.start) as usize;
@@ -249,13 +253,19 @@ impl Http {
         }
         let mut buf = vec![0u8; len];
         let mut body = reply.body_mut().as_reader();
-        body.read_exact(&mut buf).map_err(|e| {
-            // A body cut short: the server stopped or the connection broke.
-            Failure::transient(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                format!("{}: the response was cut short ({e})", url()),
-            ))
-        })?;
+        // In pieces, so that a cancelled call stops a long answer part-way.
+        for piece in buf.chunks_mut(STOP_CHECK_BYTES) {
+            if stop() {
+                return Err(Failure::permanent(cancelled()));
+            }
+            body.read_exact(piece).map_err(|e| {
+                // A body cut short: the server stopped or the connection broke.
+                Failure::transient(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    format!("{}: the response was cut short ({e})", url()),
+                ))
+            })?;
+        }
         Ok(buf)
     }
 
@@ -337,9 +347,13 @@ impl Protocol for Http {
         rel: &str,
         version: &Meta,
         ranges: &[Range<u64>],
+        stop: &Stop<'_>,
     ) -> io::Result<Vec<Vec<u8>>> {
         let one = |r: &Range<u64>| {
-            with_retries(&self.retry, &|| false, || self.read_range(rel, version, r))
+            if stop() {
+                return Err(cancelled());
+            }
+            with_retries(&self.retry, stop, || self.read_range(rel, version, r, stop))
         };
         if ranges.len() <= 1 {
             return ranges.iter().map(one).collect();

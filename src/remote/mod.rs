@@ -32,7 +32,7 @@ pub use retry::Policy;
 pub use url::{RootUrl, Scheme, looks_like_url};
 
 use crate::byte_source::{ByteSource, Fetched};
-use cache::BLOCK;
+use cache::{BLOCK, Claim};
 
 /// What storage says about a file: enough to tell one version from another.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,12 +78,15 @@ pub struct Entry {
 trait Protocol: Send + Sync {
     fn stat(&self, rel: &str) -> io::Result<Meta>;
     /// The bytes of each range (each within the file), checked to come from
-    /// the version `version`; an error when the file changed.
+    /// the version `version`; an error when the file changed, and `cancelled()`
+    /// as soon as `stop` says so (checked between requests and while an
+    /// answer streams in).
     fn read_ranges(
         &self,
         rel: &str,
         version: &Meta,
         ranges: &[Range<u64>],
+        stop: &Stop<'_>,
     ) -> io::Result<Vec<Vec<u8>>>;
     /// The names in the folder `rel` ("" for the root).
     fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>>;
@@ -92,6 +95,14 @@ trait Protocol: Send + Sync {
     fn list_all(&self, _rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
         None
     }
+}
+
+/// Says when the reads of a call should stop (the call was cancelled).
+pub type Stop<'a> = dyn Fn() -> bool + Send + Sync + 'a;
+
+/// The error of a read stopped by its call.
+fn cancelled() -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, "the read was cancelled")
 }
 
 /// How remote roots are reached (`[remote]` in the config).
@@ -340,13 +351,19 @@ impl RemoteFile {
         self.root.url.file_url(&self.rel)
     }
 
-    /// Fetches `ranges` (each within the file) straight from storage, counted.
-    fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
+    /// Fetches `ranges` (each within the file) straight from storage, counted;
+    /// given up, even part-way, once `stop` says so.
+    fn fetch(&self, ranges: &[Range<u64>], stop: &Stop<'_>) -> io::Result<Vec<Vec<u8>>> {
+        if stop() {
+            return Err(cancelled());
+        }
         let got = self
             .root
             .protocol
-            .read_ranges(&self.rel, &self.meta, ranges);
-        if let Err(e) = &got {
+            .read_ranges(&self.rel, &self.meta, ranges, stop);
+        if let Err(e) = &got
+            && e.kind() != io::ErrorKind::Interrupted
+        {
             self.root
                 .note_error(&format!("reading {}: {e}", self.url()));
         }
@@ -366,7 +383,7 @@ impl RemoteFile {
     /// The blocks covering `ranges` that the cache lacks, fetched as runs of
     /// neighbouring blocks in one vectored read, then cached; returned too,
     /// so a read never depends on the cache keeping them.
-    fn fill(&self, ranges: &[Range<u64>]) -> io::Result<HashMap<u64, Arc<[u8]>>> {
+    fn fill(&self, ranges: &[Range<u64>], stop: &Stop<'_>) -> io::Result<HashMap<u64, Arc<[u8]>>> {
         let cache = cache::shared();
         let mut held = HashMap::new();
         let mut missing = Vec::new();
@@ -383,18 +400,45 @@ impl RemoteFile {
                 }
             }
         }
-        missing.sort_unstable();
-        let runs = block_runs(&missing, self.meta.size);
-        if runs.is_empty() {
+        if missing.is_empty() {
             return Ok(held);
         }
-        for (run, bytes) in runs.iter().zip(self.fetch(&runs)?) {
-            for (i, chunk) in bytes.chunks(BLOCK as usize).enumerate() {
-                let block = run.start / BLOCK + i as u64;
-                let data: Arc<[u8]> = chunk.into();
-                cache.put(self.key, block, data.clone());
-                held.insert(block, data);
+        missing.sort_unstable();
+        // Blocks another thread is fetching now are waited for, not fetched again.
+        let (mut claimed, claims) = cache.claim(self.key, &missing);
+        let mut mine = Vec::new();
+        let mut waits = Vec::new();
+        for (block, claim) in claims {
+            match claim {
+                Claim::Fetch => mine.push(block),
+                Claim::Wait(pending) => waits.push((block, pending)),
+                Claim::Held(data) => {
+                    held.insert(block, data);
+                }
             }
+        }
+        let runs = block_runs(&mine, self.meta.size);
+        if !runs.is_empty() {
+            let got = self.fetch(&runs, stop).inspect_err(|e| claimed.fail(e))?;
+            for (run, bytes) in runs.iter().zip(got) {
+                for (i, chunk) in bytes.chunks(BLOCK as usize).enumerate() {
+                    let block = run.start / BLOCK + i as u64;
+                    let data: Arc<[u8]> = chunk.into();
+                    if mine.binary_search(&block).is_ok() {
+                        claimed.settle(block, data.clone());
+                    } else {
+                        // A gap bridged between two runs: not claimed, kept all the same.
+                        cache.put(self.key, block, data.clone());
+                    }
+                    held.insert(block, data);
+                }
+            }
+        }
+        // Only after settling its own claims does a thread wait for others'
+        // (two threads each waiting for the other's block would never end).
+        drop(claimed);
+        for (block, pending) in waits {
+            held.insert(block, pending.wait()?);
         }
         Ok(held)
     }
@@ -425,7 +469,7 @@ impl RemoteFile {
         let chunks: Vec<Range<u64>> = (0..self.meta.size.div_ceil(CHUNK))
             .map(|i| i * CHUNK..((i + 1) * CHUNK).min(self.meta.size))
             .collect();
-        for (range, bytes) in chunks.iter().zip(self.fetch(&chunks)?) {
+        for (range, bytes) in chunks.iter().zip(self.fetch(&chunks, &|| false)?) {
             file.write_all_at(&bytes, range.start)?;
         }
         Ok(file)
@@ -464,7 +508,7 @@ impl ByteSource for RemoteFile {
         if buf.is_empty() {
             return Ok(());
         }
-        let held = self.fill(std::slice::from_ref(&(offset..end)))?;
+        let held = self.fill(std::slice::from_ref(&(offset..end)), &|| false)?;
         let mut at = offset;
         while at < end {
             let block = at / BLOCK;
@@ -478,7 +522,7 @@ impl ByteSource for RemoteFile {
         Ok(())
     }
 
-    fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+    fn prefetch_until(&self, ranges: &[Range<u64>], stop: &Stop<'_>) -> io::Result<()> {
         // More than half the cache would push out what it fetched first: the
         // reads then fetch for themselves.
         let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
@@ -489,7 +533,7 @@ impl ByteSource for RemoteFile {
             .iter()
             .map(|r| r.start.min(self.meta.size)..r.end.min(self.meta.size))
             .collect();
-        self.fill(&within).map(|_| ())
+        self.fill(&within, stop).map(|_| ())
     }
 
     fn fetched(&self) -> Option<Fetched> {
@@ -517,6 +561,119 @@ mod tests {
         // The last block ends with the file.
         assert_eq!(block_runs(&[10], size), vec![10 * BLOCK..size]);
         assert!(block_runs(&[], size).is_empty());
+    }
+
+    /// Storage that serves `size` bytes (each byte its offset mod 251), one
+    /// range at a time, each `pause` long, counting the ranges asked for.
+    struct Slow {
+        size: u64,
+        ranges: AtomicU64,
+        pause: Duration,
+    }
+
+    impl Protocol for Slow {
+        fn stat(&self, _rel: &str) -> io::Result<Meta> {
+            Ok(Meta {
+                size: self.size,
+                mtime_ns: 1,
+                etag: None,
+            })
+        }
+        fn read_ranges(
+            &self,
+            _rel: &str,
+            _version: &Meta,
+            ranges: &[Range<u64>],
+            stop: &Stop<'_>,
+        ) -> io::Result<Vec<Vec<u8>>> {
+            let mut out = Vec::new();
+            for r in ranges {
+                if stop() {
+                    return Err(cancelled());
+                }
+                self.ranges.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(self.pause);
+                out.push(r.clone().map(|at| (at % 251) as u8).collect());
+            }
+            Ok(out)
+        }
+        fn list_dir(&self, _rel: &str) -> io::Result<Vec<Entry>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn slow_root(size: u64, pause: Duration) -> Arc<RemoteRoot> {
+        Arc::new(RemoteRoot {
+            url: RootUrl::parse("http://127.0.0.1:9/slow/").unwrap(),
+            protocol: Box::new(Slow {
+                size,
+                ranges: AtomicU64::new(0),
+                pause,
+            }),
+            settings: Settings::default(),
+            status: Mutex::new(Status::default()),
+            bytes: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    #[test]
+    fn threads_missing_the_same_block_fetch_it_once() {
+        let root = slow_root(3 * BLOCK, Duration::from_millis(300));
+        // A file name of its own: the block cache is the process's.
+        let file = Arc::new(root.open("dedup.bin", None).unwrap());
+        let readers: Vec<_> = (0..4)
+            .map(|i| {
+                let file = file.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 1000];
+                    file.read_into(BLOCK + 10 * i, &mut buf).unwrap();
+                    buf[0]
+                })
+            })
+            .collect();
+        for (i, r) in readers.into_iter().enumerate() {
+            assert_eq!(r.join().unwrap(), ((BLOCK + 10 * i as u64) % 251) as u8);
+        }
+        assert_eq!(file.fetched().unwrap().requests, 1);
+        assert_eq!(file.fetched().unwrap().bytes, BLOCK);
+    }
+
+    #[test]
+    fn a_cancelled_call_stops_fetching_promptly() {
+        let root = slow_root(1000 * BLOCK, Duration::from_millis(50));
+        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stopped.clone();
+        let file = root.open("cancel.bin", None).unwrap();
+        // 100 separate blocks: 5 s of fetching, one range after another.
+        let ranges: Vec<Range<u64>> = (0..100)
+            .map(|i| 4 * i * BLOCK..4 * i * BLOCK + 10)
+            .collect();
+        let started = std::time::Instant::now();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            stopped.store(true, Ordering::SeqCst);
+        });
+        let err = file
+            .prefetch_until(&ranges, &move || flag.load(Ordering::SeqCst))
+            .unwrap_err();
+        stopper.join().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            file.fetched().unwrap().requests,
+            0,
+            "a failed fetch counts nothing"
+        );
+        // The blocks it was fetching are free for the next reader to claim.
+        let mut buf = [0u8; 10];
+        let again = root.open("cancel.bin", None).unwrap();
+        again.read_into(0, &mut buf).unwrap();
+        assert_eq!(buf[..3], [0, 1, 2]);
     }
 
     #[test]

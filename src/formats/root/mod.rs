@@ -140,9 +140,14 @@ impl RootFile {
 
     /// Says which byte ranges are about to be read (a cluster's baskets): a
     /// remote file fetches them in one vectored request; a local one ignores it.
-    pub fn prefetch(&self, ranges: &[Range<u64>]) -> Result<(), FormatError> {
+    /// `stop` ends a fetch in flight (the call was cancelled).
+    pub fn prefetch(
+        &self,
+        ranges: &[Range<u64>],
+        stop: &(dyn Fn() -> bool + Send + Sync),
+    ) -> Result<(), FormatError> {
         match &self.source {
-            Source::Shared(source) => Ok(source.prefetch(ranges)?),
+            Source::Shared(source) => Ok(source.prefetch_until(ranges, stop)?),
             Source::File(_) | Source::Memory(_) => Ok(()),
         }
     }

@@ -3,7 +3,7 @@
 //! MCP's `resources/*` requests (through `super::read`) and by the HDF5 tools.
 //!
 //! URI: `h5://<absolute file path>?path=<path in the file>` (`path` defaults to
-//! `/`); `%XX` escapes are decoded in both parts, and `%`, `?`, `#` and
+//! `/`), or for a remote root's file `h5://<its URL>?path=...`; `%XX` escapes are decoded in both parts, and `%`, `?`, `#` and
 //! control characters are escaped when quarry writes a URI.
 
 use serde_json::{Map, Value, json};
@@ -98,9 +98,11 @@ pub fn parse_uri(uri: &str) -> Result<H5Uri, String> {
     }
     let (file, query) = rest.split_once('?').unwrap_or((rest, ""));
     let file = percent_decode(file)?;
-    if !file.starts_with('/') {
+    // A remote root's file is named by its URL (h5://https://host/data/run.h5?path=/).
+    if !file.starts_with('/') && !crate::remote::looks_like_url(&file) {
         return Err(format!(
-            "the file part of '{}' must be an absolute path (h5:///data/run.h5?path=/)",
+            "the file part of '{}' must be an absolute path or a remote file's URL \
+             (h5:///data/run.h5?path=/)",
             short(uri)
         ));
     }
