@@ -166,8 +166,7 @@ impl PairFills {
                         .iter()
                         .all(|&(op, a, b)| truth(apply(op, read(a, i, j), read(b, i, j))));
                     if pass {
-                        out.values
-                            .push(pair_mass(self.mass.map(|a| read(a, i, j))));
+                        out.values.push(pair_mass(self.mass.map(|a| read(a, i, j))));
                     }
                 }
             }
@@ -320,12 +319,24 @@ mod tests {
         let n = *offsets.last().unwrap();
         let wave = |i: usize, k: f64| (i as f64 * k).sin();
         let columns = vec![
-            Values::F32((0..n).map(|i| (5.0 + 60.0 * wave(i, 0.37).abs()) as f32).collect()),
+            Values::F32(
+                (0..n)
+                    .map(|i| (5.0 + 60.0 * wave(i, 0.37).abs()) as f32)
+                    .collect(),
+            ),
             Values::F32((0..n).map(|i| (2.4 * wave(i, 0.11)) as f32).collect()),
             Values::F32((0..n).map(|i| (3.1 * wave(i, 0.53)) as f32).collect()),
-            Values::I32((0..n).map(|i| if wave(i, 0.71) > 0.0 { 1 } else { -1 }).collect()),
+            Values::I32(
+                (0..n)
+                    .map(|i| if wave(i, 0.71) > 0.0 { 1 } else { -1 })
+                    .collect(),
+            ),
             Values::I32(counts.iter().map(|&c| c as i32).collect()),
-            Values::F32((0..entries).map(|e| (40.0 * wave(e, 0.29).abs()) as f32).collect()),
+            Values::F32(
+                (0..entries)
+                    .map(|e| (40.0 * wave(e, 0.29).abs()) as f32)
+                    .collect(),
+            ),
         ];
         Window {
             columns,
@@ -409,7 +420,13 @@ mod tests {
                 Node::Const(20.0),
             ),
         );
-        for cut in [Some(&question), Some(&harder), Some(&entry), Some(&opposite), None] {
+        for cut in [
+            Some(&question),
+            Some(&harder),
+            Some(&entry),
+            Some(&opposite),
+            None,
+        ] {
             let [fast, slow] = both(cut, &w);
             assert_eq!(fast, slow, "{cut:?}");
             assert!(fast.1 > 0 && !fast.0.is_empty(), "{cut:?}");
