@@ -23,10 +23,12 @@ pub(super) struct Fills {
     pub(super) passed_before: Vec<u32>,
     /// Scratch: 1 for each row a predicate passes, 0 for the others.
     pub(super) mask: Vec<u8>,
+    /// Scratch: a window's paired columns as doubles (`pair_fills`).
+    pub(super) pair_columns: Vec<Vec<f64>>,
 }
 
 impl Fills {
-    fn start(&mut self, weighted: bool) {
+    pub(super) fn start(&mut self, weighted: bool) {
         self.values.clear();
         self.weights.clear();
         self.weighted = weighted;

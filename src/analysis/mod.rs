@@ -20,6 +20,7 @@ mod fills;
 mod kept;
 mod kinematics;
 pub mod ops;
+mod pair_fills;
 mod pairs;
 pub mod plan;
 pub mod plot;

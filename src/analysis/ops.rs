@@ -6,6 +6,7 @@ use super::AnalysisError;
 use super::dataset::Member;
 use super::eval::{Inputs, SlotData, Val, evaluate, zip};
 use super::fills::{Fills, bare_fills, fills, predicate_fills};
+use super::pair_fills::{PairFills, PlanOf};
 use super::plan::{Node, Plan};
 use super::predicate::{Predicate, count_cut};
 use super::scan::{Parts, Window, scan_parallel};
@@ -369,6 +370,8 @@ struct Filling<'r, 'p> {
     req: &'r HistRequest<'p>,
     together: Together<'p>,
     predicate: Option<Predicate>,
+    /// The fused form of pairs' masses under their cut, when it has one.
+    pairs: Option<PairFills>,
 }
 
 impl<'r, 'p> Filling<'r, 'p> {
@@ -377,6 +380,9 @@ impl<'r, 'p> Filling<'r, 'p> {
             req,
             together: Together::new(plans_of(req, None)),
             predicate: req.cut.and_then(|c| Predicate::of(&c.root)),
+            pairs: (req.flatten && req.weight.is_none())
+                .then(|| PairFills::of(&req.value.root, req.cut.map(|c| &c.root)))
+                .flatten(),
         }
     }
 
@@ -384,7 +390,7 @@ impl<'r, 'p> Filling<'r, 'p> {
     fn window(&self, w: &Window<'_, '_>, out: &mut Fills) -> Result<(), AnalysisError> {
         let (together, req) = (&self.together, self.req);
         let slots = window_slots(together, w);
-        if self.bare_column_fills((&slots, w), out) {
+        if self.bare_column_fills((&slots, w), out) || self.pair_fills((&slots, w), out)? {
             return Ok(());
         }
         let mut vals = together.evaluate(&slots, w)?.into_iter();
@@ -393,6 +399,28 @@ impl<'r, 'p> Filling<'r, 'p> {
         let weight = req.weight.map(|_| vals.next().expect("the weight plan"));
         let inputs = evaluated_inputs(&slots, w);
         fills(value, (cut, weight), req.flatten, &inputs, out)
+    }
+
+    /// Fills the masses of pairs under their cut by the fused loop, where
+    /// the request and the window allow it. False (nothing filled) otherwise.
+    fn pair_fills(
+        &self,
+        (slots, w): (&[SlotData<'_>], &Window<'_, '_>),
+        out: &mut Fills,
+    ) -> Result<bool, AnalysisError> {
+        let Some(pairs) = &self.pairs else {
+            return Ok(false);
+        };
+        // The value is plan 0 and the cut plan 1 (`plans_of`).
+        let maps = &self.together.maps;
+        let slot = |plan: PlanOf, s: usize| match plan {
+            PlanOf::Value => &slots[maps[0][s]],
+            PlanOf::Cut => &slots[maps[1][s]],
+        };
+        let inputs = self
+            .together
+            .inputs(if self.req.cut.is_some() { 1 } else { 0 }, slots, w);
+        pairs.fill(slot, &inputs, out)
     }
 
     /// Fills a bare column histogrammed flattened and unweighted without the
