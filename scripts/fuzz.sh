@@ -72,6 +72,7 @@ PY
     # A finding kept as a seed: redundant parameters (a flat cost) with
     # extended, chi2 and Minos all set, which once ran Minos for 13 s.
     printf '\57%s' '((x )++w+a)++w+o+++ - m' >"$corpus/degenerate_minos"
+    printf '\57%s' '((x )++A+a)++w+o+++ - m' >"$corpus/redundant_minos"
     max_len=512
     ;;
   code_query)

@@ -267,6 +267,42 @@ fn a_degenerate_model_stops_within_the_call_limit() {
     );
 }
 
+/// The fuzzer's next finding: the same redundancy with five distinct
+/// constants passes Hesse by rounding, so Minos runs, and every profile
+/// follows the flat valley to its limit (249,378 evaluations without a shared
+/// budget). All intervals share one budget, 4(n + 1)(200 + 100n + 5n²) =
+/// 27,440 for n = 6 (a little slack for the profile that crosses it), and the
+/// answer says why intervals are missing.
+#[test]
+fn minos_on_redundant_parameters_shares_one_budget() {
+    let h = Histogram {
+        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
+        counts: vec![
+            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
+        ],
+        variances: None,
+    };
+    let request = Request {
+        model: "((x )++A+a)++w+o+++ - m",
+        extended: true,
+        cost: CostKind::Chi2,
+        overrides: Vec::new(),
+        minos: MinosRequest::All,
+    };
+    let r = fit::fit(&h, &request).unwrap();
+    assert_eq!(r.params.len(), 6);
+    let free = r.params.iter().filter(|p| !p.fixed).count();
+    let budget = 4 * (free + 1) * 5 * (200 + 100 * free + 5 * free * free) / 5;
+    assert!(
+        r.minos_calls <= budget + 200,
+        "{} of {budget}",
+        r.minos_calls
+    );
+    if r.minos_calls >= budget {
+        assert!(r.minos_note.unwrap().contains("Minos stopped at its limit"));
+    }
+}
+
 #[test]
 fn the_truth_is_within_the_errors_of_a_generated_peak() {
     let c = case("signal_background");

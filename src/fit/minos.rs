@@ -55,14 +55,19 @@ fn profile(
     (fval, *f.calls.borrow())
 }
 
-/// Minuit's call limit for one side of a Minos interval with `n` free
-/// parameters: 2(n + 1)(200 + 100n + 5n²). Our per-profile Migrad limit is
-/// five times Minuit's, so the side's budget is spent over the trials.
-fn side_limit(n: usize) -> usize {
-    2 * (n + 1) * call_limit(n) / 5
+/// The evaluations all Minos intervals of one fit may take together, for `n`
+/// free parameters: Minuit's default for one parameter's interval,
+/// 2(n + 1)(200 + 100n + 5n²) a side (our Migrad limit is five times Minuit's,
+/// hence the division). A model with redundant parameters can pass Hesse by
+/// rounding and then send every profile along a flat valley to its limit;
+/// sharing one budget bounds that at a few times the fit's own cost, while
+/// a well-behaved fit's intervals take a small part of it.
+pub fn budget(n: usize) -> usize {
+    4 * (n + 1) * call_limit(n) / 5
 }
 
-/// Minos for parameter `i` on side `sign` (−1 or +1).
+/// Minos for parameter `i` on side `sign` (−1 or +1), within `budget`
+/// evaluations.
 pub fn side(
     cost: Cost<'_>,
     params: &[Param],
@@ -71,6 +76,7 @@ pub fn side(
     fmin: f64,
     i: usize,
     sign: f64,
+    budget: usize,
 ) -> Side {
     let sigma = cov[i][i].sqrt();
     if sigma.is_nan() || sigma <= 0.0 {
@@ -87,7 +93,6 @@ pub fn side(
         params[i].lower
     };
     let mut delta = sigma;
-    let budget = side_limit(params.iter().filter(|p| !p.fixed).count());
     let mut spent = 0;
     for _ in 0..TRIALS {
         if spent >= budget {

@@ -88,6 +88,8 @@ pub struct Report {
     pub calls: usize,
     /// Cost evaluations of the Minos profiles.
     pub minos_calls: usize,
+    /// Why some Minos intervals asked for are missing, if they are.
+    pub minos_note: Option<String>,
 }
 
 /// The data as the cost sees it: per bin the count, its variance and the
@@ -393,16 +395,35 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         reason = reason
             .map(|r| format!("{r}; Minos intervals were not computed (they need a valid minimum)"));
     }
+    let mut minos_note = None;
     if m.inverse.is_some() && m.converged {
+        let budget = minos::budget(free);
         for &i in &minos_for {
             if params[i].fixed {
                 continue;
             }
-            let lower = minos::side(&cost, &fitted, &best, &covariance, m.fval, i, -1.0);
-            let upper = minos::side(&cost, &fitted, &best, &covariance, m.fval, i, 1.0);
+            if minos_calls >= budget {
+                minos_note = Some(format!(
+                    "Minos stopped at its limit of {budget} cost evaluations before every interval was found (strongly correlated or redundant parameters): the intervals missing are null; ask minos for fewer parameters, or fix one"
+                ));
+                break;
+            }
+            let lower = minos::side(
+                &cost,
+                &fitted,
+                &best,
+                &covariance,
+                m.fval,
+                i,
+                -1.0,
+                budget - minos_calls,
+            );
+            minos_calls += lower.calls;
+            let left = budget.saturating_sub(minos_calls);
+            let upper = minos::side(&cost, &fitted, &best, &covariance, m.fval, i, 1.0, left);
+            minos_calls += upper.calls;
             results[i].minos_lower = lower.valid.then_some(lower.error);
             results[i].minos_upper = upper.valid.then_some(upper.error);
-            minos_calls += lower.calls + upper.calls;
         }
     }
     let expected = model.expected(&best, edges, data.total);
@@ -461,6 +482,7 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
         pulls,
         calls: *internal.calls.borrow(),
         minos_calls,
+        minos_note,
     })
 }
 

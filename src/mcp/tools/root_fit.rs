@@ -411,6 +411,9 @@ fn answer(args: &FitArgs, h: &Histogram, r: &Report, offset: usize) -> ToolOutpu
             .into();
     }
     let mut out = ToolOutput::new(data).meta("cost_calls", r.calls + r.minos_calls);
+    if let Some(note) = &r.minos_note {
+        out = out.suggest(note);
+    }
     if !r.converged {
         out = out.suggest("Not converged (see reason): give start values or limits in parameters, fix a parameter, or narrow range");
     }
