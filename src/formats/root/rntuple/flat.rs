@@ -199,16 +199,48 @@ fn append_counts(
         (false, Some((first, rest))) => (*first, rest),
         (false, None) => return Ok((0, 0)),
     };
-    counts.reserve(ends.len());
+    // One pass without branches (it vectorises), then the check: offsets
+    // going backwards, or an entry of more than 2^32 items, are damage.
     let mut last = start;
-    for &end in ends {
-        let Some(n) = end.checked_sub(last) else {
-            return Err(corrupt(format!(
-                "RNTuple collection offsets go backwards ({end} after {last})"
-            )));
-        };
-        counts.push(u32::try_from(n).map_err(|_| corrupt("a collection of over 2^32 items"))?);
+    let mut fits = true;
+    counts.extend(ends.iter().map(|&end| {
+        let n = end.wrapping_sub(last);
+        fits &= end >= last && n <= u64::from(u32::MAX);
         last = end;
+        n as u32
+    }));
+    if !fits {
+        let mut last = start;
+        for &end in ends {
+            if end < last {
+                return Err(corrupt(format!(
+                    "RNTuple collection offsets go backwards ({end} after {last})"
+                )));
+            }
+            last = end;
+        }
+        return Err(corrupt("a collection of over 2^32 items"));
     }
     Ok((start, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts from offsets, worked out by hand: entries ending at 3, 3, 7
+    /// after one ending at 2 hold 1, 0 and 4 items.
+    #[test]
+    fn counts_come_from_offsets_and_damage_is_refused() {
+        let mut counts = vec![9];
+        assert_eq!(append_counts(&[2, 3, 3, 7], false, &mut counts).unwrap(), (2, 7));
+        assert_eq!(counts, [9, 1, 0, 4]);
+        counts.clear();
+        assert_eq!(append_counts(&[2, 3], true, &mut counts).unwrap(), (0, 3));
+        assert_eq!(counts, [2, 1]);
+        let back = append_counts(&[5, 3], true, &mut counts).unwrap_err();
+        assert!(back.to_string().contains("backwards"), "{back}");
+        let huge = append_counts(&[0, 1 << 33], true, &mut counts).unwrap_err();
+        assert!(huge.to_string().contains("2^32"), "{huge}");
+    }
 }
