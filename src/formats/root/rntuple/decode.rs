@@ -83,9 +83,7 @@ fn gather_into<const N: usize, const M: usize>(
 ) {
     let planes: [&[u8]; N] = std::array::from_fn(|k| &bytes[k * n..(k + 1) * n]);
     out.reserve(n * M);
-    for i in 0..n {
-        out.extend_from_slice(&make(std::array::from_fn(|k| planes[k][i])));
-    }
+    (0..n).for_each(|i| out.extend_from_slice(&make(std::array::from_fn(|k| planes[k][i]))));
 }
 
 fn zigzag16(b: [u8; 2]) -> i16 {
@@ -125,9 +123,7 @@ pub(super) fn decode_into(
         Decoded::Index(v) => match codec.kind {
             T::Index32 => extend_le(v, bytes, r, |b| u64::from(u32::from_le_bytes(b))),
             T::Index64 => extend_le(v, bytes, r, u64::from_le_bytes),
-            T::SplitIndex32 => {
-                undelta_into(v, bytes, n, r, |b| u64::from(u32::from_le_bytes(b)))
-            }
+            T::SplitIndex32 => undelta_into(v, bytes, n, r, |b| u64::from(u32::from_le_bytes(b))),
             T::SplitIndex64 => undelta_into(v, bytes, n, r, u64::from_le_bytes),
             _ => return Err(wrong()),
         },
@@ -245,7 +241,11 @@ fn undelta_into<const N: usize>(
 
 /// Elements `r` of unsigned integers of `bits` bits each, packed least
 /// significant bit first.
-pub(super) fn unpack_bits(bytes: &[u8], bits: u16, r: Range<usize>) -> impl Iterator<Item = u32> + '_ {
+pub(super) fn unpack_bits(
+    bytes: &[u8],
+    bits: u16,
+    r: Range<usize>,
+) -> impl Iterator<Item = u32> + '_ {
     let bits = usize::from(bits);
     let mask = if bits == 32 {
         u64::from(u32::MAX)

@@ -274,7 +274,11 @@ fn a_range_beyond_the_page_is_refused() {
 fn test_files() -> Vec<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["testdata/rntuple", "tests/data/rntuple", "tests/data/rntuple/copies"] {
+    for dir in [
+        "testdata/rntuple",
+        "tests/data/rntuple",
+        "tests/data/rntuple/copies",
+    ] {
         for entry in std::fs::read_dir(repo.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "root") {

@@ -233,7 +233,10 @@ mod tests {
     #[test]
     fn counts_come_from_offsets_and_damage_is_refused() {
         let mut counts = vec![9];
-        assert_eq!(append_counts(&[2, 3, 3, 7], false, &mut counts).unwrap(), (2, 7));
+        assert_eq!(
+            append_counts(&[2, 3, 3, 7], false, &mut counts).unwrap(),
+            (2, 7)
+        );
         assert_eq!(counts, [9, 1, 0, 4]);
         counts.clear();
         assert_eq!(append_counts(&[2, 3], true, &mut counts).unwrap(), (0, 3));

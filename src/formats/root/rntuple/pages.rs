@@ -310,7 +310,10 @@ impl Drop for PageBuffers {
             return;
         };
         let mut kept: usize = pool.iter().map(Vec::capacity).sum();
-        for buf in [std::mem::take(&mut self.stored), std::mem::take(&mut self.bytes)] {
+        for buf in [
+            std::mem::take(&mut self.stored),
+            std::mem::take(&mut self.bytes),
+        ] {
             let size = buf.capacity();
             if size > 0 && size <= SPARE_LARGEST && kept + size <= SPARE_BYTES {
                 kept += size;

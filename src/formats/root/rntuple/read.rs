@@ -12,8 +12,8 @@ use super::RNTuple;
 use super::bytes::corrupt;
 use super::convert::into_prim;
 use super::data::FieldData;
-use super::fields::{Reprs, Shape};
 use super::decode::{decode_into, prepare};
+use super::fields::{Reprs, Shape};
 use super::pages::{ColumnCodec, Decoded, PageBuffers, fetch_page};
 use crate::formats::FormatError;
 use crate::formats::root::{RootFile, Values};
@@ -304,7 +304,11 @@ impl<'a> Reading<'a> {
     /// suppressed there; failing that, one whose columns are deferred past
     /// this cluster (all zeros here); failing that the first, which holds
     /// nothing here (an error unless no element is wanted).
-    pub(super) fn choose<'r>(&self, reprs: &'r Reprs, cluster: usize) -> Result<&'r [usize], FormatError> {
+    pub(super) fn choose<'r>(
+        &self,
+        reprs: &'r Reprs,
+        cluster: usize,
+    ) -> Result<&'r [usize], FormatError> {
         let deferred = |r: &&Vec<usize>| {
             r.iter()
                 .all(|&c| self.nt.schema.columns[c].first_element > 0)
