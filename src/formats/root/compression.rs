@@ -221,6 +221,15 @@ thread_local! {
         std::cell::RefCell::new(libdeflater::Decompressor::new());
 }
 
+thread_local! {
+    /// One zstd decoding context per thread, kept: making one allocates and
+    /// initialises its tables, which for a page of an RNTuple (often tens of
+    /// kilobytes) costs about what decoding it does. None if zstd could not
+    /// make one (a one-shot context is then made per block).
+    static ZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        std::cell::RefCell::new(zstd::bulk::Decompressor::new().ok());
+}
+
 /// The first `out.len()` bytes of a zlib block that holds more. libdeflate
 /// stops with "insufficient space" at the first symbol that does not fit,
 /// everything before it written: with `HEAD_MARGIN` to spare, the bytes wanted
@@ -257,7 +266,11 @@ fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), Format
             lz4_block(block, out)?
         }
         b"XZ" => xz_block(payload, out)?,
-        b"ZS" => zstd::bulk::decompress_to_buffer(payload, out)
+        b"ZS" => ZSTD
+            .with_borrow_mut(|zstd| match zstd {
+                Some(d) => d.decompress_to_buffer(payload, out),
+                None => zstd::bulk::decompress_to_buffer(payload, out),
+            })
             .map_err(|e| corrupt(format!("bad ZSTD block: {e}")))?,
         b"CS" => {
             return Err(FormatError::Unsupported(

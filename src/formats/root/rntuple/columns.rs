@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use super::bytes::corrupt;
 use super::data::FieldData;
 use super::fields::{Member, Reprs, Shape, type_label};
+use super::flat::{Flat, flat_plan};
 use super::read::Reading;
 use super::{NtupleField, RNTuple};
 use crate::formats::FormatError;
@@ -330,6 +331,8 @@ pub struct NtupleReader<'a> {
     nt: &'a RNTuple,
     column: &'a NtupleColumn,
     layout: ColumnLayout,
+    /// How chunks are read straight into a `Column`, when they can be.
+    flat: Option<Flat>,
     chunks: Vec<Range<u64>>,
     reading: Mutex<Reading<'a>>,
 }
@@ -362,6 +365,7 @@ impl RootFile {
             nt,
             column,
             layout,
+            flat: flat_plan(&column.shape),
             chunks: chunk_ranges(nt, &column.shape),
             reading: Mutex::new(Reading::new(self, nt)),
         })
@@ -414,20 +418,25 @@ impl NtupleReader<'_> {
         self.read_entries(range, into)
     }
 
-    /// Decodes entries `entries` (any range within the RNTuple) into `into`.
+    /// Decodes entries `entries` (any range within the RNTuple) into `into`
+    /// (emptied first, its buffers reused when it has this reader's layout).
     pub fn read_entries(&self, entries: Range<u64>, into: &mut Column) -> Result<(), FormatError> {
-        let data = {
-            let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
-            if entries.start == entries.end {
-                None
-            } else {
-                Some(reading.entries(&self.column.shape, entries)?)
+        let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        if into.layout_differs(decoding(self.layout)) {
+            *into = Column::empty(decoding(self.layout));
+        }
+        into.clear();
+        if entries.start == entries.end {
+            return Ok(());
+        }
+        if let Some(flat) = &self.flat {
+            if reading.read_flat(flat, entries.clone(), into)? {
+                return Ok(());
             }
-        };
-        *into = match data {
-            Some(data) => into_column(data, self.layout)?,
-            None => self.empty_column(),
-        };
+            into.clear();
+        }
+        let data = reading.entries(&self.column.shape, entries)?;
+        *into = into_column(data, self.layout)?;
         Ok(())
     }
 
@@ -439,9 +448,10 @@ impl NtupleReader<'_> {
             .set_limit(bytes);
     }
 
-    /// An empty column of this reader's layout.
+    /// An empty column of this reader's layout (a recycled column's
+    /// memory when there is one).
     pub fn empty_column(&self) -> Column {
-        Column::empty(decoding(self.layout))
+        Column::pooled(decoding(self.layout))
     }
 }
 

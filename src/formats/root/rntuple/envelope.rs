@@ -54,6 +54,30 @@ pub(super) fn read_located(
     read_chunked(file, offset, size, max_key_size, what)
 }
 
+/// `read_located` over the start of a buffer the caller keeps (its tail
+/// past the answer stale); returns how many bytes were read.
+pub(super) fn read_located_over(
+    file: &RootFile,
+    locator: Locator,
+    max_key_size: u64,
+    what: &str,
+    buf: &mut Vec<u8>,
+) -> Result<usize, FormatError> {
+    match locator {
+        Locator::File { offset, size }
+            if size <= file.size() && (max_key_size == 0 || size <= max_key_size) =>
+        {
+            file.read_over(offset, size as usize, what, buf)?;
+            Ok(size as usize)
+        }
+        // Split over keys, or refused: rare enough to take fresh memory.
+        _ => {
+            *buf = read_located(file, locator, max_key_size, what)?;
+            Ok(buf.len())
+        }
+    }
+}
+
 /// How many keys a payload of `size` bytes takes when none may exceed
 /// `max`: the first also holds the 8-byte offsets of all the others.
 pub(super) fn chunk_count(size: u64, max: u64) -> u64 {

@@ -8,9 +8,11 @@
 //! the footer's extension give the fields and columns (`schema.rs`), the
 //! footer's cluster groups lead to page lists (`clusters.rs`). A field's
 //! C++ type becomes a `Shape` (`fields.rs`), read over entry ranges page by
-//! page (`read.rs`, `pages.rs`) into nested `FieldData` (`data.rs`), or,
-//! field by field down to the leaves, into the `Column` a TTree branch
-//! decodes into (`columns.rs`).
+//! page (`read.rs`; pages fetched into reused buffers in `pages.rs`, their
+//! elements decoded in place in `decode.rs`) into nested `FieldData`
+//! (`data.rs`), or, field by field down to the leaves, into the `Column` a
+//! TTree branch decodes into (`columns.rs`; numbers, fixed arrays and one
+//! collection straight into it, `flat.rs`).
 //!
 //! Every size and count comes from the file and is checked before it sizes
 //! anything; pages decompress through the bounded decoder TTree baskets use.
@@ -21,8 +23,10 @@ mod clusters;
 mod columns;
 mod convert;
 mod data;
+mod decode;
 mod envelope;
 mod fields;
+mod flat;
 mod pages;
 mod read;
 mod schema;

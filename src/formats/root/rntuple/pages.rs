@@ -1,19 +1,20 @@
-//! Column types and pages: a page is fetched through its locator, its
-//! checksum verified when it has one, decompressed by the same bounded
-//! block decoder as TTree baskets into exactly the size its element count
-//! gives, then decoded: little-endian numbers, bits, byte-split encodings
-//! (undone within the page, with zigzag for signed integers and deltas for
-//! collection offsets), half floats, truncated and quantized floats, and
-//! the (index, tag) pairs of variants.
+//! Column types and pages: a page is fetched through its locator into a
+//! buffer the read keeps, its checksum verified when it has one,
+//! decompressed by the same bounded block decoder as TTree baskets into
+//! exactly the size its element count gives (into a second kept buffer),
+//! then decoded (`decode.rs`).
+
+use std::sync::Mutex;
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::bytes::{Locator, corrupt, mismatch};
 use super::clusters::Page;
-use super::envelope::{read_located, unzip};
+use super::envelope::read_located_over;
 use super::schema::ColumnRecord;
 use crate::formats::FormatError;
-use crate::formats::root::{RootFile, Values};
+use crate::formats::root::compression::decompress_head_over;
+use crate::formats::root::{Prim, RootFile, Values};
 
 /// The column types of format 1.0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +142,25 @@ impl ColumnType {
         }
     }
 
+    /// The type of the values it decodes to; None for offsets and switches.
+    pub(super) fn value_prim(self) -> Option<Prim> {
+        Some(match self {
+            T::Bit => Prim::Bool,
+            T::Byte | T::Char | T::UInt8 => Prim::U8,
+            T::Int8 => Prim::I8,
+            T::Int16 | T::SplitInt16 => Prim::I16,
+            T::UInt16 | T::SplitUInt16 => Prim::U16,
+            T::Int32 | T::SplitInt32 => Prim::I32,
+            T::UInt32 | T::SplitUInt32 => Prim::U32,
+            T::Int64 | T::SplitInt64 => Prim::I64,
+            T::UInt64 | T::SplitUInt64 => Prim::U64,
+            T::Real64 | T::SplitReal64 => Prim::F64,
+            T::Real16 | T::SplitReal16 | T::Real32 | T::SplitReal32 => Prim::F32,
+            T::Real32Trunc | T::Real32Quant => Prim::F32,
+            _ => return None,
+        })
+    }
+
     /// The name the specification gives it.
     pub fn name(self) -> String {
         format!("{self:?}")
@@ -204,14 +224,6 @@ pub(super) enum Decoded {
 }
 
 impl Decoded {
-    pub fn len(&self) -> usize {
-        match self {
-            Decoded::Values(v) => v.len(),
-            Decoded::Index(v) => v.len(),
-            Decoded::Switch(v) => v.len(),
-        }
-    }
-
     /// `n` zero elements (a deferred column's elements before its first).
     pub fn zeros(kind: ColumnType, n: usize) -> Decoded {
         match kind {
@@ -231,6 +243,21 @@ impl Decoded {
         }
     }
 
+    /// No elements of a column of `kind`, to append to.
+    pub fn empty(kind: ColumnType) -> Decoded {
+        Decoded::zeros(kind, 0)
+    }
+
+    /// Appends `n` zero elements (of this column's type, `kind`).
+    pub fn extend_zeros(&mut self, kind: ColumnType, n: usize) {
+        match self {
+            Decoded::Index(v) => v.resize(v.len() + n, 0),
+            Decoded::Switch(v) => v.resize(v.len() + n, (0, 0)),
+            Decoded::Values(_) if n > 0 => self.extend_from(&Decoded::zeros(kind, n), 0..n),
+            Decoded::Values(_) => {}
+        }
+    }
+
     /// Appends elements `range` of `other` (of the same column type).
     pub fn extend_from(&mut self, other: &Decoded, range: std::ops::Range<usize>) {
         match (self, other) {
@@ -242,259 +269,106 @@ impl Decoded {
     }
 }
 
-/// Reads and decodes one page of `elements` elements.
-pub(super) fn read_page(
+/// The buffers a read fetches pages into, kept from page to page: a page
+/// read costs no fresh memory (fresh pages from the system cost a fault and
+/// a zeroed page every 4 kB, a third of the reader's time when every page
+/// took new ones).
+#[derive(Debug, Default)]
+pub(super) struct PageBuffers {
+    /// The page as stored (with its checksum).
+    stored: Vec<u8>,
+    /// The page decompressed: its first `len` bytes, `fetch_page`'s answer.
+    pub bytes: Vec<u8>,
+}
+
+/// Page buffers of reads done, for the next reads: the engine opens a
+/// reader per column and run of clusters, and each would otherwise start
+/// with fresh pages. At most `SPARE_BYTES` are kept, none larger than
+/// `SPARE_LARGEST` (an odd file's huge page is given back to the system).
+static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const SPARE_BYTES: usize = 64 << 20;
+const SPARE_LARGEST: usize = 16 << 20;
+
+impl PageBuffers {
+    /// Buffers made of spare ones where there are some.
+    pub fn pooled() -> PageBuffers {
+        let mut spare = SPARE.lock().map(|mut pool| {
+            let n = pool.len();
+            pool.split_off(n.saturating_sub(2))
+        });
+        let mut take = || spare.as_mut().ok().and_then(Vec::pop).unwrap_or_default();
+        PageBuffers {
+            stored: take(),
+            bytes: take(),
+        }
+    }
+}
+
+impl Drop for PageBuffers {
+    fn drop(&mut self) {
+        let Ok(mut pool) = SPARE.lock() else {
+            return;
+        };
+        let mut kept: usize = pool.iter().map(Vec::capacity).sum();
+        for buf in [
+            std::mem::take(&mut self.stored),
+            std::mem::take(&mut self.bytes),
+        ] {
+            let size = buf.capacity();
+            if size > 0 && size <= SPARE_LARGEST && kept + size <= SPARE_BYTES {
+                kept += size;
+                pool.push(buf);
+            }
+        }
+    }
+}
+
+/// Fetches a page into `buffers`: read, its checksum verified when it has
+/// one, decompressed into the first bytes of `buffers.bytes`; returns how
+/// many (exactly what its elements take on storage).
+pub(super) fn fetch_page(
     file: &RootFile,
     codec: &ColumnCodec,
     page: &Page,
     max_key_size: u64,
-) -> Result<Decoded, FormatError> {
-    let n = page.elements as usize;
+    buffers: &mut PageBuffers,
+) -> Result<usize, FormatError> {
     let len = codec
         .stored_len(u64::from(page.elements))
+        .and_then(|len| usize::try_from(len).ok())
         .ok_or_else(|| corrupt("RNTuple page too large"))?;
     let locator = match page.locator {
         // The checksum's 8 bytes follow the page, outside its stated size.
         Locator::File { offset, size } if page.checksum => Locator::File {
             offset,
-            size: size + 8,
+            size: size.saturating_add(8),
         },
         other => other,
     };
-    let mut stored = read_located(file, locator, max_key_size, "page")?;
+    let read = read_located_over(file, locator, max_key_size, "page", &mut buffers.stored)?;
+    let mut stored = &buffers.stored[..read];
     if page.checksum {
-        let sum = stored.split_off(stored.len() - 8);
+        let (body, sum) = stored.split_at(read - 8);
         let want = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
-        let got = xxh3_64(&stored);
+        let got = xxh3_64(body);
         if mismatch(got, want) {
             return Err(corrupt(format!(
                 "RNTuple page checksum mismatch ({got:016x} computed, {want:016x} stored)"
             )));
         }
+        stored = body;
     }
-    let bytes = unzip(stored, len, "page")?;
-    decode(codec, &bytes, n)
-}
-
-/// Decodes `n` elements from a page's uncompressed bytes (exactly as many
-/// as `n` elements take, which the decompressor checked).
-pub(super) fn decode(codec: &ColumnCodec, bytes: &[u8], n: usize) -> Result<Decoded, FormatError> {
-    macro_rules! le {
-        ($variant:ident, $t:ty) => {
-            Values::$variant(
-                bytes
-                    .chunks_exact(std::mem::size_of::<$t>())
-                    .map(|c| <$t>::from_le_bytes(c.try_into().expect("sized")))
-                    .collect(),
-            )
-        };
-    }
-    macro_rules! split {
-        ($variant:ident, $t:ty) => {
-            Values::$variant(unsplit(bytes, n, <$t>::from_le_bytes))
-        };
-    }
-    macro_rules! zigzag {
-        ($variant:ident, $u:ty, $i:ty) => {
-            Values::$variant(unsplit(bytes, n, |b| {
-                let u = <$u>::from_le_bytes(b);
-                ((u >> 1) as $i) ^ -((u & 1) as $i)
-            }))
-        };
-    }
-    let values = match codec.kind {
-        T::Bit => Values::Bool((0..n).map(|i| bytes[i / 8] >> (i % 8) & 1 != 0).collect()),
-        T::Byte | T::Char | T::UInt8 => Values::U8(bytes.to_vec()),
-        T::Int8 => Values::I8(bytes.iter().map(|&b| b as i8).collect()),
-        T::Int16 => le!(I16, i16),
-        T::UInt16 => le!(U16, u16),
-        T::Int32 => le!(I32, i32),
-        T::UInt32 => le!(U32, u32),
-        T::Int64 => le!(I64, i64),
-        T::UInt64 => le!(U64, u64),
-        T::Real32 => le!(F32, f32),
-        T::Real64 => le!(F64, f64),
-        T::Real16 => half_floats(bytes.chunks_exact(2).map(|c| [c[0], c[1]])),
-        T::SplitInt16 => zigzag!(I16, u16, i16),
-        T::SplitInt32 => zigzag!(I32, u32, i32),
-        T::SplitInt64 => zigzag!(I64, u64, i64),
-        T::SplitUInt16 => split!(U16, u16),
-        T::SplitUInt32 => split!(U32, u32),
-        T::SplitUInt64 => split!(U64, u64),
-        T::SplitReal16 => half_floats(unsplit(bytes, n, |b: [u8; 2]| b).into_iter()),
-        T::SplitReal32 => split!(F32, f32),
-        T::SplitReal64 => split!(F64, f64),
-        T::Real32Trunc => {
-            let shift = 32 - u32::from(codec.bits);
-            Values::F32(
-                unpack_bits(bytes, codec.bits, n)
-                    .map(|v| f32::from_bits(v << shift))
-                    .collect(),
-            )
-        }
-        T::Real32Quant => {
-            let (lo, hi) = codec.range.expect("checked by ColumnCodec::of");
-            let steps = ((1u64 << codec.bits) - 1) as f64;
-            Values::F32(
-                unpack_bits(bytes, codec.bits, n)
-                    .map(|q| (lo + f64::from(q) * (hi - lo) / steps) as f32)
-                    .collect(),
-            )
-        }
-        T::Index32 => return Ok(Decoded::Index(index32(bytes).collect())),
-        T::Index64 => return Ok(Decoded::Index(index64(bytes).collect())),
-        T::SplitIndex32 => {
-            let deltas = unsplit(bytes, n, |b| u64::from(u32::from_le_bytes(b)));
-            return Ok(Decoded::Index(undelta(deltas)));
-        }
-        T::SplitIndex64 => {
-            return Ok(Decoded::Index(undelta(unsplit(
-                bytes,
-                n,
-                u64::from_le_bytes,
-            ))));
-        }
-        T::Switch => {
-            return Ok(Decoded::Switch(
-                bytes
-                    .chunks_exact(12)
-                    .map(|c| {
-                        let index = u64::from_le_bytes(c[..8].try_into().expect("8"));
-                        let tag = u32::from_le_bytes(c[8..].try_into().expect("4"));
-                        (index, tag)
-                    })
-                    .collect(),
-            ));
-        }
-    };
-    if values.len() != n {
+    if stored.len() > len {
         return Err(corrupt(format!(
-            "RNTuple page of {n} elements decoded to {}",
-            values.len()
+            "RNTuple page stored in {} bytes, more than its {len} uncompressed",
+            stored.len()
         )));
     }
-    Ok(Decoded::Values(values))
-}
-
-fn index32(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4"))))
-}
-
-fn index64(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
-}
-
-/// Undoes delta encoding: the first element as stored, each next one the
-/// difference from the one before (wrapping, as the writer's unsigned
-/// arithmetic does).
-fn undelta(mut values: Vec<u64>) -> Vec<u64> {
-    let mut sum = 0u64;
-    for v in &mut values {
-        sum = sum.wrapping_add(*v);
-        *v = sum;
+    if stored.len() == len {
+        // Stored raw: the buffers trade places rather than copy the bytes
+        // (the stored ones start the buffer).
+        std::mem::swap(&mut buffers.stored, &mut buffers.bytes);
+        return Ok(len);
     }
-    values
-}
-
-/// Undoes byte splitting: the page holds every element's first byte, then
-/// every second byte, and so on; each element's bytes gathered are handed
-/// to `make`.
-fn unsplit<const N: usize, T>(bytes: &[u8], n: usize, make: impl Fn([u8; N]) -> T) -> Vec<T> {
-    let planes: [&[u8]; N] = std::array::from_fn(|k| &bytes[k * n..(k + 1) * n]);
-    (0..n)
-        .map(|i| make(std::array::from_fn(|k| planes[k][i])))
-        .collect()
-}
-
-/// `n` unsigned integers of `bits` bits each, packed least significant bit
-/// first.
-fn unpack_bits(bytes: &[u8], bits: u16, n: usize) -> impl Iterator<Item = u32> + '_ {
-    let bits = usize::from(bits);
-    let mask = if bits == 32 {
-        u64::from(u32::MAX)
-    } else {
-        (1u64 << bits) - 1
-    };
-    (0..n).map(move |i| {
-        let start = i * bits;
-        let mut window = [0u8; 8];
-        let from = start / 8;
-        let to = bytes.len().min(from + 8);
-        window[..to - from].copy_from_slice(&bytes[from..to]);
-        ((u64::from_le_bytes(window) >> (start % 8)) & mask) as u32
-    })
-}
-
-fn half_floats(halves: impl Iterator<Item = [u8; 2]>) -> Values {
-    Values::F32(halves.map(|h| half_to_f32(u16::from_le_bytes(h))).collect())
-}
-
-/// An IEEE 754 half-precision float, exactly as a single.
-fn half_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h >> 15) << 31;
-    let exponent = u32::from(h >> 10) & 0x1f;
-    let mantissa = u32::from(h) & 0x3ff;
-    let bits = match (exponent, mantissa) {
-        (0, 0) => sign,
-        // Subnormal: mantissa * 2^-24, exact in a single.
-        (0, m) => {
-            let value = m as f32 * f32::from_bits(0x3380_0000);
-            return if sign != 0 { -value } else { value };
-        }
-        (0x1f, m) => sign | 0x7f80_0000 | m << 13,
-        (e, m) => sign | (e + 127 - 15) << 23 | m << 13,
-    };
-    f32::from_bits(bits)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn half_floats_convert_exactly() {
-        assert_eq!(half_to_f32(0x3c00), 1.0);
-        assert_eq!(half_to_f32(0xc000), -2.0);
-        assert_eq!(half_to_f32(0x7bff), 65504.0);
-        assert_eq!(half_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(half_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
-        assert!(half_to_f32(0x7c00).is_infinite());
-        assert!(half_to_f32(0x7e00).is_nan());
-    }
-
-    #[test]
-    fn split_zigzag_and_delta_encodings() {
-        // 1, -1, 2 as zigzag 2, 1, 4, split into low then high bytes.
-        let codec = ColumnCodec {
-            kind: T::SplitInt16,
-            bits: 16,
-            range: None,
-        };
-        let d = decode(&codec, &[2, 1, 4, 0, 0, 0], 3).unwrap();
-        assert_eq!(d, Decoded::Values(Values::I16(vec![1, -1, 2])));
-        // Offsets 3, 3, 10 stored as deltas 3, 0, 7.
-        let codec = ColumnCodec {
-            kind: T::SplitIndex32,
-            bits: 32,
-            range: None,
-        };
-        let mut bytes = vec![3, 0, 7];
-        bytes.extend([0; 9]);
-        assert_eq!(
-            decode(&codec, &bytes, 3).unwrap(),
-            Decoded::Index(vec![3, 3, 10])
-        );
-    }
-
-    #[test]
-    fn packed_bits_read_least_significant_first() {
-        let got: Vec<u32> = unpack_bits(&[0b1010_0101, 0b0000_0011], 3, 4).collect();
-        assert_eq!(got, [0b101, 0b100, 0b110, 0b001]);
-        let all: Vec<u32> = unpack_bits(&u32::MAX.to_le_bytes(), 32, 1).collect();
-        assert_eq!(all, [u32::MAX]);
-    }
+    decompress_head_over(stored, len, len, &mut buffers.bytes)
 }

@@ -1,8 +1,9 @@
 //! Reading a field's shape over a range of entries of one cluster: each
-//! column's elements from the pages that hold them (the last page decoded
-//! of each column kept, as consecutive ranges share pages), the primary
+//! column's elements from the pages that hold them, the primary
 //! representation of the cluster chosen, and a deferred column's elements
-//! before its first read as zeros.
+//! before its first read as zeros. A page wanted whole is decoded straight
+//! from the read's page buffers into the values built; one wanted in part
+//! is kept, prepared, for the ranges after (consecutive ranges share pages).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -11,8 +12,9 @@ use super::RNTuple;
 use super::bytes::corrupt;
 use super::convert::into_prim;
 use super::data::FieldData;
+use super::decode::{decode_into, prepare};
 use super::fields::{Reprs, Shape};
-use super::pages::{Decoded, read_page};
+use super::pages::{ColumnCodec, Decoded, PageBuffers, fetch_page};
 use crate::formats::FormatError;
 use crate::formats::root::{RootFile, Values};
 
@@ -29,12 +31,30 @@ pub(super) const MAX_PAGE_ELEMENTS: u32 = 1 << 24;
 /// is refused, to be made in smaller ranges.
 pub const DEFAULT_READ_LIMIT: u64 = 4 << 30;
 
-/// A read's state: the RNTuple, its file, the last page decoded of each
-/// column, and the memory the current read may still take.
+/// A page of a column kept for the ranges that want the rest of it.
+#[derive(Debug)]
+struct KeptPage {
+    cluster: usize,
+    page: usize,
+    /// How its `bytes` are laid out: the column's codec, or its plain
+    /// counterpart once a split page is prepared.
+    codec: ColumnCodec,
+    elements: usize,
+    /// Its first `len` bytes are the page's.
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+/// A read's state: the RNTuple, its file, the buffers pages are fetched
+/// into, the last page of each column read in part, and the memory the
+/// current read may still take.
 pub(super) struct Reading<'a> {
     pub file: &'a RootFile,
     pub nt: &'a RNTuple,
-    pages: HashMap<usize, (usize, usize, Decoded)>,
+    buffers: PageBuffers,
+    pages: HashMap<usize, KeptPage>,
+    /// A collection's offsets, kept for the flat reads' next chunk.
+    pub(super) offsets: Decoded,
     limit: u64,
     budget: u64,
 }
@@ -44,7 +64,9 @@ impl<'a> Reading<'a> {
         Reading {
             file,
             nt,
+            buffers: PageBuffers::pooled(),
             pages: HashMap::new(),
+            offsets: Decoded::Index(Vec::new()),
             limit: DEFAULT_READ_LIMIT,
             budget: DEFAULT_READ_LIMIT,
         }
@@ -55,8 +77,13 @@ impl<'a> Reading<'a> {
         self.limit = bytes;
     }
 
+    /// Starts a read: the whole limit is left to take.
+    pub fn restart_budget(&mut self) {
+        self.budget = self.limit;
+    }
+
     /// Counts `bytes` against the current read's limit.
-    fn charge(&mut self, bytes: u64) -> Result<(), FormatError> {
+    pub(super) fn charge(&mut self, bytes: u64) -> Result<(), FormatError> {
         if bytes > self.budget {
             return Err(FormatError::Unsupported(format!(
                 "reading these entries would take more than {} MiB of memory: read fewer at a time",
@@ -73,7 +100,7 @@ impl<'a> Reading<'a> {
         shape: &Shape,
         entries: Range<u64>,
     ) -> Result<FieldData, FormatError> {
-        self.budget = self.limit;
+        self.restart_budget();
         if entries.end > self.nt.entries || entries.start > entries.end {
             return Err(corrupt(format!(
                 "entries {}..{} of an RNTuple of {}",
@@ -277,7 +304,11 @@ impl<'a> Reading<'a> {
     /// suppressed there; failing that, one whose columns are deferred past
     /// this cluster (all zeros here); failing that the first, which holds
     /// nothing here (an error unless no element is wanted).
-    fn choose<'r>(&self, reprs: &'r Reprs, cluster: usize) -> Result<&'r [usize], FormatError> {
+    pub(super) fn choose<'r>(
+        &self,
+        reprs: &'r Reprs,
+        cluster: usize,
+    ) -> Result<&'r [usize], FormatError> {
         let deferred = |r: &&Vec<usize>| {
             r.iter()
                 .all(|&c| self.nt.schema.columns[c].first_element > 0)
@@ -338,21 +369,41 @@ impl<'a> Reading<'a> {
         cluster: usize,
         range: Range<u64>,
     ) -> Result<Decoded, FormatError> {
+        let codec = self.codec(column)?;
+        let mut out = Decoded::empty(codec.kind);
+        self.elements_into(column, cluster, range, &mut out)?;
+        Ok(out)
+    }
+
+    /// The codec of physical `column`, or why it cannot be read.
+    pub(super) fn codec(&self, column: usize) -> Result<ColumnCodec, FormatError> {
+        self.nt.codecs[column]
+            .clone()
+            .map_err(FormatError::Unsupported)
+    }
+
+    /// Appends elements `range` (cluster-relative) of physical `column` to
+    /// `out`, which holds what the column decodes to.
+    pub(super) fn elements_into(
+        &mut self,
+        column: usize,
+        cluster: usize,
+        range: Range<u64>,
+        out: &mut Decoded,
+    ) -> Result<(), FormatError> {
         let nt = self.nt;
-        let codec = nt.codecs[column]
-            .as_ref()
-            .map_err(|why| FormatError::Unsupported(why.clone()))?;
+        let codec = self.codec(column)?;
         let c = &nt.clusters[cluster];
         let stored = c.columns.get(column);
         let zeros = nt.lead_zeros(column, cluster)?;
         let want = range.end - range.start;
         self.charge(want.saturating_mul(codec.kind.decoded_size()))?;
         let zero_part = range.end.min(zeros).saturating_sub(range.start);
-        let mut out = Decoded::zeros(codec.kind, zero_part as usize);
+        out.extend_zeros(codec.kind, zero_part as usize);
         let from = range.start.max(zeros) - zeros;
         let to = range.end.max(zeros) - zeros;
         if from == to {
-            return Ok(out);
+            return Ok(());
         }
         let Some(stored) = stored.filter(|s| s.first_element.is_some()) else {
             return Err(corrupt(format!(
@@ -370,30 +421,72 @@ impl<'a> Reading<'a> {
         let mut at = from;
         while at < to {
             let (page_start, page_end) = (stored.starts[page], stored.starts[page + 1]);
-            let cached =
-                matches!(self.pages.get(&column), Some((cl, p, _)) if *cl == cluster && *p == page);
-            if !cached {
-                let info = &stored.pages[page];
-                if info.elements > MAX_PAGE_ELEMENTS {
-                    return Err(FormatError::Unsupported(format!(
-                        "RNTuple page of {} elements, more than the {MAX_PAGE_ELEMENTS} quarry decodes",
-                        info.elements
-                    )));
-                }
-                self.charge(u64::from(info.elements) * codec.kind.decoded_size())?;
-                let decoded = read_page(self.file, codec, info, nt.anchor.max_key_size)?;
-                self.pages.insert(column, (cluster, page, decoded));
-            }
-            let decoded = &self.pages[&column].2;
             let end = to.min(page_end);
-            out.extend_from(
-                decoded,
-                (at - page_start) as usize..(end - page_start) as usize,
-            );
+            let n = (page_end - page_start) as usize;
+            let wanted = (at - page_start) as usize..(end - page_start) as usize;
+            match self.pages.get(&column) {
+                Some(kept) if kept.cluster == cluster && kept.page == page => {
+                    let bytes = &kept.bytes[..kept.len];
+                    decode_into(&kept.codec, bytes, kept.elements, wanted, out)?;
+                }
+                _ => {
+                    let info = &stored.pages[page];
+                    if info.elements > MAX_PAGE_ELEMENTS {
+                        return Err(FormatError::Unsupported(format!(
+                            "RNTuple page of {} elements, more than the {MAX_PAGE_ELEMENTS} quarry decodes",
+                            info.elements
+                        )));
+                    }
+                    self.charge(u64::from(info.elements) * codec.kind.decoded_size())?;
+                    let max_key = nt.anchor.max_key_size;
+                    let len = fetch_page(self.file, &codec, info, max_key, &mut self.buffers)?;
+                    if wanted.len() == n {
+                        decode_into(&codec, &self.buffers.bytes[..len], n, wanted, out)?;
+                    } else {
+                        let kept = self.keep(column, cluster, page, &codec, n, len);
+                        let bytes = &kept.bytes[..kept.len];
+                        decode_into(&kept.codec, bytes, n, wanted, out)?;
+                    }
+                }
+            }
             at = end;
             page += 1;
         }
-        debug_assert_eq!(out.len() as u64, want);
-        Ok(out)
+        Ok(())
+    }
+
+    /// Keeps the page just fetched (its first `len` bytes in the page
+    /// buffer) as `column`'s, a split page prepared as plain numbers so any
+    /// range of it decodes without the split undone again.
+    fn keep(
+        &mut self,
+        column: usize,
+        cluster: usize,
+        page: usize,
+        codec: &ColumnCodec,
+        elements: usize,
+        len: usize,
+    ) -> &KeptPage {
+        let kept = self.pages.entry(column).or_insert_with(|| KeptPage {
+            cluster,
+            page,
+            codec: *codec,
+            elements,
+            bytes: Vec::new(),
+            len: 0,
+        });
+        kept.cluster = cluster;
+        kept.page = page;
+        kept.elements = elements;
+        if prepare(codec, &self.buffers.bytes[..len], elements, &mut kept.bytes) {
+            kept.codec = codec.plain();
+            kept.len = kept.bytes.len();
+        } else {
+            // Plain already: the buffers trade places, no copy.
+            std::mem::swap(&mut kept.bytes, &mut self.buffers.bytes);
+            kept.codec = *codec;
+            kept.len = len;
+        }
+        kept
     }
 }
