@@ -232,6 +232,26 @@ fn fits_take_few_model_evaluations() {
     }
 }
 
+/// The fit_model fuzz target's fit (fuzz/fuzz_targets/fit_model.rs) of
+/// `model` with extended, chi2 and Minos on all: its first byte 0x2f.
+fn fuzz_fit(model: &str) -> fit::Report {
+    let h = Histogram {
+        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
+        counts: vec![
+            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
+        ],
+        variances: None,
+    };
+    let request = Request {
+        model,
+        extended: true,
+        cost: CostKind::Chi2,
+        overrides: Vec::new(),
+        minos: MinosRequest::All,
+    };
+    fit::fit(&h, &request).unwrap()
+}
+
 /// A model whose parameters do the same thing (here four additive constants
 /// with `w` counted twice, and the expression's normalisation: five free
 /// parameters; the fuzzer's `fit_model` target found it, fuzz/seeds) has a
@@ -241,21 +261,7 @@ fn fits_take_few_model_evaluations() {
 /// which needs a valid minimum, is not run, and the reason says so.
 #[test]
 fn a_degenerate_model_stops_within_the_call_limit() {
-    let h = Histogram {
-        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
-        counts: vec![
-            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
-        ],
-        variances: None,
-    };
-    let request = Request {
-        model: "((x )++w+a)++w+o+++ - m",
-        extended: true,
-        cost: CostKind::Chi2,
-        overrides: Vec::new(),
-        minos: MinosRequest::All,
-    };
-    let r = fit::fit(&h, &request).unwrap();
+    let r = fuzz_fit("((x )++w+a)++w+o+++ - m");
     assert_eq!(r.params.len(), 5);
     assert!(r.calls <= 4_125 + 100, "{} evaluations", r.calls);
     assert_eq!(r.minos_calls, 0);
@@ -275,21 +281,7 @@ fn a_degenerate_model_stops_within_the_call_limit() {
 /// answer says why intervals are missing.
 #[test]
 fn minos_on_redundant_parameters_shares_one_budget() {
-    let h = Histogram {
-        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
-        counts: vec![
-            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
-        ],
-        variances: None,
-    };
-    let request = Request {
-        model: "((x )++A+a)++w+o+++ - m",
-        extended: true,
-        cost: CostKind::Chi2,
-        overrides: Vec::new(),
-        minos: MinosRequest::All,
-    };
-    let r = fit::fit(&h, &request).unwrap();
+    let r = fuzz_fit("((x )++A+a)++w+o+++ - m");
     assert_eq!(r.params.len(), 6);
     let free = r.params.iter().filter(|p| !p.fixed).count();
     let budget = 4 * (free + 1) * 5 * (200 + 100 * free + 5 * free * free) / 5;
