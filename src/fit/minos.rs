@@ -20,17 +20,26 @@ pub struct Side {
     pub calls: usize,
 }
 
+/// The minimum Minos profiles around: the cost, the parameters as fitted,
+/// their best values and covariance, and the cost there.
+pub struct Around<'a> {
+    pub cost: Cost<'a>,
+    pub params: &'a [Param],
+    pub best: &'a [f64],
+    pub cov: &'a [Vec<f64>],
+    pub fmin: f64,
+}
+
 /// The profile's minimum with parameter `i` fixed at `v`, and the cost
 /// evaluations it took.
-fn profile(
-    cost: Cost<'_>,
-    params: &[Param],
-    best: &[f64],
-    cov: &[Vec<f64>],
-    i: usize,
-    v: f64,
-    budget: usize,
-) -> (f64, usize) {
+fn profile(at: &Around<'_>, i: usize, v: f64, budget: usize) -> (f64, usize) {
+    let Around {
+        cost,
+        params,
+        best,
+        cov,
+        ..
+    } = *at;
     let shift = v - best[i];
     let trial: Vec<Param> = params
         .iter()
@@ -68,16 +77,14 @@ pub fn budget(n: usize) -> usize {
 
 /// Minos for parameter `i` on side `sign` (−1 or +1), within `budget`
 /// evaluations.
-pub fn side(
-    cost: Cost<'_>,
-    params: &[Param],
-    best: &[f64],
-    cov: &[Vec<f64>],
-    fmin: f64,
-    i: usize,
-    sign: f64,
-    budget: usize,
-) -> Side {
+pub fn side(at: &Around<'_>, i: usize, sign: f64, budget: usize) -> Side {
+    let Around {
+        params,
+        best,
+        cov,
+        fmin,
+        ..
+    } = *at;
     let sigma = cov[i][i].sqrt();
     if sigma.is_nan() || sigma <= 0.0 {
         return Side {
@@ -106,7 +113,7 @@ pub fn side(
             v = l;
             clamped = true;
         }
-        let (fval, calls) = profile(cost, params, best, cov, i, v, budget - spent);
+        let (fval, calls) = profile(at, i, v, budget - spent);
         spent += calls;
         let rise = fval - fmin;
         if clamped && rise < 1.0 {

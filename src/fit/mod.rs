@@ -398,6 +398,13 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
     let mut minos_note = None;
     if m.inverse.is_some() && m.converged {
         let budget = minos::budget(free);
+        let around = minos::Around {
+            cost: &cost,
+            params: &fitted,
+            best: &best,
+            cov: &covariance,
+            fmin: m.fval,
+        };
         for &i in &minos_for {
             if params[i].fixed {
                 continue;
@@ -408,19 +415,10 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
                 ));
                 break;
             }
-            let lower = minos::side(
-                &cost,
-                &fitted,
-                &best,
-                &covariance,
-                m.fval,
-                i,
-                -1.0,
-                budget - minos_calls,
-            );
+            let lower = minos::side(&around, i, -1.0, budget - minos_calls);
             minos_calls += lower.calls;
             let left = budget.saturating_sub(minos_calls);
-            let upper = minos::side(&cost, &fitted, &best, &covariance, m.fval, i, 1.0, left);
+            let upper = minos::side(&around, i, 1.0, left);
             minos_calls += upper.calls;
             results[i].minos_lower = lower.valid.then_some(lower.error);
             results[i].minos_upper = upper.valid.then_some(upper.error);
