@@ -73,6 +73,7 @@ PY
     # extended, chi2 and Minos all set, which once ran Minos for 13 s.
     printf '\57%s' '((x )++w+a)++w+o+++ - m' >"$corpus/degenerate_minos"
     printf '\57%s' '((x )++A+a)++w+o+++ - m' >"$corpus/redundant_minos"
+    printf '\57%s' '((x )+++A+aA+a)++w+opp*ppp*pp0ppppp*pp*xox+++w0ppppp*pp*xo' >"$corpus/long_minos"
     max_len=512
     ;;
   code_query)

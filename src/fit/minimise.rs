@@ -6,6 +6,7 @@
 //! the minimum; the rounds take over when it does not.
 
 use std::cell::RefCell;
+use std::time::Instant;
 
 use argmin::core::{CostFunction, Error, Executor, Gradient};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
@@ -78,6 +79,9 @@ pub struct Internal<'a> {
     pub calls: RefCell<usize>,
     /// Evaluations after which the minimiser stops (`call_limit`).
     pub limit: usize,
+    /// When the whole fit must end, whatever the count (the evaluations'
+    /// cost grows with the bins and the model's size).
+    pub deadline: Option<Instant>,
 }
 
 /// Minuit's default call limit for Migrad with `n` free parameters,
@@ -108,6 +112,7 @@ impl<'a> Internal<'a> {
             best: RefCell::new((Vec::new(), f64::INFINITY)),
             calls: RefCell::new(0),
             limit,
+            deadline: None,
         }
     }
 
@@ -140,7 +145,11 @@ impl<'a> Internal<'a> {
     /// Whether the call limit is reached: the minimiser starts no new round
     /// and argmin's run is stopped.
     pub fn exhausted(&self) -> bool {
-        *self.calls.borrow() >= self.limit
+        *self.calls.borrow() >= self.limit || self.past_deadline()
+    }
+
+    pub fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// Keeps `u` as the best point if its cost `f` is the lowest yet; returns
@@ -176,10 +185,7 @@ impl<'a> Internal<'a> {
 
     fn check_limit(&self) -> Result<(), Error> {
         if self.exhausted() {
-            return Err(Error::msg(format!(
-                "the call limit of {} cost evaluations was reached",
-                self.limit
-            )));
+            return Err(Error::msg("the call or time limit was reached"));
         }
         Ok(())
     }
@@ -316,7 +322,9 @@ fn rounds(f: &Internal<'_>, mut u: Vec<f64>, mut inverse: Vec<Vec<f64>>) -> Mini
         Some((edm, inv)) => (edm, Some(inv)),
         None => (f64::INFINITY, None),
     };
-    let reason = if f.exhausted() && (inv.is_none() || edm >= EDM_MAX) {
+    let reason = if f.past_deadline() && (inv.is_none() || edm >= EDM_MAX) {
+        Some("the fit's time limit was reached before the minimum was found (a model the data do not constrain, or very many parameters or bins): simplify the model, fix a parameter or rebin".to_string())
+    } else if f.exhausted() && (inv.is_none() || edm >= EDM_MAX) {
         Some(format!(
             "the call limit of {} cost evaluations was reached before the minimum was found (a parameter the data do not constrain, or parameters that do the same thing, make the cost flat): simplify the model or fix a parameter",
             f.limit

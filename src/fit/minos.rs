@@ -28,6 +28,8 @@ pub struct Around<'a> {
     pub best: &'a [f64],
     pub cov: &'a [Vec<f64>],
     pub fmin: f64,
+    /// When the whole fit must end.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The profile's minimum with parameter `i` fixed at `v`, and the cost
@@ -60,6 +62,7 @@ fn profile(at: &Around<'_>, i: usize, v: f64, budget: usize) -> (f64, usize) {
         .collect();
     let mut f = Internal::new(cost, &trial);
     f.limit = f.limit.min(budget);
+    f.deadline = at.deadline;
     let fval = migrad(&f, f.start()).fval;
     (fval, *f.calls.borrow())
 }
@@ -102,7 +105,7 @@ pub fn side(at: &Around<'_>, i: usize, sign: f64, budget: usize) -> Side {
     let mut delta = sigma;
     let mut spent = 0;
     for _ in 0..TRIALS {
-        if spent >= budget {
+        if spent >= budget || at.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
         let mut v = best[i] + sign * delta;
@@ -115,6 +118,10 @@ pub fn side(at: &Around<'_>, i: usize, sign: f64, budget: usize) -> Side {
         }
         let (fval, calls) = profile(at, i, v, budget - spent);
         spent += calls;
+        if at.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            // The profile may have been cut short: its rise means nothing.
+            break;
+        }
         let rise = fval - fmin;
         if clamped && rise < 1.0 {
             return Side {

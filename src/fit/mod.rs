@@ -322,7 +322,22 @@ impl Binned for BinnedCost<'_> {
     }
 }
 
+/// How long a fit may take in all: real fits take milliseconds, a model the
+/// data cannot constrain stops at Minuit's call limits within a second or two,
+/// and this bounds what those limits cannot (many bins, a large expression).
+pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
+    fit_within(h, request, TIME_LIMIT)
+}
+
+/// `fit`, ended at `time_limit` with the best point found and a reason.
+pub fn fit_within(
+    h: &Histogram,
+    request: &Request<'_>,
+    time_limit: std::time::Duration,
+) -> Result<Report, FitError> {
+    let deadline = std::time::Instant::now() + time_limit;
     check_histogram(h, request.cost)?;
     let model = models::parse(request.model, request.extended).map_err(FitError)?;
     let params = parameters(&model, h, &request.overrides)?;
@@ -343,7 +358,8 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
             "the model cannot be computed at the start values (it is NaN, infinite or not positive where there are counts; cost {start_cost}): give start values in parameters"
         )));
     }
-    let internal = Internal::new(&cost, &params);
+    let mut internal = Internal::new(&cost, &params);
+    internal.deadline = Some(deadline);
     let m = migrad_binned(&internal, &binned, internal.start());
     let best = internal.external(&m.u);
     let covariance = match &m.inverse {
@@ -404,10 +420,15 @@ pub fn fit(h: &Histogram, request: &Request<'_>) -> Result<Report, FitError> {
             best: &best,
             cov: &covariance,
             fmin: m.fval,
+            deadline: Some(deadline),
         };
         for &i in &minos_for {
             if params[i].fixed {
                 continue;
+            }
+            if std::time::Instant::now() >= deadline {
+                minos_note = Some("Minos stopped at the fit's time limit before every interval was found: the intervals missing are null; ask minos for fewer parameters".to_string());
+                break;
             }
             if minos_calls >= budget {
                 minos_note = Some(format!(
