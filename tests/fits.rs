@@ -232,24 +232,32 @@ fn fits_take_few_model_evaluations() {
     }
 }
 
-/// The fit_model fuzz target's fit (fuzz/fuzz_targets/fit_model.rs) of
-/// `model` with extended, chi2 and Minos on all: its first byte 0x2f.
-fn fuzz_fit(model: &str) -> fit::Report {
-    let h = Histogram {
+/// The fit_model fuzz target's histogram (fuzz/fuzz_targets/fit_model.rs).
+fn fuzz_histogram() -> Histogram {
+    Histogram {
         edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
         counts: vec![
             0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
         ],
         variances: None,
-    };
-    let request = Request {
+    }
+}
+
+/// The fuzz target's request for `model` with extended, chi2 and Minos on
+/// all: its first byte 0x2f.
+fn fuzz_request(model: &str) -> Request<'_> {
+    Request {
         model,
         extended: true,
         cost: CostKind::Chi2,
         overrides: Vec::new(),
         minos: MinosRequest::All,
-    };
-    fit::fit(&h, &request).unwrap()
+    }
+}
+
+/// The fuzz target's fit of `model`.
+fn fuzz_fit(model: &str) -> fit::Report {
+    fit::fit(&fuzz_histogram(), &fuzz_request(model)).unwrap()
 }
 
 /// A model whose parameters do the same thing (here four additive constants
@@ -303,20 +311,7 @@ fn minos_on_redundant_parameters_shares_one_budget() {
 #[test]
 fn a_fit_ends_at_its_time_limit() {
     let model = "((x )+++A+aA+a)++w+opp*ppp*pp0ppppp*pp*xox+++w0ppppp*pp*xo";
-    let h = Histogram {
-        edges: (0..=12).map(|i| f64::from(i) * 0.5).collect(),
-        counts: vec![
-            0.0, 1.0, 4.0, 9.0, 15.0, 20.0, 14.0, 8.0, 3.0, 2.0, 0.0, 1.0,
-        ],
-        variances: None,
-    };
-    let request = Request {
-        model,
-        extended: true,
-        cost: CostKind::Chi2,
-        overrides: Vec::new(),
-        minos: MinosRequest::All,
-    };
+    let (h, request) = (fuzz_histogram(), fuzz_request(model));
     let started = std::time::Instant::now();
     let r = fit::fit_within(&h, &request, std::time::Duration::from_millis(200)).unwrap();
     let took = started.elapsed();
