@@ -62,9 +62,22 @@ const REFS_LEVEL: i32 = 3;
 /// row cannot ask for more memory than that.
 const MAX_REFS_BYTES: usize = 4 * MAX_SOURCE_BYTES as usize;
 
+thread_local! {
+    /// One zstd compression context per indexing thread, kept: making one
+    /// allocates and clears its tables, which cost as much as compressing a
+    /// small file's references. None if zstd could not make one.
+    static REFS_COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        std::cell::RefCell::new(zstd::bulk::Compressor::new(REFS_LEVEL).ok());
+}
+
 impl Serialize for RefsToStore<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let packed = zstd::bulk::compress(&encode(&self.0), REFS_LEVEL)
+        let raw = encode(&self.0);
+        let packed = REFS_COMPRESSOR
+            .with_borrow_mut(|kept| match kept {
+                Some(compressor) => compressor.compress(&raw),
+                None => zstd::bulk::compress(&raw, REFS_LEVEL),
+            })
             .map_err(serde::ser::Error::custom)?;
         packed.serialize(s)
     }

@@ -44,7 +44,7 @@ impl<'a> Walk<'a> {
         } else {
             Access::Private
         };
-        if let Some(body) = class.child_by_field_name("body") {
+        if let Some(body) = self.names.child(class, "body") {
             let mut cursor = body.walk();
             for child in body.named_children(&mut cursor) {
                 if child.kind() == "access_specifier" {
@@ -81,7 +81,8 @@ impl<'a> Walk<'a> {
                 let cut = ["field_initializer_list", "body"]
                     .iter()
                     .filter_map(|f| {
-                        node.child_by_field_name(f)
+                        self.names
+                            .child(node, f)
                             .or_else(|| first_child_of_kind(node, f))
                     })
                     .filter(|n| {
@@ -111,8 +112,8 @@ impl<'a> Walk<'a> {
                     .children_by_field_name("declarator", &mut cursor)
                     .collect();
                 if declarators.is_empty() {
-                    if let Some(ty) = node.child_by_field_name("type")
-                        && let Some(name) = ty.child_by_field_name("name")
+                    if let Some(ty) = self.names.child(node, "type")
+                        && let Some(name) = self.names.child(ty, "name")
                     {
                         let keyword = ty.kind().trim_end_matches("_specifier");
                         member(
@@ -134,8 +135,9 @@ impl<'a> Walk<'a> {
                 }
             }
             "template_declaration" => {
-                let params = node
-                    .child_by_field_name("parameters")
+                let params = self
+                    .names
+                    .child(node, "parameters")
                     .map(|p| format!("template {} ", self.compact(p)))
                     .unwrap_or_default();
                 let count = node.named_child_count();
@@ -144,9 +146,10 @@ impl<'a> Walk<'a> {
                 }
             }
             "alias_declaration" | "type_definition" => {
-                if let Some(name) = node
-                    .child_by_field_name("name")
-                    .or_else(|| node.child_by_field_name("declarator"))
+                if let Some(name) = self
+                    .names
+                    .child(node, "name")
+                    .or_else(|| self.names.child(node, "declarator"))
                 {
                     member(
                         self.compact(name),
@@ -156,7 +159,7 @@ impl<'a> Walk<'a> {
                 }
             }
             "class_specifier" | "struct_specifier" | "enum_specifier" | "union_specifier" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = self.names.child(node, "name") {
                     let keyword = node.kind().trim_end_matches("_specifier");
                     member(
                         self.compact(name),
@@ -173,7 +176,7 @@ impl<'a> Walk<'a> {
     pub(super) fn python_class_info(&mut self, class: Node) {
         let symbol = self.out.symbols.len().saturating_sub(1) as u32;
         let mut bases = Vec::new();
-        if let Some(list) = class.child_by_field_name("superclasses") {
+        if let Some(list) = self.names.child(class, "superclasses") {
             let mut cursor = list.walk();
             for b in list.named_children(&mut cursor) {
                 if matches!(b.kind(), "identifier" | "attribute" | "subscript") {
@@ -188,7 +191,7 @@ impl<'a> Walk<'a> {
             }
         }
         let mut members = Vec::new();
-        if let Some(body) = class.child_by_field_name("body") {
+        if let Some(body) = self.names.child(class, "body") {
             let mut cursor = body.walk();
             for child in body.named_children(&mut cursor) {
                 self.python_member(child, &mut members);
@@ -221,15 +224,15 @@ impl<'a> Walk<'a> {
                         .filter(|c| c.kind() == "decorator")
                         .map(|d| self.compact(d))
                         .collect();
-                    (decorators, node.child_by_field_name("definition"))
+                    (decorators, self.names.child(node, "definition"))
                 } else {
                     (Vec::new(), Some(node))
                 };
                 let Some(def) = definition else { return };
-                let Some(name) = def.child_by_field_name("name") else {
+                let Some(name) = self.names.child(def, "name") else {
                     return;
                 };
-                let cut = def.child_by_field_name("body").map(|b| b.start_byte());
+                let cut = self.names.child(def, "body").map(|b| b.start_byte());
                 let mut signature = self.signature(def, cut);
                 signature = signature.trim_end_matches(':').to_string();
                 for d in decorators.iter().rev() {
@@ -247,8 +250,9 @@ impl<'a> Walk<'a> {
                 else {
                     return;
                 };
-                if let Some(left) = assignment
-                    .child_by_field_name("left")
+                if let Some(left) = self
+                    .names
+                    .child(assignment, "left")
                     .filter(|l| l.kind() == "identifier")
                 {
                     push(
@@ -264,7 +268,7 @@ impl<'a> Walk<'a> {
 
     /// `#include "a/b.h"` or `<vector>`.
     pub(super) fn cpp_include(&mut self, node: Node) {
-        let Some(path) = node.child_by_field_name("path") else {
+        let Some(path) = self.names.child(node, "path") else {
             return;
         };
         let text = self.text.get(path.byte_range()).unwrap_or_default().trim();
@@ -309,7 +313,7 @@ impl<'a> Walk<'a> {
                 }
             }
             "import_from_statement" => {
-                let Some(module_node) = node.child_by_field_name("module_name") else {
+                let Some(module_node) = self.names.child(node, "module_name") else {
                     return;
                 };
                 let module = self.compact(module_node);

@@ -26,6 +26,10 @@ pub use relations::{
 };
 pub use symbols::{CodeFile, ErrorRange, Extracted, Symbol, SymbolKind};
 
+/// The walk's maps and sets, keyed by names of the file.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 /// Largest source file quarry parses: past this it is generated code or data.
 pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
 

@@ -12,8 +12,13 @@ use super::Language;
 
 pub(super) struct Names {
     kinds: Vec<&'static str>,
+    /// Indexed by kind id: nodes of this kind hold nothing the walk records
+    /// (punctuation and keywords, literals), so it steps over them.
+    inert: Vec<bool>,
     /// Indexed by field id; id 0 is no field.
     fields: Vec<Option<&'static str>>,
+    /// Field names and ids, sorted by name.
+    field_ids: Vec<(&'static str, u16)>,
 }
 
 impl Names {
@@ -28,13 +33,49 @@ impl Names {
     }
 
     fn build(grammar: &tree_sitter::Language) -> Names {
-        let kinds = (0..grammar.node_kind_count())
+        let kinds: Vec<&'static str> = (0..grammar.node_kind_count())
             .map(|id| grammar.node_kind_for_id(id as u16).unwrap_or(""))
             .collect();
-        let fields = (0..=grammar.field_count())
+        let inert = kinds
+            .iter()
+            .enumerate()
+            .map(|(id, kind)| !grammar.node_kind_is_named(id as u16) || LITERALS.contains(kind))
+            .collect();
+        let fields: Vec<Option<&'static str>> = (0..=grammar.field_count())
             .map(|id| grammar.field_name_for_id(id as u16))
             .collect();
-        Names { kinds, fields }
+        let mut field_ids: Vec<(&'static str, u16)> = fields
+            .iter()
+            .enumerate()
+            .filter_map(|(id, name)| Some(((*name)?, id as u16)))
+            .collect();
+        field_ids.sort_unstable();
+        Names {
+            kinds,
+            inert,
+            fields,
+            field_ids,
+        }
+    }
+
+    /// What `node.child_by_field_name(field)` gives, without tree-sitter's
+    /// lookup of the name (a `strncmp` over every field name of the grammar).
+    pub(super) fn child<'t>(&self, node: Node<'t>, field: &str) -> Option<Node<'t>> {
+        let at = self
+            .field_ids
+            .binary_search_by(|(name, _)| (*name).cmp(field))
+            .ok()?;
+        node.child_by_field_id(self.field_ids[at].1)
+    }
+
+    /// Whether the walk can step over `node` without entering it: an
+    /// anonymous token or a literal. Only for trees without errors, where
+    /// such nodes are leaves (a `MISSING` token is anonymous, and is noted).
+    pub(super) fn is_inert(&self, node: Node) -> bool {
+        self.inert
+            .get(usize::from(node.kind_id()))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// What `node.kind()` says, without its string conversion.
@@ -53,12 +94,34 @@ impl Names {
     }
 }
 
+/// Named leaf kinds of both grammars that name nothing: literals and the
+/// parts of strings. Anonymous kinds (punctuation, keywords) are inert too.
+const LITERALS: [&str; 16] = [
+    "integer",
+    "float",
+    "true",
+    "false",
+    "none",
+    "ellipsis",
+    "string_start",
+    "string_content",
+    "string_end",
+    "escape_sequence",
+    "escape_interpolation",
+    "number_literal",
+    "null",
+    "primitive_type",
+    "raw_string_delimiter",
+    "raw_string_content",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Every node of real files, with aliases and errors among them, gets
-    /// the same kind and field names from the table as from tree-sitter.
+    /// the same kind and field names from the table as from tree-sitter,
+    /// and the same child for every field name.
     #[test]
     fn table_names_equal_tree_sitters() {
         let sources = [
@@ -86,6 +149,10 @@ mod tests {
             'tree: loop {
                 assert_eq!(names.kind(cursor.node()), cursor.node().kind());
                 assert_eq!(names.field(&cursor), cursor.field_name());
+                for field in names.fields.iter().flatten().chain(&["no_such_field"]) {
+                    let node = cursor.node();
+                    assert_eq!(names.child(node, field), node.child_by_field_name(field));
+                }
                 seen += 1;
                 if cursor.goto_first_child() {
                     continue;

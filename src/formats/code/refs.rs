@@ -70,9 +70,9 @@ impl<'a> Walk<'a> {
         };
         if kind == "qualified_identifier" {
             let prefix = inherited().unwrap_or_default();
-            let scope = frame
-                .node
-                .child_by_field_name("scope")
+            let scope = self
+                .names
+                .child(frame.node, "scope")
                 .map(|s| strip_template_arguments(&self.compact(s)))
                 .unwrap_or_default();
             frame.name_qual = Some(join(&prefix, &scope, "::"));
@@ -87,7 +87,7 @@ impl<'a> Walk<'a> {
         node: Node,
         role: Role,
         member: bool,
-        qualifier: String,
+        qualifier: impl Into<std::borrow::Cow<'a, str>>,
         imported: bool,
     ) {
         let Some(name) = self.text.get(node.byte_range()) else {
@@ -105,7 +105,7 @@ impl<'a> Walk<'a> {
                 qualifier: 0,
                 scope: self.scopes.last().map_or(0, |s| s.entry),
             },
-            qualifier,
+            qualifier: qualifier.into(),
         });
     }
 
@@ -177,7 +177,7 @@ impl<'a> Walk<'a> {
         let role = match (self.frames[k].kind, child_field) {
             ("call_expression", Some("function")) => Role::Call,
             ("field_expression", Some("field")) => {
-                let receiver = user.child_by_field_name("argument");
+                let receiver = self.names.child(user, "argument");
                 let qualifier = if receiver.is_some_and(|r| r.kind() == "this") {
                     self.enclosing_class()
                 } else {
@@ -200,13 +200,13 @@ impl<'a> Walk<'a> {
                 "class_specifier" | "struct_specifier" | "union_specifier" | "enum_specifier",
                 Some("name"),
             ) => {
-                if user.child_by_field_name("body").is_some() {
+                if self.names.child(user, "body").is_some() {
                     Role::Definition
                 } else if k > 0
                     && self.frames[k - 1].kind == "declaration"
-                    && self.frames[k - 1]
-                        .node
-                        .child_by_field_name("declarator")
+                    && self
+                        .names
+                        .child(self.frames[k - 1].node, "declarator")
                         .is_none()
                 {
                     Role::Declaration
@@ -391,25 +391,25 @@ impl<'a> Walk<'a> {
 
     /// The qualifier of `object.attr`: the class for `self`/`cls`, the
     /// module for an imported name, the dotted text of a chain of names.
-    fn python_receiver(&self, attribute: Node) -> (String, bool) {
-        let Some(object) = attribute.child_by_field_name("object") else {
-            return (String::new(), false);
+    fn python_receiver(&self, attribute: Node) -> (std::borrow::Cow<'a, str>, bool) {
+        let Some(object) = self.names.child(attribute, "object") else {
+            return ("".into(), false);
         };
         let text = self.text.get(object.byte_range()).unwrap_or_default();
         if !text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
         {
-            return (String::new(), false);
+            return ("".into(), false);
         }
         let (head, rest) = text.split_once('.').unwrap_or((text, ""));
         if matches!(head, "self" | "cls") && self.in_function() {
             let class = self.enclosing_class();
-            return (join(&class, rest, "."), false);
+            return (join(&class, rest, ".").into(), false);
         }
         match self.aliases.get(head) {
-            Some((_, full)) => (join(full, rest, "."), true),
-            None => (text.to_string(), false),
+            Some((_, full)) => (join(full, rest, ".").into(), true),
+            None => (text.into(), false),
         }
     }
 }

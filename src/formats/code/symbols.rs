@@ -6,14 +6,12 @@
 //! name as written: for an out-of-line C++ definition `void A::f()` that is
 //! where `A::f` starts, as the reference server reports it.
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 use super::names::Names;
 use super::relations::{ClassInfo, CodeRefs, Include, LineCounts, RawRef, ScopeEntry, ScopeKind};
-use super::{Language, ParsedSource};
+use super::{FastMap, FastSet, Language, ParsedSource};
 
 /// Most syntax-error ranges kept per file: a file that is not code at all would
 /// otherwise store one per line.
@@ -102,7 +100,7 @@ pub(super) struct Scope {
     pub(super) entry: u32,
     /// Parameters and local variables of a function scope: uses of these
     /// names are not references to a symbol.
-    pub(super) locals: HashSet<String>,
+    pub(super) locals: FastSet<String>,
 }
 
 /// A node on the path from the root to the node being visited.
@@ -130,6 +128,20 @@ pub struct Extracted {
 }
 
 pub(super) fn extract(source: &ParsedSource) -> Extracted {
+    extract_with(source, Walking::Quick)
+}
+
+/// How the walk meets tokens, literals and strings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walking {
+    /// Steps over them where the tree has no errors.
+    Quick,
+    /// Enters every node (the reference the quick walk is tested against).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Full,
+}
+
+fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
     let mut walk = Walk {
         text: &source.text,
         language: source.language,
@@ -154,16 +166,28 @@ pub(super) fn extract(source: &ParsedSource) -> Extracted {
     };
     // One cursor over the whole tree, no recursion (hostile input nests deeper
     // than a thread's stack allows). `frames` is the path to the current node:
-    // what its ancestors are decides how an identifier is used.
+    // what its ancestors are decides how an identifier is used. In a tree
+    // without errors the walk steps over tokens and literals without a frame
+    // and does not descend into strings: half the nodes, and the walk's time
+    // is mostly tree-sitter's cursor.
+    let quick = walking == Walking::Quick && !walk.out.has_errors;
     let mut cursor = source.tree.root_node().walk();
     'tree: loop {
-        let frame = walk.enter(cursor.node(), walk.names.field(&cursor));
-        walk.frames.push(frame);
-        if cursor.goto_first_child() {
-            continue;
+        let node = cursor.node();
+        let entered = !(quick && walk.names.is_inert(node));
+        if entered {
+            let frame = walk.enter(node, walk.names.field(&cursor));
+            let opaque = quick && walk.is_opaque(&frame);
+            walk.frames.push(frame);
+            if !opaque && cursor.goto_first_child() {
+                continue;
+            }
         }
+        // Leave this node, then every ancestor whose last child it was. Only
+        // entered nodes are descended into, so every ancestor has a frame.
+        let mut has_frame = entered;
         loop {
-            if walk.frames.pop().is_some_and(|f| f.opened) {
+            if has_frame && walk.frames.pop().is_some_and(|f| f.opened) {
                 walk.scopes.pop();
             }
             if cursor.goto_next_sibling() {
@@ -172,6 +196,7 @@ pub(super) fn extract(source: &ParsedSource) -> Extracted {
             if !cursor.goto_parent() {
                 break 'tree;
             }
+            has_frame = true;
         }
     }
     walk.out.lines = super::relations::count_lines(&source.text, &walk.comments);
@@ -195,20 +220,22 @@ pub(super) struct Walk<'a> {
     pub(super) comments: Vec<(usize, usize)>,
     /// Python names bound by imports: local name -> (the module it comes
     /// from, "" for a module itself; the full dotted name it stands for).
-    pub(super) aliases: std::collections::HashMap<String, (String, String)>,
+    pub(super) aliases: FastMap<String, (String, String)>,
     pub(super) out: CodeFile,
 }
 
 impl<'a> Walk<'a> {
     /// Records what `node` declares; true when it opened a scope its children are in.
     pub(super) fn visit(&mut self, node: Node, kind: &'static str) -> bool {
-        if node.is_error() || node.is_missing() {
+        // A tree without errors has no error or missing node to ask about.
+        if self.out.has_errors && (node.is_error() || node.is_missing()) {
             self.note_error(node);
         }
         match (self.language, kind) {
             (Language::Cpp, "namespace_definition") => {
-                let name = node
-                    .child_by_field_name("name")
+                let name = self
+                    .names
+                    .child(node, "name")
                     .map_or_else(|| "(anonymous)".to_string(), |n| self.compact(n));
                 self.open_scope(&name, ScopeKind::Namespace);
                 true
@@ -238,6 +265,22 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// A node whose subtree names nothing: a string literal (but a Python
+    /// f-string, whose replacement fields are code).
+    fn is_opaque(&self, frame: &Frame) -> bool {
+        match (self.language, frame.kind) {
+            (Language::Cpp, "string_literal" | "raw_string_literal" | "char_literal") => true,
+            (Language::Python, "string") => {
+                let from = self.text.get(frame.node.start_byte()..).unwrap_or_default();
+                !from
+                    .bytes()
+                    .take_while(u8::is_ascii_alphabetic)
+                    .any(|b| matches!(b, b'f' | b'F' | b't' | b'T'))
+            }
+            _ => false,
+        }
+    }
+
     fn note_error(&mut self, node: Node) {
         if self.out.error_ranges.len() < MAX_ERROR_RANGES {
             let (s, e) = (node.start_position(), node.end_position());
@@ -252,7 +295,7 @@ impl<'a> Walk<'a> {
 
     fn cpp_class(&mut self, node: Node) -> bool {
         // `struct stat st;` and `class A;` name a class without defining one.
-        if node.child_by_field_name("body").is_none() {
+        if self.names.child(node, "body").is_none() {
             return false;
         }
         let kind = if node.kind() == "struct_specifier" {
@@ -260,7 +303,7 @@ impl<'a> Walk<'a> {
         } else {
             SymbolKind::Class
         };
-        let Some(name_node) = node.child_by_field_name("name") else {
+        let Some(name_node) = self.names.child(node, "name") else {
             self.open_scope("(anonymous)", ScopeKind::Class);
             return true;
         };
@@ -274,7 +317,7 @@ impl<'a> Walk<'a> {
     }
 
     fn python_class(&mut self, node: Node) -> bool {
-        let Some(name_node) = node.child_by_field_name("name") else {
+        let Some(name_node) = self.names.child(node, "name") else {
             return false;
         };
         let name = self.compact(name_node);
@@ -302,7 +345,7 @@ impl<'a> Walk<'a> {
     }
 
     fn python_function(&mut self, node: Node) -> bool {
-        let Some(name_node) = node.child_by_field_name("name") else {
+        let Some(name_node) = self.names.child(node, "name") else {
             return false;
         };
         let name = self.compact(name_node);
@@ -343,7 +386,7 @@ impl<'a> Walk<'a> {
             qualified,
             is_class: kind == ScopeKind::Class,
             entry: self.scope_entries.len() as u32,
-            locals: HashSet::new(),
+            locals: Default::default(),
         });
     }
 
@@ -546,6 +589,85 @@ mod tests {
         assert!(file.has_errors);
         assert!(!file.error_ranges.is_empty());
         assert_eq!(file.symbols[0].name, "ok");
+    }
+
+    /// Every source file under `dir`, with its language.
+    fn sources_under(dir: &std::path::Path, out: &mut Vec<(Language, String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path.to_string_lossy().into_owned();
+            if path.is_dir() && !path.is_symlink() {
+                sources_under(&path, out);
+            } else if let Some(language) = Language::from_name(&name)
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                out.push((language, name, text));
+            }
+        }
+    }
+
+    /// The quick walk steps over tokens, literals and strings: it must find
+    /// exactly what entering every node finds. Checked on the repository's
+    /// code (the test files and its own Python scripts, f-strings among them),
+    /// on snippets made for it, and on `QUARRY_WALK_CHECK_DIR` when set (a
+    /// large tree such as the benchmark corpus, run by hand).
+    #[test]
+    fn the_quick_walk_finds_what_the_full_walk_finds() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut sources = Vec::new();
+        sources_under(&root.join("testdata/code"), &mut sources);
+        sources_under(&root.join("scripts"), &mut sources);
+        if let Some(dir) = std::env::var_os("QUARRY_WALK_CHECK_DIR") {
+            sources_under(std::path::Path::new(&dir), &mut sources);
+        }
+        let snippets = [
+            (
+                Language::Python,
+                "import os as o\nx = f\"{o.sep}{y!r:>{w}}\" + rb'\\d' + t'{z}' + Fr\"{q}\"\nd = {'k': len(\"s\")}\n",
+            ),
+            (
+                Language::Cpp,
+                "#define FMT \"%d\"\nint f() { return printf(\"a\" FMT \"b\", 'c', R\"x(raw)x\", u8\"s\"_lit, nullptr, true); }\n",
+            ),
+        ];
+        for (language, text) in snippets {
+            sources.push((language, "snippet".into(), text.to_string()));
+        }
+        assert!(sources.len() > 15, "{} sources", sources.len());
+        let mut with_strings = 0;
+        for (language, name, text) in sources {
+            let source = parse(language, text, PARSE_BUDGET).unwrap();
+            let quick = extract_with(&source, Walking::Quick);
+            let full = extract_with(&source, Walking::Full);
+            assert_eq!(quick.file, full.file, "{name}");
+            assert_eq!(quick.refs, full.refs, "{name}");
+            // Stepping over a node skips its children: those of an inert
+            // node (`is not` is two keywords) are inert too.
+            let names = Names::of(language);
+            let mut cursor = source.tree.walk();
+            'tree: loop {
+                let node = cursor.node();
+                if names.is_inert(node) && !source.tree.root_node().has_error() {
+                    let mut children = node.walk();
+                    for child in node.children(&mut children) {
+                        assert!(names.is_inert(child), "{name}: {}", child.kind());
+                    }
+                }
+                with_strings += usize::from(matches!(node.kind(), "string" | "string_literal"));
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break 'tree;
+                    }
+                }
+            }
+        }
+        assert!(with_strings > 100, "{with_strings} strings seen");
     }
 
     #[test]
