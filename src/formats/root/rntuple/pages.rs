@@ -2,7 +2,9 @@
 //! buffer the read keeps, its checksum verified when it has one,
 //! decompressed by the same bounded block decoder as TTree baskets into
 //! exactly the size its element count gives (into a second kept buffer),
-//! then decoded (`decode.rs`).
+//! then decoded (`decode.rs`). A page of plain numbers wanted whole is
+//! decompressed straight into its values instead (`fetch_page_into`), and a
+//! page of offsets through a per-thread memo (`with_offsets_page`).
 
 use std::sync::Mutex;
 
