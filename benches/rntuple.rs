@@ -5,7 +5,11 @@
 //!   file and reading its metadata, as uproot's `ntuple.arrays` does;
 //! - `decompress_limit`: the same pages' stored bytes (read beforehand, not
 //!   timed) only decompressed, on all cores: what the reader could reach if
-//!   decoding, checksums and I/O cost nothing;
+//!   decoding, checksums and I/O cost nothing (each thread into a buffer it
+//!   keeps, grown beforehand);
+//! - `histogram_decompress_limit`: the same, of the pages of the fields the
+//!   histogram reads (`muon_pt`, `muon_eta`: values and offsets): what the
+//!   histogram could reach if nothing but decompression cost anything;
 //! - `histogram_jagged_cut_rntuple` and `_ttree`: compute_histogram of jagged
 //!   `muon_pt` with `muon_pt > 20 && abs(muon_eta) < 2.4` (the TTree
 //!   headline of benches/root_analysis.rs), server time of the tool's
@@ -15,7 +19,8 @@
 //! QUARRY_RNTUPLE_BENCH_PAIRS (`rntuple.root,ttree.root:...`, the files of
 //! benchgen/gen_root.py with and without `--rntuple`); the catalog, with its
 //! statistics pass done once, is kept in QUARRY_BENCH_CATALOG between
-//! rounds. scripts/bench-rntuple.sh alternates rounds with uproot's
+//! rounds. QUARRY_RNTUPLE_BENCH_ONLY=figure runs that figure alone,
+//! QUARRY_RNTUPLE_BENCH_REPEAT times (for a profiler). scripts/bench-rntuple.sh alternates rounds with uproot's
 //! (scripts/bench/uproot_rntuple.py) and prints the medians and ratios.
 //! Without `--bench` (as `cargo test --all-targets` runs it) it checks itself
 //! on the repository's `clusters.root` and its RNTuple copy: both forms must
@@ -106,13 +111,27 @@ fn raw_read(path: &Path) -> Raw {
     }
 }
 
-/// Seconds to decompress every page of the RNTuple on all cores (each
-/// thread into a buffer it reuses), and the bytes that makes.
-fn decompress_limit(path: &Path) -> (f64, u64) {
+/// Seconds to decompress the pages of the RNTuple's top-level fields
+/// `fields` (every field when empty) on all cores, each thread into a buffer
+/// it keeps, and the bytes that makes.
+fn decompress_limit(path: &Path, fields: &[&str]) -> (f64, u64) {
     let (file, nt) = open_ntuple(path);
+    let top = |mut field: usize| {
+        while nt.schema.fields[field].parent != field {
+            field = nt.schema.fields[field].parent;
+        }
+        field
+    };
+    let wanted = |c: usize| {
+        let name = &nt.schema.fields[top(nt.schema.columns[c].field)].name;
+        fields.is_empty() || fields.contains(&name.as_str())
+    };
     let mut pages: Vec<(Vec<u8>, usize)> = Vec::new();
     for cluster in &nt.clusters {
         for (c, range) in cluster.columns.iter().enumerate() {
+            if !wanted(c) {
+                continue;
+            }
             let bits = u64::from(nt.schema.columns[c].bits);
             for page in &range.pages {
                 // The checksum a page may carry lies past its stated size.
@@ -124,13 +143,20 @@ fn decompress_limit(path: &Path) -> (f64, u64) {
             }
         }
     }
+    // Each thread's buffer, grown beforehand to the largest page: the limit
+    // is the decompressor's, not that of the system's fresh pages (rayon may
+    // start a task's `init` many times a thread).
+    let largest = pages.iter().map(|(_, len)| *len).max().unwrap_or(0);
+    let buffers: Vec<std::sync::Mutex<Vec<u8>>> = (0..rayon::current_num_threads())
+        .map(|_| std::sync::Mutex::new(vec![1u8; largest]))
+        .collect();
     let t = Instant::now();
-    pages
-        .par_iter()
-        .for_each_init(Vec::new, |out, (stored, len)| {
-            decompress_into(stored, *len, out).unwrap();
-            black_box(&out);
-        });
+    pages.par_iter().for_each(|(stored, len)| {
+        let thread = rayon::current_thread_index().unwrap_or(0);
+        let mut out = buffers[thread % buffers.len()].lock().unwrap();
+        decompress_into(stored, *len, &mut out).unwrap();
+        black_box(&out);
+    });
     let seconds = t.elapsed().as_secs_f64();
     (seconds, pages.iter().map(|(_, len)| *len as u64).sum())
 }
@@ -150,6 +176,9 @@ fn ttree_values(path: &Path) -> u64 {
         .map(|b| file.column(b).unwrap().values.len() as u64)
         .sum()
 }
+
+/// The fields the histogram reads.
+const HISTOGRAM_FIELDS: [&str; 2] = ["muon_pt", "muon_eta"];
 
 /// compute_histogram of the TTree headline on `name` in the root; returns
 /// the answer's figures and the server time.
@@ -212,13 +241,20 @@ fn round(ctx: &Context, pair: &Pair, check: bool) {
         json!({"entries": raw.entries, "values": raw.values, "uncompressed_mb": raw_mb,
                "mb_per_s": raw_mb / raw.seconds}),
     );
-    let (seconds, bytes) = decompress_limit(&pair.rntuple);
+    let (seconds, bytes) = decompress_limit(&pair.rntuple, &[]);
     let mb = bytes as f64 / 1e6;
     report(
         file,
         "decompress_limit",
         seconds,
         json!({"uncompressed_mb": mb, "mb_per_s": mb / seconds}),
+    );
+    let (limit_seconds, limit_bytes) = decompress_limit(&pair.rntuple, &HISTOGRAM_FIELDS);
+    report(
+        file,
+        "histogram_decompress_limit",
+        limit_seconds,
+        json!({"uncompressed_mb": limit_bytes as f64 / 1e6}),
     );
     let (on_rntuple, rntuple_seconds) = histogram(ctx, &pair.names.0);
     let (on_ttree, ttree_seconds) = histogram(ctx, &pair.names.1);
@@ -307,9 +343,34 @@ fn main() {
         link_into(&data, &p.ttree, &p.names.1);
     }
     let ctx = context(&data, &catalog);
+    let only = std::env::var("QUARRY_RNTUPLE_BENCH_ONLY").unwrap_or_default();
     for p in &pairs {
         ensure_stats(&ctx, &p.names.0);
         ensure_stats(&ctx, &p.names.1);
-        round(&ctx, p, !full);
+        if only.is_empty() {
+            round(&ctx, p, !full);
+        } else {
+            repeat(&ctx, p, &only);
+        }
+    }
+}
+
+/// One figure only, QUARRY_RNTUPLE_BENCH_REPEAT times (default 5): for a
+/// profiler (`perf record`) to see that figure's work and nothing else.
+fn repeat(ctx: &Context, pair: &Pair, op: &str) {
+    let times: usize = std::env::var("QUARRY_RNTUPLE_BENCH_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    for _ in 0..times {
+        let seconds = match op {
+            "raw_read" => raw_read(&pair.rntuple).seconds,
+            "decompress_limit" => decompress_limit(&pair.rntuple, &[]).0,
+            "histogram_decompress_limit" => decompress_limit(&pair.rntuple, &HISTOGRAM_FIELDS).0,
+            "histogram_jagged_cut_rntuple" => histogram(ctx, &pair.names.0).1,
+            "histogram_jagged_cut_ttree" => histogram(ctx, &pair.names.1).1,
+            other => panic!("QUARRY_RNTUPLE_BENCH_ONLY: no figure '{other}'"),
+        };
+        report(&pair.names.0, op, seconds, json!({}));
     }
 }

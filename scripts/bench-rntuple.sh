@@ -82,6 +82,10 @@ for f in sorted({k[1] for k in by}):
     print(f"raw read / decompressor's limit on all cores: {mb / raw:.0f} / {mb / limit:.0f} MB/s "
           f"= {limit / raw:.2f} (>= 0.8)")
     print(f"histogram on the RNTuple / on the TTree (quarry): {hr / ht:.2f} (<= 1.10)")
+    hl = m("quarry", f, "histogram_decompress_limit")
+    if hl:
+        print(f"the histogram's pages only decompressed: {hl:.3f} s; uproot / that floor: "
+              f"{uhr / hl:.1f}x (the most any reader with this decompressor reaches on these cores)")
     print(f"peak RSS added by the RNTuple histogram: "
           f"{m('quarry', f, 'histogram_jagged_cut_rntuple', 'peak_rss_added_mb'):.0f} MB")
     checks = [("raw_read", "values"), ("raw_read", "entries"),

@@ -93,47 +93,93 @@ pub(super) fn decompress_head_over(
     let mut filled = 0;
     let mut rest = src;
     while filled < want {
-        if rest.len() < HEADER {
-            return Err(corrupt(format!(
-                "compressed record ends after {filled} of {uncompressed_len} bytes"
-            )));
-        }
-        let (tag, c_len, u_len) = (&rest[..2], u24(&rest[3..6]), u24(&rest[6..9]));
-        if rest.len() < HEADER + c_len {
-            return Err(corrupt(format!(
-                "compressed block of {c_len} bytes is cut short ({} left)",
-                rest.len() - HEADER
-            )));
-        }
-        if filled + u_len > uncompressed_len {
-            return Err(corrupt(format!(
-                "compressed blocks hold more than the record's {uncompressed_len} bytes"
-            )));
-        }
-        let payload = &rest[HEADER..HEADER + c_len];
+        let block = next_block(&mut rest, filled, uncompressed_len)?;
         // Only zlib is inflated part way: LZ4 and ZSTD decode so fast that
         // the rest of a block costs little, and their decoders promise
         // nothing of a cut-short output.
-        let take = if tag == b"ZL" {
-            u_len.min(want.saturating_sub(filled).saturating_add(HEAD_MARGIN))
+        let take = if block.tag == b"ZL" {
+            (block.u_len).min(want.saturating_sub(filled).saturating_add(HEAD_MARGIN))
         } else {
-            u_len
+            block.u_len
         };
         if out.len() < filled + take {
             out.resize(filled + take, 0);
         }
-        if take < u_len {
-            inflate_head(payload, &mut out[filled..filled + take])?;
+        if take < block.u_len {
+            inflate_head(block.payload, &mut out[filled..filled + take])?;
             // Past `want`, the margin holds what was written before the
             // symbol that did not fit, then stale bytes: it is cut off.
             filled = want;
         } else {
-            decode_block(tag, payload, &mut out[filled..filled + u_len])?;
-            filled += u_len;
+            decode_block(
+                block.tag,
+                block.payload,
+                &mut out[filled..filled + block.u_len],
+            )?;
+            filled += block.u_len;
         }
-        rest = &rest[HEADER + c_len..];
     }
     Ok(filled)
+}
+
+/// A compressed record (`src`, not stored raw) decoded whole into `out`,
+/// exactly its uncompressed size: the caller's own memory (an RNTuple
+/// page's typed values), so the bytes are written once, not decoded into a
+/// buffer and copied.
+pub(super) fn decompress_exact(src: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
+    let mut filled = 0;
+    let mut rest = src;
+    while filled < out.len() {
+        let block = next_block(&mut rest, filled, out.len())?;
+        decode_block(
+            block.tag,
+            block.payload,
+            &mut out[filled..filled + block.u_len],
+        )?;
+        filled += block.u_len;
+    }
+    Ok(())
+}
+
+/// One compressed block of a record.
+struct Block<'a> {
+    tag: &'a [u8],
+    payload: &'a [u8],
+    u_len: usize,
+}
+
+/// The block at the start of `rest` (moved past it), of a record of
+/// `uncompressed_len` bytes of which `filled` are decoded: refused when its
+/// header runs past the bytes there are or its size past the record's.
+fn next_block<'a>(
+    rest: &mut &'a [u8],
+    filled: usize,
+    uncompressed_len: usize,
+) -> Result<Block<'a>, FormatError> {
+    if rest.len() < HEADER {
+        return Err(corrupt(format!(
+            "compressed record ends after {filled} of {uncompressed_len} bytes"
+        )));
+    }
+    let (tag, c_len, u_len) = (&rest[..2], u24(&rest[3..6]), u24(&rest[6..9]));
+    if rest.len() < HEADER + c_len {
+        return Err(corrupt(format!(
+            "compressed block of {c_len} bytes is cut short ({} left)",
+            rest.len() - HEADER
+        )));
+    }
+    if filled + u_len > uncompressed_len {
+        return Err(corrupt(format!(
+            "compressed blocks hold more than the record's {uncompressed_len} bytes"
+        )));
+    }
+    let payload = &rest[HEADER..HEADER + c_len];
+    *rest = &rest[HEADER + c_len..];
+    Ok(Block {
+        tag,
+        payload,
+        u_len,
+    })
 }
 
 #[link(name = "lz4")]

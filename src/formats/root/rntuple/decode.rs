@@ -140,6 +140,55 @@ pub(super) fn decode_into(
     Ok(())
 }
 
+/// For a page of `n` elements wanted whole whose stored bytes are its
+/// values' own (plain little-endian numbers of the values' type, on a
+/// little-endian machine): `out` grown by `n` zero
+/// elements, and the bytes of those, for the page to be decompressed
+/// straight into. The page's bytes are then written once, where a page
+/// buffer decoded into the values wrote them twice and read them once more.
+/// None, with `out` untouched, for every other page.
+pub(super) fn direct<'o>(
+    codec: &ColumnCodec,
+    n: usize,
+    out: &'o mut Decoded,
+) -> Option<&'o mut [u8]> {
+    fn grow<V: bytemuck::Pod>(v: &mut Vec<V>, n: usize) -> &mut [u8] {
+        let old = v.len();
+        v.resize(old + n, V::zeroed());
+        bytemuck::cast_slice_mut(&mut v[old..])
+    }
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    Some(match (codec.kind, out) {
+        (T::Byte | T::Char | T::UInt8, Decoded::Values(Values::U8(v))) => grow(v, n),
+        (T::Int8, Decoded::Values(Values::I8(v))) => grow(v, n),
+        (T::Int16, Decoded::Values(Values::I16(v))) => grow(v, n),
+        (T::UInt16, Decoded::Values(Values::U16(v))) => grow(v, n),
+        (T::Int32, Decoded::Values(Values::I32(v))) => grow(v, n),
+        (T::UInt32, Decoded::Values(Values::U32(v))) => grow(v, n),
+        (T::Int64, Decoded::Values(Values::I64(v))) => grow(v, n),
+        (T::UInt64, Decoded::Values(Values::U64(v))) => grow(v, n),
+        (T::Real32, Decoded::Values(Values::F32(v))) => grow(v, n),
+        (T::Real64, Decoded::Values(Values::F64(v))) => grow(v, n),
+        _ => return None,
+    })
+}
+
+/// Takes back the last `n` elements `direct` added (a page that failed to
+/// decompress into them).
+pub(super) fn undo_direct(out: &mut Decoded, n: usize) {
+    fn cut<V>(v: &mut Vec<V>, n: usize) {
+        v.truncate(v.len().saturating_sub(n));
+    }
+    match out {
+        Decoded::Index(v) => cut(v, n),
+        Decoded::Switch(v) => cut(v, n),
+        Decoded::Values(values) => crate::formats::root::by_number!(values, v, _to => cut(v, n),
+            strings: v => cut(v, n)),
+    }
+}
+
 /// `decode_into` for the value types; None when `out` holds another type.
 fn decode_values(
     codec: &ColumnCodec,

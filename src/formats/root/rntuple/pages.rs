@@ -2,7 +2,9 @@
 //! buffer the read keeps, its checksum verified when it has one,
 //! decompressed by the same bounded block decoder as TTree baskets into
 //! exactly the size its element count gives (into a second kept buffer),
-//! then decoded (`decode.rs`).
+//! then decoded (`decode.rs`). A page of plain numbers wanted whole is
+//! decompressed straight into its values instead (`fetch_page_into`), and a
+//! page of offsets through a per-thread memo (`with_offsets_page`).
 
 use std::sync::Mutex;
 
@@ -13,7 +15,7 @@ use super::clusters::Page;
 use super::envelope::read_located_over;
 use super::schema::ColumnRecord;
 use crate::formats::FormatError;
-use crate::formats::root::compression::decompress_head_over;
+use crate::formats::root::compression::{decompress_exact, decompress_head_over};
 use crate::formats::root::{Prim, RootFile, Values};
 
 /// The column types of format 1.0.
@@ -333,6 +335,116 @@ pub(super) fn fetch_page(
     max_key_size: u64,
     buffers: &mut PageBuffers,
 ) -> Result<usize, FormatError> {
+    let (stored, len) = fetch_stored(file, codec, page, max_key_size, buffers)?;
+    if stored == len {
+        // Stored raw: the buffers trade places rather than copy the bytes
+        // (the stored ones start the buffer).
+        std::mem::swap(&mut buffers.stored, &mut buffers.bytes);
+        return Ok(len);
+    }
+    decompress_head_over(&buffers.stored[..stored], len, len, &mut buffers.bytes)
+}
+
+/// `fetch_page` into `out` rather than `buffers.bytes`: the memory of the
+/// values the page decodes to, when its bytes are theirs (`decode::direct`),
+/// so they are written once. `out` must be exactly the page's size.
+pub(super) fn fetch_page_into(
+    file: &RootFile,
+    codec: &ColumnCodec,
+    page: &Page,
+    max_key_size: u64,
+    buffers: &mut PageBuffers,
+    out: &mut [u8],
+) -> Result<(), FormatError> {
+    let (stored, len) = fetch_stored(file, codec, page, max_key_size, buffers)?;
+    if len != out.len() {
+        return Err(corrupt(format!(
+            "RNTuple page of {len} bytes decoded into {} bytes of values",
+            out.len()
+        )));
+    }
+    let stored = &buffers.stored[..stored];
+    if stored.len() == len {
+        out.copy_from_slice(stored);
+        return Ok(());
+    }
+    decompress_exact(stored, out)
+}
+
+/// The last page of collection offsets this thread decompressed: its
+/// stored bytes (`key`) and its bytes decompressed. Collections of the same
+/// sizes (the vectors uproot writes as fields of their own, each with its
+/// own offsets column) store byte-identical offsets pages, and a scan reads
+/// each cluster's columns one after the other on one thread: the second
+/// such page is found here and not decompressed again. Its stored bytes are
+/// compared whole, never a hash, so two different pages never meet here.
+#[derive(Default)]
+struct OffsetsMemo {
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    /// The decompressed length; 0 when the memo holds nothing.
+    len: usize,
+}
+
+/// Pages larger than this are not kept in the memo (its memory stays small).
+const MEMO_LARGEST: usize = 16 << 20;
+
+thread_local! {
+    static OFFSETS_MEMO: std::cell::RefCell<OffsetsMemo> = Default::default();
+    /// Offsets pages served from the memo on this thread (for the tests).
+    #[cfg(test)]
+    pub(super) static MEMO_HITS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Fetches a page of collection offsets and hands its decompressed bytes to
+/// `decode`: from the thread's memo when its stored bytes are those of the
+/// last offsets page decompressed here (`OffsetsMemo`), else decompressed
+/// into the memo.
+pub(super) fn with_offsets_page<R>(
+    file: &RootFile,
+    codec: &ColumnCodec,
+    page: &Page,
+    max_key_size: u64,
+    buffers: &mut PageBuffers,
+    decode: impl FnOnce(&[u8]) -> R,
+) -> Result<R, FormatError> {
+    let (stored_len, len) = fetch_stored(file, codec, page, max_key_size, buffers)?;
+    let stored = &buffers.stored[..stored_len];
+    if len > MEMO_LARGEST {
+        let len = decompress_head_over(stored, len, len, &mut buffers.bytes)?;
+        return Ok(decode(&buffers.bytes[..len]));
+    }
+    OFFSETS_MEMO.with_borrow_mut(|memo| {
+        if memo.len == len && memo.key == stored {
+            #[cfg(test)]
+            MEMO_HITS.set(MEMO_HITS.get() + 1);
+            return Ok(decode(&memo.bytes[..len]));
+        }
+        memo.len = 0;
+        if stored.len() == len {
+            memo.bytes.clear();
+            memo.bytes.extend_from_slice(stored);
+        } else {
+            decompress_head_over(stored, len, len, &mut memo.bytes)?;
+        }
+        memo.key.clear();
+        memo.key.extend_from_slice(stored);
+        memo.len = len;
+        Ok(decode(&memo.bytes[..len]))
+    })
+}
+
+/// Reads a page as stored into `buffers.stored` and verifies its checksum
+/// when it has one; returns the length of its stored bytes (without the
+/// checksum) and of its elements uncompressed. A page stored in no fewer
+/// bytes than its elements take is stored raw (equal) or damaged (more).
+fn fetch_stored(
+    file: &RootFile,
+    codec: &ColumnCodec,
+    page: &Page,
+    max_key_size: u64,
+    buffers: &mut PageBuffers,
+) -> Result<(usize, usize), FormatError> {
     let len = codec
         .stored_len(u64::from(page.elements))
         .and_then(|len| usize::try_from(len).ok())
@@ -364,11 +476,5 @@ pub(super) fn fetch_page(
             stored.len()
         )));
     }
-    if stored.len() == len {
-        // Stored raw: the buffers trade places rather than copy the bytes
-        // (the stored ones start the buffer).
-        std::mem::swap(&mut buffers.stored, &mut buffers.bytes);
-        return Ok(len);
-    }
-    decompress_head_over(stored, len, len, &mut buffers.bytes)
+    Ok((stored.len(), len))
 }

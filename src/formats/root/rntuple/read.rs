@@ -12,9 +12,11 @@ use super::RNTuple;
 use super::bytes::corrupt;
 use super::convert::into_prim;
 use super::data::FieldData;
-use super::decode::{decode_into, prepare};
+use super::decode::{decode_into, direct, prepare, undo_direct};
 use super::fields::{Reprs, Shape};
-use super::pages::{ColumnCodec, Decoded, PageBuffers, fetch_page};
+use super::pages::{
+    ColumnCodec, Decoded, PageBuffers, fetch_page, fetch_page_into, with_offsets_page,
+};
 use crate::formats::FormatError;
 use crate::formats::root::{RootFile, Values};
 
@@ -439,13 +441,28 @@ impl<'a> Reading<'a> {
                     }
                     self.charge(u64::from(info.elements) * codec.kind.decoded_size())?;
                     let max_key = nt.anchor.max_key_size;
-                    let len = fetch_page(self.file, &codec, info, max_key, &mut self.buffers)?;
-                    if wanted.len() == n {
-                        decode_into(&codec, &self.buffers.bytes[..len], n, wanted, out)?;
+                    let whole = wanted.len() == n;
+                    if whole && codec.kind.is_index() {
+                        let (file, buffers) = (self.file, &mut self.buffers);
+                        with_offsets_page(file, &codec, info, max_key, buffers, |bytes| {
+                            decode_into(&codec, bytes, n, wanted, out)
+                        })??;
+                    } else if whole && let Some(values) = direct(&codec, n, out) {
+                        let (file, buffers) = (self.file, &mut self.buffers);
+                        let fetched = fetch_page_into(file, &codec, info, max_key, buffers, values);
+                        if fetched.is_err() {
+                            undo_direct(out, n);
+                        }
+                        fetched?;
                     } else {
-                        let kept = self.keep(column, cluster, page, &codec, n, len);
-                        let bytes = &kept.bytes[..kept.len];
-                        decode_into(&kept.codec, bytes, n, wanted, out)?;
+                        let len = fetch_page(self.file, &codec, info, max_key, &mut self.buffers)?;
+                        if whole {
+                            decode_into(&codec, &self.buffers.bytes[..len], n, wanted, out)?;
+                        } else {
+                            let kept = self.keep(column, cluster, page, &codec, n, len);
+                            let bytes = &kept.bytes[..kept.len];
+                            decode_into(&kept.codec, bytes, n, wanted, out)?;
+                        }
                     }
                 }
             }
