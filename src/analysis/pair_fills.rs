@@ -201,8 +201,39 @@ struct Particles {
     cached: bool,
     /// Whether the second particle reads what the first does.
     same: bool,
-    first: Vec<Option<[f64; 4]>>,
-    second: Vec<Option<[f64; 4]>>,
+    /// The entry's stamp (0 is never one: fresh room is not made).
+    stamp: u32,
+    first: Made,
+    second: Made,
+}
+
+/// Four-vectors of one entry's elements, each stamped with the entry it was
+/// made for (so a new entry forgets them without a pass over the buffer).
+#[derive(Default)]
+struct Made {
+    vectors: Vec<[f64; 4]>,
+    stamps: Vec<u32>,
+}
+
+impl Made {
+    /// Element `k`'s four-vector for the entry stamped `stamp`, made by
+    /// `make` the first time.
+    #[inline]
+    fn get(&mut self, k: usize, stamp: u32, make: impl FnOnce() -> [f64; 4]) -> [f64; 4] {
+        if self.stamps[k] != stamp {
+            self.vectors[k] = make();
+            self.stamps[k] = stamp;
+        }
+        self.vectors[k]
+    }
+
+    /// Room for `n` elements.
+    fn fit(&mut self, n: usize) {
+        if self.vectors.len() < n {
+            self.vectors.resize(n, [0.0; 4]);
+            self.stamps.resize(n, 0);
+        }
+    }
 }
 
 impl Particles {
@@ -219,17 +250,22 @@ impl Particles {
             mass: *mass,
             cached: first_only && second_only,
             same: mirrored,
-            first: Vec::new(),
-            second: Vec::new(),
+            stamp: 0,
+            first: Made::default(),
+            second: Made::default(),
         }
     }
 
     /// Forgets the last entry's four-vectors: the next entry has `n` elements.
     fn start(&mut self, n: usize) {
-        for v in [&mut self.first, &mut self.second] {
-            v.clear();
-            v.resize(n, None);
+        self.stamp = self.stamp.wrapping_add(1);
+        for made in [&mut self.first, &mut self.second] {
+            if self.stamp == 0 {
+                made.stamps.fill(0);
+            }
+            made.fit(n);
         }
+        self.stamp = self.stamp.max(1);
     }
 
     /// The mass of pair (i, j), bit for bit `kinematics::pair_mass` of its
@@ -248,11 +284,12 @@ impl Particles {
         let second_of = |k: usize| {
             four_vector(read(m[4], k, k), read(m[5], k, k), read(m[6], k, k), read(m[7], k, k))
         };
-        let a = *self.first[i].get_or_insert_with(|| first_of(i));
+        let stamp = self.stamp;
+        let a = self.first.get(i, stamp, || first_of(i));
         let b = if self.same {
-            *self.first[j].get_or_insert_with(|| first_of(j))
+            self.first.get(j, stamp, || first_of(j))
         } else {
-            *self.second[j].get_or_insert_with(|| second_of(j))
+            self.second.get(j, stamp, || second_of(j))
         };
         mass_of(std::array::from_fn(|k| a[k] + b[k]))
     }
