@@ -242,7 +242,7 @@ pub(super) struct Buffers {
 
 /// Buffers kept between readers: at most this many bytes, none larger than
 /// `SHARED_LARGEST` (an odd file's huge basket is given back to the system).
-const SHARED_BYTES: usize = 160 << 20;
+const SHARED_BYTES: usize = 64 << 20;
 const SHARED_LARGEST: usize = 16 << 20;
 
 static SHARED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
