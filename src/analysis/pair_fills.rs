@@ -279,10 +279,20 @@ impl Particles {
         // A first particle reads only element i (`j` is never used), a second
         // only element j.
         let first_of = |k: usize| {
-            four_vector(read(m[0], k, k), read(m[1], k, k), read(m[2], k, k), read(m[3], k, k))
+            four_vector(
+                read(m[0], k, k),
+                read(m[1], k, k),
+                read(m[2], k, k),
+                read(m[3], k, k),
+            )
         };
         let second_of = |k: usize| {
-            four_vector(read(m[4], k, k), read(m[5], k, k), read(m[6], k, k), read(m[7], k, k))
+            four_vector(
+                read(m[4], k, k),
+                read(m[5], k, k),
+                read(m[6], k, k),
+                read(m[7], k, k),
+            )
         };
         let stamp = self.stamp;
         let a = self.first.get(i, stamp, || first_of(i));
