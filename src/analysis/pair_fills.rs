@@ -9,10 +9,12 @@
 //! the kinematics of each, then throw most away: here the per-entry part of
 //! the cut runs first (by the predicate, in the columns' own types), and
 //! only the pairs of the entries it passes are visited, in place over the
-//! collection's offsets; a pair's comparisons are checked before its mass is
-//! computed. The mass is `kinematics::pair_mass`, the evaluator's own
-//! arithmetic, so the values filled, their order and the entries counted
-//! are those of the evaluator to the last bit (the tests compare the two).
+//! collection's offsets (only their numbers are read as doubles); a pair's
+//! comparisons are checked before its mass is computed, from its elements'
+//! four-vectors, each made once per entry. The mass is the arithmetic of
+//! `kinematics::pair_mass`, the evaluator's own, so the values filled, their
+//! order and the entries counted are those of the evaluator to the last bit
+//! (the tests compare the two).
 //! Anything else (or a window where a column is not laid out as expected)
 //! is left to the evaluator.
 
