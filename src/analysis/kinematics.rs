@@ -9,13 +9,14 @@ use super::vecops::Aligned;
 
 /// A particle's (x, y, z, e).
 #[inline(always)]
-fn four_vector(pt: f64, eta: f64, phi: f64, mass: f64) -> [f64; 4] {
+pub(super) fn four_vector(pt: f64, eta: f64, phi: f64, mass: f64) -> [f64; 4] {
     let (x, y, z) = (pt * phi.cos(), pt * phi.sin(), pt * eta.sinh());
     [x, y, z, (x * x + y * y + z * z + mass * mass).sqrt()]
 }
 
+/// The mass of a four-vector (of a sum of particles).
 #[inline(always)]
-fn mass_of([x, y, z, e]: [f64; 4]) -> f64 {
+pub(super) fn mass_of([x, y, z, e]: [f64; 4]) -> f64 {
     (e * e - x * x - y * y - z * z).sqrt()
 }
 

@@ -9,10 +9,12 @@
 //! the kinematics of each, then throw most away: here the per-entry part of
 //! the cut runs first (by the predicate, in the columns' own types), and
 //! only the pairs of the entries it passes are visited, in place over the
-//! collection's offsets; a pair's comparisons are checked before its mass is
-//! computed. The mass is `kinematics::pair_mass`, the evaluator's own
-//! arithmetic, so the values filled, their order and the entries counted
-//! are those of the evaluator to the last bit (the tests compare the two).
+//! collection's offsets (only their numbers are read as doubles); a pair's
+//! comparisons are checked before its mass is computed, from its elements'
+//! four-vectors, each made once per entry. The mass is the arithmetic of
+//! `kinematics::pair_mass`, the evaluator's own, so the values filled, their
+//! order and the entries counted are those of the evaluator to the last bit
+//! (the tests compare the two).
 //! Anything else (or a window where a column is not laid out as expected)
 //! is left to the evaluator.
 
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use super::AnalysisError;
 use super::eval::{Inputs, SlotData, apply, truth};
 use super::fills::Fills;
-use super::kinematics::pair_mass;
+use super::kinematics::{four_vector, mass_of, pair_mass};
 use super::pairs::MAX_PAIRS;
 use super::plan::Node;
 use super::predicate::{Predicate, mask_cut};
@@ -141,32 +143,43 @@ impl PairFills {
                 Some(mask_cut(predicate.as_ref(), node, cut_inputs)?)
             }
         };
+        // Only the entries the per-entry cut passes are read, each one's
+        // paired numbers gathered as doubles; each element's four-vector is
+        // made once, the first time a passing pair needs it (an element is in
+        // up to n - 1 pairs).
         let mut numbers = std::mem::take(&mut out.pair_columns);
         numbers.resize_with(paired.len(), Vec::new);
-        for (column, d) in numbers.iter_mut().zip(&paired) {
-            column.clear();
-            extend_mapped_f64(d.values, d.elements.clone(), |x| x, column);
-        }
+        let mut particles = Particles::new(&self.mass);
         out.start(false);
         let mut selected = 0u64;
-        let read = |a: Arg, i: usize, j: usize| match a {
-            Arg::First(c) => numbers[c][i],
-            Arg::Second(c) => numbers[c][j],
-            Arg::Const(x) => x,
-        };
         for e in 0..entries {
             if mask.as_ref().is_some_and(|m| !m[e]) {
                 continue;
             }
+            let (lo, hi) = (offsets[e], offsets[e + 1]);
+            if hi - lo < 2 {
+                continue;
+            }
+            for (column, d) in numbers.iter_mut().zip(&paired) {
+                column.clear();
+                let start = d.elements.start;
+                extend_mapped_f64(d.values, start + lo..start + hi, |x| x, column);
+            }
+            let read = |a: Arg, i: usize, j: usize| match a {
+                Arg::First(c) => numbers[c][i],
+                Arg::Second(c) => numbers[c][j],
+                Arg::Const(x) => x,
+            };
+            particles.start(hi - lo);
             let before = out.values.len();
-            for i in offsets[e]..offsets[e + 1] {
-                for j in i + 1..offsets[e + 1] {
+            for i in 0..hi - lo {
+                for j in i + 1..hi - lo {
                     let pass = self
                         .conditions
                         .iter()
                         .all(|&(op, a, b)| truth(apply(op, read(a, i, j), read(b, i, j))));
                     if pass {
-                        out.values.push(pair_mass(self.mass.map(|a| read(a, i, j))));
+                        out.values.push(particles.mass(i, j, &read));
                     }
                 }
             }
@@ -175,6 +188,122 @@ impl PairFills {
         out.entries_selected = selected;
         out.pair_columns = numbers;
         Ok(true)
+    }
+}
+
+/// The four-vectors of one entry's elements, each made once. `InvariantMasses`'
+/// first particle is read from `PairFirst`s and constants only, its second
+/// from `PairSecond`s and constants (as the dimuon question writes it): the
+/// first particle of pair (i, j) is then element i's four-vector, the second
+/// element j's, and the two are one cache when both read the same columns.
+/// Any other spelling makes each pair's mass from its eight numbers.
+struct Particles {
+    mass: [Arg; 8],
+    /// Whether the pairs' particles are their elements' (the shape above).
+    cached: bool,
+    /// Whether the second particle reads what the first does.
+    same: bool,
+    /// The entry's stamp (0 is never one: fresh room is not made).
+    stamp: u32,
+    first: Made,
+    second: Made,
+}
+
+/// Four-vectors of one entry's elements, each stamped with the entry it was
+/// made for (so a new entry forgets them without a pass over the buffer).
+#[derive(Default)]
+struct Made {
+    vectors: Vec<[f64; 4]>,
+    stamps: Vec<u32>,
+}
+
+impl Made {
+    /// Element `k`'s four-vector for the entry stamped `stamp`, made by
+    /// `make` the first time.
+    #[inline]
+    fn get(&mut self, k: usize, stamp: u32, make: impl FnOnce() -> [f64; 4]) -> [f64; 4] {
+        if self.stamps[k] != stamp {
+            self.vectors[k] = make();
+            self.stamps[k] = stamp;
+        }
+        self.vectors[k]
+    }
+
+    /// Room for `n` elements.
+    fn fit(&mut self, n: usize) {
+        if self.vectors.len() < n {
+            self.vectors.resize(n, [0.0; 4]);
+            self.stamps.resize(n, 0);
+        }
+    }
+}
+
+impl Particles {
+    fn new(mass: &[Arg; 8]) -> Particles {
+        let (a, b) = mass.split_at(4);
+        let first_only = a.iter().all(|x| !matches!(x, Arg::Second(_)));
+        let second_only = b.iter().all(|x| !matches!(x, Arg::First(_)));
+        let mirrored = a.iter().zip(b).all(|pair| match pair {
+            (Arg::First(c), Arg::Second(d)) => c == d,
+            (Arg::Const(x), Arg::Const(y)) => x.to_bits() == y.to_bits(),
+            _ => false,
+        });
+        Particles {
+            mass: *mass,
+            cached: first_only && second_only,
+            same: mirrored,
+            stamp: 0,
+            first: Made::default(),
+            second: Made::default(),
+        }
+    }
+
+    /// Forgets the last entry's four-vectors: the next entry has `n` elements.
+    fn start(&mut self, n: usize) {
+        self.stamp = self.stamp.wrapping_add(1);
+        for made in [&mut self.first, &mut self.second] {
+            if self.stamp == 0 {
+                made.stamps.fill(0);
+            }
+            made.fit(n);
+        }
+        self.stamp = self.stamp.max(1);
+    }
+
+    /// The mass of pair (i, j), bit for bit `kinematics::pair_mass` of its
+    /// eight numbers (`read` gives one of them for the pair).
+    #[inline]
+    fn mass(&mut self, i: usize, j: usize, read: &impl Fn(Arg, usize, usize) -> f64) -> f64 {
+        let m = &self.mass;
+        if !self.cached {
+            return pair_mass(m.map(|a| read(a, i, j)));
+        }
+        // A first particle reads only element i (`j` is never used), a second
+        // only element j.
+        let first_of = |k: usize| {
+            four_vector(
+                read(m[0], k, k),
+                read(m[1], k, k),
+                read(m[2], k, k),
+                read(m[3], k, k),
+            )
+        };
+        let second_of = |k: usize| {
+            four_vector(
+                read(m[4], k, k),
+                read(m[5], k, k),
+                read(m[6], k, k),
+                read(m[7], k, k),
+            )
+        };
+        let stamp = self.stamp;
+        let a = self.first.get(i, stamp, || first_of(i));
+        let b = if self.same {
+            self.first.get(j, stamp, || first_of(j))
+        } else {
+            self.second.get(j, stamp, || second_of(j))
+        };
+        mass_of(std::array::from_fn(|k| a[k] + b[k]))
     }
 }
 
@@ -363,6 +492,11 @@ mod tests {
     /// The fused fills of `cut` (in the cut plan's slots) and the
     /// evaluator's: the values' bits and the entries selected.
     fn both(cut: Option<&Node>, w: &Window) -> [(Vec<u64>, u64); 2] {
+        both_of(&dimuon_mass(), cut, w)
+    }
+
+    /// `both` for any value in the value plan's slots.
+    fn both_of(value: &Node, cut: Option<&Node>, w: &Window) -> [(Vec<u64>, u64); 2] {
         let slots = slots(w);
         let entries = w.offsets.len() - 1;
         let inputs = |map| Inputs {
@@ -372,7 +506,7 @@ mod tests {
             map,
         };
         let (value_inputs, cut_inputs) = (inputs(&VALUE_MAP), inputs(&CUT_MAP));
-        let fused = PairFills::of(&dimuon_mass(), cut).expect("a fused form");
+        let fused = PairFills::of(value, cut).expect("a fused form");
         let mut fast = Fills::default();
         let slot = |p: PlanOf, s: usize| match p {
             PlanOf::Value => &slots[VALUE_MAP[s]],
@@ -380,7 +514,7 @@ mod tests {
         };
         assert!(fused.fill(slot, &cut_inputs, &mut fast).unwrap());
         let mut slow = Fills::default();
-        let value = evaluate(&dimuon_mass(), &value_inputs).unwrap();
+        let value = evaluate(value, &value_inputs).unwrap();
         let passing = cut.map(|c| evaluate(c, &cut_inputs).unwrap());
         fills(value, (passing, None), true, &value_inputs, &mut slow).unwrap();
         [&fast, &slow].map(|f| {
@@ -430,6 +564,61 @@ mod tests {
             let [fast, slow] = both(cut, &w);
             assert_eq!(fast, slow, "{cut:?}");
             assert!(fast.1 > 0 && !fast.0.is_empty(), "{cut:?}");
+        }
+    }
+
+    /// Masses whose two particles are not read alike: the second particle
+    /// reading other columns than the first (its eta is the first's phi
+    /// column), or another constant mass (an electron's), which keep a
+    /// four-vector per element for each particle; and a first particle
+    /// reading the pair's second element, which makes each pair's from its
+    /// eight numbers. Each fills what the evaluator fills, bit for bit.
+    #[test]
+    fn masses_of_unlike_particles_are_the_evaluators() {
+        let w = window(3_000);
+        let (f, s) = (VecOp::PairFirst, VecOp::PairSecond);
+        let opposite = binary(BinOp::Ne, pair(f, 0), pair(s, 0));
+        let cut = binary(
+            BinOp::And,
+            opposite,
+            binary(BinOp::Ge, Node::Column(1), Node::Const(2.0)),
+        );
+        let (m, electron) = (Node::Const(MUON_MASS), Node::Const(0.000511));
+        let mass = |a: [Node; 8]| Node::Vec(VecOp::InvariantMasses, a.to_vec());
+        let other_columns = mass([
+            pair(f, 0),
+            pair(f, 1),
+            pair(f, 2),
+            m.clone(),
+            pair(s, 0),
+            pair(s, 2),
+            pair(s, 2),
+            m.clone(),
+        ]);
+        let other_mass = mass([
+            pair(f, 0),
+            pair(f, 1),
+            pair(f, 2),
+            m.clone(),
+            pair(s, 0),
+            pair(s, 1),
+            pair(s, 2),
+            electron,
+        ]);
+        let crossed = mass([
+            pair(s, 0),
+            pair(f, 1),
+            pair(f, 2),
+            m.clone(),
+            pair(f, 0),
+            pair(s, 1),
+            pair(s, 2),
+            m,
+        ]);
+        for value in [&other_columns, &other_mass, &crossed] {
+            let [fast, slow] = both_of(value, Some(&cut), &w);
+            assert_eq!(fast, slow, "{value:?}");
+            assert!(fast.1 > 0 && !fast.0.is_empty(), "{value:?}");
         }
     }
 
