@@ -696,3 +696,97 @@ fn a_cluster_task_result_is_kept_for_its_ttl() {
     assert!(gone.get("error").is_some(), "{gone}");
     d.stop();
 }
+
+/// A Parquet file's rows, read by the parquet crate (not quarry's code) in
+/// one batch: files written in different row groups compare by value.
+fn parquet_rows(path: &str) -> Vec<arrow_array::RecordBatch> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .with_batch_size(1 << 30)
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// export_branches on the cluster: each task writes its files' rows to a
+/// part, the daemon joins them in task order into the export folder. The
+/// file equals the local executor's: byte for byte as CSV and JSON, value
+/// for value as Parquet (read back by the parquet crate); with a limit
+/// that falls inside the second task, the rows stop where the local
+/// export's do.
+#[test]
+fn exports_on_the_cluster_equal_the_local_ones() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(40);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let mut id = 0;
+    for format in ["csv", "json", "parquet"] {
+        for limit in [None, Some(10_000)] {
+            let mut args = json!({"dataset": "hzz/*.root", "tree": "events",
+                "branches": ["Muon_Px", "MET_px", "NMuon", "e2=Muon_E*2", "Jet_Px"],
+                "selection": "NMuon >= 1 && MET_px > -20", "by_file": true,
+                "output_format": format, "output_path": format!("local.{format}")});
+            if let Some(limit) = limit {
+                args["limit"] = json!(limit);
+            }
+            id += 2;
+            let local = ok(&mut c, id, "export_branches", args.clone());
+            args["executor"] = json!("slurm");
+            args["files_per_job"] = json!(3);
+            args["output_path"] = json!(format!("slurm.{format}"));
+            let slurm = ok(&mut c, id + 1, "export_branches", args);
+            let what = format!("{format} limit {limit:?}");
+            assert_eq!(slurm["metadata"]["executor"], "slurm", "{what}: {slurm}");
+            assert_eq!(slurm["metadata"]["jobs"], 14, "{what}");
+            assert_eq!(
+                slurm["data"]["entries_written"], local["data"]["entries_written"],
+                "{what}"
+            );
+            let per_file = |v: &Value| -> Vec<Value> {
+                v["data"]["by_file"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["entries_written"].clone())
+                    .collect()
+            };
+            assert_eq!(per_file(&slurm), per_file(&local), "{what}");
+            assert_eq!(
+                slurm["metadata"]["truncated"], local["metadata"]["truncated"],
+                "{what}"
+            );
+            if let Some(limit) = limit {
+                assert_eq!(local["data"]["entries_written"], limit, "{what}");
+                assert_eq!(local["metadata"]["truncated"], true, "{what}");
+            }
+            let (got, want) = (
+                slurm["data"]["output_path"].as_str().unwrap(),
+                local["data"]["output_path"].as_str().unwrap(),
+            );
+            if format == "parquet" {
+                let (got, want) = (parquet_rows(got), parquet_rows(want));
+                assert_eq!(want.len(), 1, "{what}: one batch");
+                assert!(want[0].num_rows() > 0, "{what}");
+                assert_eq!(got, want, "{what}");
+            } else {
+                let (got, want) = (std::fs::read(got).unwrap(), std::fs::read(want).unwrap());
+                assert!(want.len() > 1000, "{what}");
+                assert!(got == want, "{what}: the files differ");
+            }
+        }
+    }
+    // The parts went with the job's folder.
+    assert_eq!(
+        std::fs::read_dir(s.catalog.join("jobs")).map_or(0, |d| d.count()),
+        0
+    );
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
