@@ -790,3 +790,102 @@ fn exports_on_the_cluster_equal_the_local_ones() {
     assert!(queued().is_empty(), "{:?}", queued());
     d.stop();
 }
+
+/// Starts a cluster call as a task with `ttl_ms`; gives the task's id once
+/// it has completed.
+fn finished_cluster_task(c: &mut Raw, id: u64, ttl_ms: u64) -> String {
+    let mut call = tool_call(
+        id,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0], "executor": "slurm", "files_per_job": 2})),
+    );
+    call["params"]["task"] = json!({ "ttl": ttl_ms });
+    c.send_json(&call);
+    let created = c.answer(&json!(id)).0;
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let started = Instant::now();
+    for n in 0.. {
+        let status = task_get(c, 1000 * id + n, &task);
+        if status["result"]["status"] == "completed" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never completed: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    task
+}
+
+fn task_get(c: &mut Raw, n: u64, task: &str) -> Value {
+    c.send_json(&json!({"jsonrpc": "2.0", "id": n, "method": "tasks/get",
+                        "params": {"taskId": task}}));
+    c.answer(&json!(n)).0
+}
+
+/// A finished cluster task's answer is kept in the catalog folder: after the
+/// daemon is stopped and started again, `tasks/get` says completed and
+/// `tasks/result` gives the answer, equal to the local executor's. A task
+/// whose ttl has passed while no daemon ran is gone at the start (its file
+/// removed), and one expiring while the daemon runs is removed without any
+/// request asking for it.
+#[test]
+fn finished_cluster_tasks_outlive_a_daemon_restart_within_their_ttl() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(6);
+    let stored = |task: &str| s.catalog.join(format!("tasks/{task}.json"));
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0]})),
+    );
+    let kept = finished_cluster_task(&mut c, 2, 3_600_000);
+    let short = finished_cluster_task(&mut c, 3, 3_000);
+    let short_ended = Instant::now();
+    assert!(stored(&kept).exists() && stored(&short).exists());
+    drop(c);
+    d.stop();
+    // The short one's ttl passes while no daemon runs.
+    std::thread::sleep(Duration::from_millis(3_500).saturating_sub(short_ended.elapsed()));
+
+    let d = daemon(&s);
+    assert!(!stored(&short).exists(), "an expired result is removed at start");
+    let mut c = client(&s);
+    let status = task_get(&mut c, 10, &kept);
+    assert_eq!(status["result"]["status"], "completed", "{status}");
+    c.send_json(&json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result",
+                        "params": {"taskId": kept}}));
+    let result = c.answer(&json!(11)).0;
+    let got = &result["result"]["structuredContent"];
+    assert_eq!(got["metadata"]["executor"], "slurm", "{result}");
+    assert_bins_exact(got, &local);
+    assert_same(&got["data"], &local["data"], "data");
+    let gone = task_get(&mut c, 12, &short);
+    assert!(gone.get("error").is_some(), "{gone}");
+
+    // Expiring while this daemon runs, with no request to notice: the
+    // periodic sweep (every 30 s) removes its file.
+    let brief = finished_cluster_task(&mut c, 4, 1_000);
+    assert!(stored(&brief).exists());
+    drop(c);
+    let started = Instant::now();
+    while stored(&brief).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(45),
+            "an expired result stays on disk"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(stored(&kept).exists());
+    d.stop();
+}
