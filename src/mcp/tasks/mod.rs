@@ -4,7 +4,9 @@
 //!
 //! Tasks belong to the serving process, not to a session: a task's work is a
 //! runtime task of its own, so a client that disconnects and connects again (to
-//! the same daemon) polls its tasks by id. They do not survive the process.
+//! the same daemon) polls its tasks by id. Work still running ends with the
+//! process; a finished task's result is stored in the catalog folder
+//! (`store`) and served by the next daemon until its ttl has passed.
 //!
 //! Two generations of the protocol ask for tasks, and quarry serves both from the
 //! one registry here (`wire` renders each):
