@@ -859,12 +859,17 @@ fn finished_cluster_tasks_outlive_a_daemon_restart_within_their_ttl() {
     std::thread::sleep(Duration::from_millis(3_500).saturating_sub(short_ended.elapsed()));
 
     let d = daemon(&s);
-    assert!(!stored(&short).exists(), "an expired result is removed at start");
+    assert!(
+        !stored(&short).exists(),
+        "an expired result is removed at start"
+    );
     let mut c = client(&s);
     let status = task_get(&mut c, 10, &kept);
     assert_eq!(status["result"]["status"], "completed", "{status}");
-    c.send_json(&json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result",
-                        "params": {"taskId": kept}}));
+    c.send_json(
+        &json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result",
+                        "params": {"taskId": kept}}),
+    );
     let result = c.answer(&json!(11)).0;
     let got = &result["result"]["structuredContent"];
     assert_eq!(got["metadata"]["executor"], "slurm", "{result}");

@@ -556,10 +556,10 @@ fn files_cut_into_cluster_shares_give_the_one_process_answer() {
 /// falls inside a later task or past every row.
 #[test]
 fn export_parts_joined_in_order_give_the_one_process_file() {
-    use crate::analysis::export::{ExportFormat, export};
-    use crate::analysis::export_join::{Part, join_parts};
     use super::execute_then;
     use super::partial::{cut_exports_to, export_part_path};
+    use crate::analysis::export::{ExportFormat, export};
+    use crate::analysis::export_join::{Part, join_parts};
 
     let opened = open_all(&FILES);
     let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
@@ -599,8 +599,12 @@ fn export_parts_joined_in_order_give_the_one_process_file() {
             };
             let spec = job_of(&members, &defines, op, 2);
             let jobs = tempfile::tempdir().unwrap();
-            let (merged, joined) =
-                execute_then(&InProcess, jobs.path(), spec, &Job::default(), |dir, results| {
+            let (merged, joined) = execute_then(
+                &InProcess,
+                jobs.path(),
+                spec,
+                &Job::default(),
+                |dir, results| {
                     let (rows, _) = cut_exports_to(results, limit);
                     let parts: Vec<Part> = results
                         .iter()
@@ -611,8 +615,9 @@ fn export_parts_joined_in_order_give_the_one_process_file() {
                         })
                         .collect();
                     join_parts(&parts, format, Vec::new()).unwrap()
-                })
-                .unwrap();
+                },
+            )
+            .unwrap();
             let what = format!("{format:?} limit {limit}");
             if limit == 5_000 {
                 // Inside the second task (about 3,000 rows a task).

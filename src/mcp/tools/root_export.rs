@@ -9,19 +9,21 @@ use serde_json::{Map, Value, json};
 
 use super::root_analysis::{analysis_error, open_for, open_named};
 use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
-use super::root_executor::{Cluster, ClusterAnswer, cluster_for, cluster_metadata, run_on_cluster_then};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
+};
+use super::root_executor::{
+    Cluster, ClusterAnswer, cluster_for, cluster_metadata, run_on_cluster_then,
 };
 use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::Plan;
 use crate::analysis::export::{ExportError, ExportFormat, Exported, export};
 use crate::analysis::export_join::{Part, join_parts};
+use crate::analysis::quantities::Quantity;
 use crate::analysis::{Defines, TreeColumns};
 use crate::executor::partial::{Partial, cut_exports_to, export_part_path};
 use crate::executor::spec::Op;
-use crate::analysis::quantities::Quantity;
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::roots::{CreateError, PendingFile, create_pending};
@@ -314,7 +316,10 @@ fn cluster_export(
                 })
                 .collect();
             if parts.is_empty() {
-                return (Err(ExportError::Write("no file could be read".into())), truncated);
+                return (
+                    Err(ExportError::Write("no file could be read".into())),
+                    truncated,
+                );
             }
             (join_parts(&parts, format, pending), truncated)
         })?;
