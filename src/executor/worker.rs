@@ -23,12 +23,6 @@ use crate::job::Job;
 /// Runs task `task` of the job at `job_file` and writes its result in the
 /// job's folder.
 pub fn run(job_file: &Path, task: usize) -> anyhow::Result<()> {
-    if let Some(cores) = allotted_cores() {
-        // Before any parallel work makes the global pool.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(cores)
-            .build_global();
-    }
     let spec = JobSpec::read(job_file)?;
     if task >= spec.tasks.len() {
         anyhow::bail!("the job has {} tasks, not task {task}", spec.tasks.len());
@@ -39,18 +33,6 @@ pub fn run(job_file: &Path, task: usize) -> anyhow::Result<()> {
     let result = run_task(&spec, task, dir);
     result.write(dir)?;
     Ok(())
-}
-
-/// The cores Slurm gave this task on its node (`SLURM_CPUS_ON_NODE`): the
-/// scans use that many threads, not one per core of a node the task shares
-/// with other jobs. None outside Slurm (every core, as in the daemon).
-fn allotted_cores() -> Option<usize> {
-    std::env::var("SLURM_CPUS_ON_NODE")
-        .ok()?
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|&n| n > 0)
 }
 
 /// One opened file of a task: its index in the job, the file and its tree.
