@@ -10,6 +10,8 @@
 # Prints every run as a JSON line and the medians; the load average before
 # each round. Checks that the Slurm answers' bins equal the local one's.
 #   BENCHDATA=DIR [ROUNDS=5] [QUARRY=path/to/release/quarry] scripts/bench-slurm.sh
+# SLURM_SCHED_DEFAULTS=1 runs the cluster with Slurm's scheduler defaults instead of
+# scripts/slurm-local.sh's SchedulerParameters (for the before/after figures).
 # The data: $BENCHDATA/dataset_200x1000000 (scripts/bench-root-datasets.sh makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,12 @@ cleanup() {
 trap cleanup EXIT
 eval "$(scripts/slurm-local.sh start "$work/slurm")"
 export SLURM_CONF
+if [ -n "${SLURM_SCHED_DEFAULTS:-}" ]; then
+  # For the comparison: Slurm's own scheduler defaults (batch_sched_delay=3 s).
+  sed -i '/^SchedulerParameters=/d' "$SLURM_CONF"
+  scontrol reconfigure
+  sleep 1
+fi
 
 catalog="$work/catalog"
 "$quarry" serve --root "ds=$data" --catalog "$catalog" 2>"$work/serve.log" &
