@@ -894,3 +894,79 @@ fn finished_cluster_tasks_outlive_a_daemon_restart_within_their_ttl() {
     assert!(stored(&kept).exists());
     d.stop();
 }
+
+/// An export on the cluster with a damaged file (f07, as in
+/// `a_damaged_file_is_named_and_the_others_merge`): the file is named in
+/// `metadata.files_failed` and the export holds the other files' rows, as
+/// the local export of those files writes them; a dataset of the damaged
+/// file alone is a `corrupted_file` error naming it, and nothing is written.
+#[test]
+fn an_export_with_a_damaged_file_names_it_and_writes_the_others() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(12);
+    let damaged = s.root.join("hzz/f07.root");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let half = bytes.len() / 2;
+    bytes[400..half].fill(0x5a);
+    std::fs::write(&damaged, &bytes).unwrap();
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let export = |dataset: Value, out: &str| {
+        json!({"dataset": dataset, "tree": "events", "branches": ["Muon_Px", "NMuon"],
+               "selection": "Muon_Px > 10", "output_format": "csv", "output_path": out})
+    };
+    let mut on_slurm = export(json!("hzz/*.root"), "slurm.csv");
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(3);
+    let slurm = ok(&mut c, 1, "export_branches", on_slurm);
+    let failed = &slurm["metadata"]["files_failed"];
+    assert_eq!(failed.as_array().unwrap().len(), 1, "{slurm}");
+    assert_eq!(failed[0]["file"], "hzz/f07.root");
+    let others: Vec<String> = (0..12)
+        .filter(|&k| k != 7)
+        .map(|k| format!("hzz/f{k:02}.root"))
+        .collect();
+    let local = ok(
+        &mut c,
+        2,
+        "export_branches",
+        export(json!(others), "local.csv"),
+    );
+    assert_eq!(
+        slurm["data"]["entries_written"],
+        local["data"]["entries_written"]
+    );
+    // Rows without `_global_entry`, the last column: the cluster numbers the
+    // entries in the whole dataset (f07's included), the local call in the
+    // eleven files it was given.
+    let rows = |v: &Value| -> Vec<String> {
+        std::fs::read_to_string(v["data"]["output_path"].as_str().unwrap())
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+            .collect()
+    };
+    let (got, want) = (rows(&slurm), rows(&local));
+    assert!(want.len() > 1000, "{}", want.len());
+    assert!(got == want, "the rows differ");
+
+    let mut alone = export(json!(["hzz/f07.root"]), "alone.csv");
+    alone["executor"] = json!("slurm");
+    let v = c.call(3, "export_branches", alone);
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("corrupted_file") && text.contains("f07.root"),
+        "{text}"
+    );
+    let written = std::path::Path::new(slurm["data"]["output_path"].as_str().unwrap())
+        .with_file_name("alone.csv");
+    assert!(!written.exists());
+    d.stop();
+}

@@ -316,10 +316,19 @@ fn cluster_export(
                 })
                 .collect();
             if parts.is_empty() {
-                return (
-                    Err(ExportError::Write("no file could be read".into())),
-                    truncated,
-                );
+                // Every file failed on the cluster: nothing to write, said
+                // as a read failure naming the first file and why.
+                let why = results
+                    .iter()
+                    .flat_map(|r| &r.failed)
+                    .next()
+                    .map_or("no file was read".into(), |(f, why)| {
+                        format!("'{f}': {why}")
+                    });
+                let error = crate::formats::FormatError::Corrupt(format!(
+                    "no file could be read on the cluster ({why})"
+                ));
+                return (Err(ExportError::Analysis(error.into())), truncated);
             }
             (join_parts(&parts, format, pending), truncated)
         })?;
