@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::AnalysisError;
 use super::export::{ExportError, ExportFormat, parquet_properties};
+use crate::job::Job;
 
 /// One part to join: its file and how many of its rows to take (its first).
 pub struct Part {
@@ -26,19 +28,28 @@ pub struct Part {
 }
 
 /// Writes `parts` (at least one; in order) into `out` as one file of
-/// `format`; returns `out` once complete.
+/// `format`; returns `out` once complete. `job` is asked before each part:
+/// a call stopped while its parts are joined ends there.
 pub fn join_parts<W: Write + Send>(
     parts: &[Part],
     format: ExportFormat,
     out: W,
+    job: &Job,
 ) -> Result<W, ExportError> {
     if parts.is_empty() {
         return Err(ExportError::Write("no export part to join".into()));
     }
+    let go_on = || match job.stopped() {
+        Some(stop) => Err(ExportError::Analysis(AnalysisError::Stopped {
+            stop,
+            entries_done: 0,
+        })),
+        None => Ok(()),
+    };
     match format {
-        ExportFormat::Csv => join_csv(parts, out),
-        ExportFormat::Json => join_json(parts, out),
-        ExportFormat::Parquet => join_parquet(parts, out),
+        ExportFormat::Csv => join_csv(parts, out, go_on),
+        ExportFormat::Json => join_json(parts, out, go_on),
+        ExportFormat::Parquet => join_parquet(parts, out, go_on),
     }
 }
 
@@ -66,10 +77,15 @@ fn csv_row(input: &mut impl BufRead, row: &mut Vec<u8>) -> std::io::Result<bool>
     }
 }
 
-fn join_csv<W: Write>(parts: &[Part], out: W) -> Result<W, ExportError> {
+fn join_csv<W: Write>(
+    parts: &[Part],
+    out: W,
+    go_on: impl Fn() -> Result<(), ExportError>,
+) -> Result<W, ExportError> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
     let mut row = Vec::new();
     for (k, part) in parts.iter().enumerate() {
+        go_on()?;
         let mut input = open(part)?;
         // Every part starts with the same header: written once.
         csv_row(&mut input, &mut row)?;
@@ -95,12 +111,17 @@ fn short(part: &Part) -> ExportError {
     ))
 }
 
-fn join_json<W: Write>(parts: &[Part], out: W) -> Result<W, ExportError> {
+fn join_json<W: Write>(
+    parts: &[Part],
+    out: W,
+    go_on: impl Fn() -> Result<(), ExportError>,
+) -> Result<W, ExportError> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
     out.write_all(b"[")?;
     let mut first = true;
     let mut line = Vec::new();
     for part in parts {
+        go_on()?;
         let mut input = open(part)?;
         // `[` alone on the first line, then a record a line (JSON strings
         // escape their line breaks), each but the last ending in `,`.
@@ -123,12 +144,17 @@ fn join_json<W: Write>(parts: &[Part], out: W) -> Result<W, ExportError> {
         .map_err(|e| ExportError::Write(e.error().to_string()))
 }
 
-fn join_parquet<W: Write + Send>(parts: &[Part], out: W) -> Result<W, ExportError> {
+fn join_parquet<W: Write + Send>(
+    parts: &[Part],
+    out: W,
+    go_on: impl Fn() -> Result<(), ExportError>,
+) -> Result<W, ExportError> {
     let schema = ParquetRecordBatchReaderBuilder::try_new(open(&parts[0])?.into_inner())?
         .schema()
         .clone();
     let mut writer = ArrowWriter::try_new(out, schema, Some(parquet_properties()))?;
     for part in parts {
+        go_on()?;
         let mut left = part.rows as usize;
         if left == 0 {
             continue;

@@ -614,7 +614,7 @@ fn export_parts_joined_in_order_give_the_one_process_file() {
                             rows,
                         })
                         .collect();
-                    join_parts(&parts, format, Vec::new()).unwrap()
+                    join_parts(&parts, format, Vec::new(), &Job::default()).unwrap()
                 },
             )
             .unwrap();

@@ -330,7 +330,7 @@ fn cluster_export(
                 ));
                 return (Err(ExportError::Analysis(error.into())), truncated);
             }
-            (join_parts(&parts, format, pending), truncated)
+            (join_parts(&parts, format, pending, job), truncated)
         })?;
     let mut done = Exported {
         stopped_at: if truncated { 0 } else { entries },
