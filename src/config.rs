@@ -325,6 +325,8 @@ impl TransportConfig {
                 timeout: self
                     .task_timeout_secs
                     .map_or(d.tasks.timeout, |s| Duration::from_secs(s.max(1))),
+                // The engine sets it: the catalog folder's `tasks/`.
+                store: None,
             },
         })
     }

@@ -86,9 +86,13 @@ impl Engine {
     pub fn server(&self, settings: &Settings) -> anyhow::Result<QuarryServer> {
         let mut context = Context::new(self.catalog.clone(), settings.server.clone());
         context.rag = Some(self.rag.clone());
+        // Finished tasks' results are kept in the catalog folder, so that a
+        // daemon started again still hands them out within their ttl.
+        let mut tasks = settings.transport.tasks.clone();
+        tasks.store = Some(settings.catalog_dir.join("tasks"));
         Ok(QuarryServer::new(context)?
             .with_concurrent_calls(settings.transport.max_concurrent_calls)
-            .with_tasks(settings.transport.tasks.clone()))
+            .with_tasks(tasks))
     }
 }
 

@@ -696,3 +696,277 @@ fn a_cluster_task_result_is_kept_for_its_ttl() {
     assert!(gone.get("error").is_some(), "{gone}");
     d.stop();
 }
+
+/// A Parquet file's rows, read by the parquet crate (not quarry's code) in
+/// one batch: files written in different row groups compare by value.
+fn parquet_rows(path: &str) -> Vec<arrow_array::RecordBatch> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .with_batch_size(1 << 30)
+        .build()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// export_branches on the cluster: each task writes its files' rows to a
+/// part, the daemon joins them in task order into the export folder. The
+/// file equals the local executor's: byte for byte as CSV and JSON, value
+/// for value as Parquet (read back by the parquet crate); with a limit
+/// that falls inside the second task, the rows stop where the local
+/// export's do.
+#[test]
+fn exports_on_the_cluster_equal_the_local_ones() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(40);
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let mut id = 0;
+    for format in ["csv", "json", "parquet"] {
+        for limit in [None, Some(10_000)] {
+            let mut args = json!({"dataset": "hzz/*.root", "tree": "events",
+                "branches": ["Muon_Px", "MET_px", "NMuon", "e2=Muon_E*2", "Jet_Px"],
+                "selection": "NMuon >= 1 && MET_px > -20", "by_file": true,
+                "output_format": format, "output_path": format!("local.{format}")});
+            if let Some(limit) = limit {
+                args["limit"] = json!(limit);
+            }
+            id += 2;
+            let local = ok(&mut c, id, "export_branches", args.clone());
+            args["executor"] = json!("slurm");
+            args["files_per_job"] = json!(3);
+            args["output_path"] = json!(format!("slurm.{format}"));
+            let slurm = ok(&mut c, id + 1, "export_branches", args);
+            let what = format!("{format} limit {limit:?}");
+            assert_eq!(slurm["metadata"]["executor"], "slurm", "{what}: {slurm}");
+            assert_eq!(slurm["metadata"]["jobs"], 14, "{what}");
+            assert_eq!(
+                slurm["data"]["entries_written"], local["data"]["entries_written"],
+                "{what}"
+            );
+            let per_file = |v: &Value| -> Vec<Value> {
+                v["data"]["by_file"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["entries_written"].clone())
+                    .collect()
+            };
+            assert_eq!(per_file(&slurm), per_file(&local), "{what}");
+            assert_eq!(
+                slurm["metadata"]["truncated"], local["metadata"]["truncated"],
+                "{what}"
+            );
+            if let Some(limit) = limit {
+                assert_eq!(local["data"]["entries_written"], limit, "{what}");
+                assert_eq!(local["metadata"]["truncated"], true, "{what}");
+            }
+            let (got, want) = (
+                slurm["data"]["output_path"].as_str().unwrap(),
+                local["data"]["output_path"].as_str().unwrap(),
+            );
+            if format == "parquet" {
+                let (got, want) = (parquet_rows(got), parquet_rows(want));
+                assert_eq!(want.len(), 1, "{what}: one batch");
+                assert!(want[0].num_rows() > 0, "{what}");
+                assert_eq!(got, want, "{what}");
+            } else {
+                let (got, want) = (std::fs::read(got).unwrap(), std::fs::read(want).unwrap());
+                assert!(want.len() > 1000, "{what}");
+                assert!(got == want, "{what}: the files differ");
+            }
+        }
+    }
+    // The parts went with the job's folder.
+    assert_eq!(
+        std::fs::read_dir(s.catalog.join("jobs")).map_or(0, |d| d.count()),
+        0
+    );
+    assert!(queued().is_empty(), "{:?}", queued());
+    d.stop();
+}
+
+/// Starts a cluster call as a task with `ttl_ms`; gives the task's id once
+/// it has completed.
+fn finished_cluster_task(c: &mut Raw, id: u64, ttl_ms: u64) -> String {
+    let mut call = tool_call(
+        id,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0], "executor": "slurm", "files_per_job": 2})),
+    );
+    call["params"]["task"] = json!({ "ttl": ttl_ms });
+    c.send_json(&call);
+    let created = c.answer(&json!(id)).0;
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string();
+    let started = Instant::now();
+    for n in 0.. {
+        let status = task_get(c, 1000 * id + n, &task);
+        if status["result"]["status"] == "completed" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never completed: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    task
+}
+
+fn task_get(c: &mut Raw, n: u64, task: &str) -> Value {
+    c.send_json(&json!({"jsonrpc": "2.0", "id": n, "method": "tasks/get",
+                        "params": {"taskId": task}}));
+    c.answer(&json!(n)).0
+}
+
+/// A finished cluster task's answer is kept in the catalog folder: after the
+/// daemon is stopped and started again, `tasks/get` says completed and
+/// `tasks/result` gives the answer, equal to the local executor's. A task
+/// whose ttl has passed while no daemon ran is gone at the start (its file
+/// removed), and one expiring while the daemon runs is removed without any
+/// request asking for it.
+#[test]
+fn finished_cluster_tasks_outlive_a_daemon_restart_within_their_ttl() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(6);
+    let stored = |task: &str| s.catalog.join(format!("tasks/{task}.json"));
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let local = ok(
+        &mut c,
+        1,
+        "compute_histogram",
+        histogram_args(json!({"range": [-80.0, 80.0]})),
+    );
+    let kept = finished_cluster_task(&mut c, 2, 3_600_000);
+    let short = finished_cluster_task(&mut c, 3, 3_000);
+    let short_ended = Instant::now();
+    assert!(stored(&kept).exists() && stored(&short).exists());
+    drop(c);
+    d.stop();
+    // The short one's ttl passes while no daemon runs.
+    std::thread::sleep(Duration::from_millis(3_500).saturating_sub(short_ended.elapsed()));
+
+    let d = daemon(&s);
+    assert!(
+        !stored(&short).exists(),
+        "an expired result is removed at start"
+    );
+    let mut c = client(&s);
+    let status = task_get(&mut c, 10, &kept);
+    assert_eq!(status["result"]["status"], "completed", "{status}");
+    c.send_json(
+        &json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result",
+                        "params": {"taskId": kept}}),
+    );
+    let result = c.answer(&json!(11)).0;
+    let got = &result["result"]["structuredContent"];
+    assert_eq!(got["metadata"]["executor"], "slurm", "{result}");
+    assert_bins_exact(got, &local);
+    assert_same(&got["data"], &local["data"], "data");
+    let gone = task_get(&mut c, 12, &short);
+    assert!(gone.get("error").is_some(), "{gone}");
+
+    // Expiring while this daemon runs, with no request to notice: the
+    // periodic sweep (every 30 s) removes its file.
+    let brief = finished_cluster_task(&mut c, 4, 1_000);
+    assert!(stored(&brief).exists());
+    drop(c);
+    let started = Instant::now();
+    while stored(&brief).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(45),
+            "an expired result stays on disk"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(stored(&kept).exists());
+    d.stop();
+}
+
+/// An export on the cluster with a damaged file (f07, as in
+/// `a_damaged_file_is_named_and_the_others_merge`): the file is named in
+/// `metadata.files_failed` and the export holds the other files' rows, as
+/// the local export of those files writes them; a dataset of the damaged
+/// file alone is a `corrupted_file` error naming it, and nothing is written.
+#[test]
+fn an_export_with_a_damaged_file_names_it_and_writes_the_others() {
+    if !cluster_up() {
+        return;
+    }
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let s = sandbox(12);
+    let damaged = s.root.join("hzz/f07.root");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let half = bytes.len() / 2;
+    bytes[400..half].fill(0x5a);
+    std::fs::write(&damaged, &bytes).unwrap();
+    let d = daemon(&s);
+    let mut c = client(&s);
+    let export = |dataset: Value, out: &str| {
+        json!({"dataset": dataset, "tree": "events", "branches": ["Muon_Px", "NMuon"],
+               "selection": "Muon_Px > 10", "output_format": "csv", "output_path": out})
+    };
+    let mut on_slurm = export(json!("hzz/*.root"), "slurm.csv");
+    on_slurm["executor"] = json!("slurm");
+    on_slurm["files_per_job"] = json!(3);
+    let slurm = ok(&mut c, 1, "export_branches", on_slurm);
+    let failed = &slurm["metadata"]["files_failed"];
+    assert_eq!(failed.as_array().unwrap().len(), 1, "{slurm}");
+    assert_eq!(failed[0]["file"], "hzz/f07.root");
+    let others: Vec<String> = (0..12)
+        .filter(|&k| k != 7)
+        .map(|k| format!("hzz/f{k:02}.root"))
+        .collect();
+    let local = ok(
+        &mut c,
+        2,
+        "export_branches",
+        export(json!(others), "local.csv"),
+    );
+    assert_eq!(
+        slurm["data"]["entries_written"],
+        local["data"]["entries_written"]
+    );
+    // Rows without `_global_entry`, the last column: the cluster numbers the
+    // entries in the whole dataset (f07's included), the local call in the
+    // eleven files it was given.
+    let rows = |v: &Value| -> Vec<String> {
+        std::fs::read_to_string(v["data"]["output_path"].as_str().unwrap())
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+            .collect()
+    };
+    let (got, want) = (rows(&slurm), rows(&local));
+    assert!(want.len() > 1000, "{}", want.len());
+    assert!(got == want, "the rows differ");
+
+    let mut alone = export(json!(["hzz/f07.root"]), "alone.csv");
+    alone["executor"] = json!("slurm");
+    let v = c.call(3, "export_branches", alone);
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("corrupted_file") && text.contains("f07.root"),
+        "{text}"
+    );
+    let written = std::path::Path::new(slurm["data"]["output_path"].as_str().unwrap())
+        .with_file_name("alone.csv");
+    assert!(!written.exists());
+    d.stop();
+}

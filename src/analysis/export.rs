@@ -38,7 +38,8 @@ use crate::formats::root::Values;
 use crate::job::Job;
 
 /// The file formats `export` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     Json,
     Csv,
@@ -243,6 +244,20 @@ fn window_provenance(file: &str, w: &Window<'_, '_>) -> [Values; 3] {
     ]
 }
 
+/// How exported Parquet files are written (a cluster's parts joined too).
+pub(super) fn parquet_properties() -> WriterProperties {
+    // Dictionary encoding is off: event data (floats, event numbers) rarely
+    // repeats, and building the dictionary took 40 % of an export before it
+    // gave up on each page.
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        // Values handed to the column encoders at a time: the default 1,024
+        // spends a tenth of an export on per-batch work (levels, page checks).
+        .set_write_batch_size(WINDOW as usize)
+        .build()
+}
+
 /// Record batches waiting for the Parquet encoder at most: the scan runs
 /// ahead of the encoder by this many windows, no more. Two hand-overs'
 /// worth (`ENCODE_ROWS`), so that the scan fills the next while the encoder
@@ -281,18 +296,7 @@ impl<W: Write + Send + 'static> Writer<W> {
                     .map(|(n, t)| Field::new(n, t.clone(), false))
                     .collect();
                 let schema = Arc::new(Schema::new(fields));
-                // Dictionary encoding is off: event data (floats, event
-                // numbers) rarely repeats, and building the dictionary took
-                // 40 % of an export before it gave up on each page.
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .set_dictionary_enabled(false)
-                    // Values handed to the column encoders at a time: the
-                    // default 1,024 spends a tenth of an export on per-batch
-                    // work (levels, page checks).
-                    .set_write_batch_size(WINDOW as usize)
-                    .build();
-                let writer = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
+                let writer = ArrowWriter::try_new(out, schema.clone(), Some(parquet_properties()))?;
                 let (batches, received) = sync_channel::<RecordBatch>(BATCHES_AHEAD);
                 let encoder = std::thread::Builder::new()
                     .name("quarry-parquet".into())

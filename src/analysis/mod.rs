@@ -16,6 +16,7 @@ pub mod dataset;
 pub mod defines;
 pub mod eval;
 pub mod export;
+pub mod export_join;
 mod fills;
 mod kept;
 mod kinematics;

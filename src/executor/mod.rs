@@ -122,15 +122,31 @@ pub fn execute(
     spec: JobSpec,
     job: &Job,
 ) -> Result<Merged, ExecError> {
+    execute_then(runner, jobs, spec, job, |_, _| ()).map(|(merged, ())| merged)
+}
+
+/// `execute`, with `finish` called on the job's folder and the task results
+/// (sorted by task) before they are merged and the folder removed: what the
+/// workers wrote beside their results (export parts) is read there.
+pub fn execute_then<R>(
+    runner: &dyn Runner,
+    jobs: &Path,
+    spec: JobSpec,
+    job: &Job,
+    finish: impl FnOnce(&Path, &mut Vec<TaskResult>) -> R,
+) -> Result<(Merged, R), ExecError> {
     let staged = stage(jobs, spec)?;
-    let outcome = runner.run(&staged, job);
+    let outcome = runner.run(&staged, job).map(|mut results| {
+        results.sort_by_key(|r| r.task);
+        let finished = finish(&staged.dir, &mut results);
+        (results, finished)
+    });
     let keep = std::env::var_os("QUARRY_KEEP_JOBS").is_some();
     if !keep {
         let _ = std::fs::remove_dir_all(&staged.dir);
     }
-    let mut results = outcome?;
-    results.sort_by_key(|r| r.task);
-    Ok(merge(results))
+    let (results, finished) = outcome?;
+    Ok((merge(results), finished))
 }
 
 /// Runs the tasks one after another in this process (each scan parallel
@@ -147,7 +163,7 @@ impl Runner for InProcess {
             if let Some(stop) = job.stopped() {
                 return Err(ExecError::Stopped(stop));
             }
-            worker::run_task(&staged.spec, task).write(&staged.dir)?;
+            worker::run_task(&staged.spec, task, &staged.dir).write(&staged.dir)?;
             let read = TaskResult::read(&staged.dir, task)
                 .map_err(|e| ExecError::Io(std::io::Error::other(e.to_string())))?;
             results.push(read);

@@ -13,7 +13,7 @@ use crate::analysis::ops::{Counted, Hist1, Hist2};
 use crate::analysis::quantiles::MomentsShare;
 
 /// Bumped with any change to `TaskResult`'s encoding.
-const PARTIAL_MAGIC: &[u8; 8] = b"QPART02\n";
+const PARTIAL_MAGIC: &[u8; 8] = b"QPART03\n";
 
 /// A task's share of the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +31,13 @@ pub enum Partial {
         total: Flow,
         by_file: Vec<Flow>,
     },
+    /// An export's rows are in the task's part file (`export_part_path`);
+    /// this says how many, and each file's entries read and written.
+    Export {
+        entries_scanned: u64,
+        entries_written: u64,
+        by_file: Vec<Counted>,
+    },
 }
 
 /// What a worker wrote for its task: its share of the files it could read
@@ -47,6 +54,11 @@ pub struct TaskResult {
     pub bytes_read: u64,
     /// Clusters the cut ruled out unread (by the recorded bounds).
     pub clusters_skipped: u64,
+}
+
+/// Where task `task`'s export part is written in the job folder.
+pub fn export_part_path(dir: &Path, task: usize) -> PathBuf {
+    dir.join(format!("task-{task}.export"))
 }
 
 /// Where task `task`'s result is written in the job folder.
@@ -92,6 +104,40 @@ pub struct Merged {
     pub failed: Vec<(String, String)>,
     pub bytes_read: u64,
     pub clusters_skipped: u64,
+}
+
+/// An export's rows cut to the call's `limit`: each task wrote at most
+/// `limit` rows of its own, and the rows count in task order, so the tasks
+/// after the limit is reached give none and the one reaching it gives only
+/// what is left (its files' counts of rows written cut alike, file by file).
+/// Gives the rows to take from each task's part, in the order of `results`
+/// (sorted by task), and whether the limit cut rows off.
+pub fn cut_exports_to(results: &mut [TaskResult], limit: u64) -> (Vec<u64>, bool) {
+    let mut left = limit;
+    let mut cut = false;
+    let mut rows = Vec::with_capacity(results.len());
+    for r in results.iter_mut() {
+        let Some(Partial::Export {
+            entries_written,
+            by_file,
+            ..
+        }) = &mut r.partial
+        else {
+            rows.push(0);
+            continue;
+        };
+        // A task that stopped at the limit may have had more rows to give.
+        cut |= *entries_written >= limit || *entries_written > left;
+        *entries_written = (*entries_written).min(left);
+        rows.push(*entries_written);
+        let mut file_left = left;
+        for f in by_file.iter_mut() {
+            f.selected = f.selected.min(file_left);
+            file_left -= f.selected;
+        }
+        left -= *entries_written;
+    }
+    (rows, cut && left == 0)
 }
 
 /// Merges task results in the order given (the caller sorts them by task).
@@ -170,6 +216,25 @@ fn add(acc: Partial, next: Partial) -> Partial {
             b.extend(by_file);
             Partial::Cutflow {
                 total: t,
+                by_file: b,
+            }
+        }
+        (
+            Partial::Export {
+                entries_scanned: s,
+                entries_written: w,
+                by_file: mut b,
+            },
+            Partial::Export {
+                entries_scanned,
+                entries_written,
+                by_file,
+            },
+        ) => {
+            b.extend(by_file);
+            Partial::Export {
+                entries_scanned: s + entries_scanned,
+                entries_written: w + entries_written,
                 by_file: b,
             }
         }

@@ -127,7 +127,13 @@ pub struct Slurm {
     /// The quarry binary the nodes run (the daemon's own, on a shared
     /// filesystem).
     pub quarry: PathBuf,
+    /// How often the result files are looked for: a stat each, cheap, so a
+    /// finished job is merged within this of its last task's end.
     pub poll: Duration,
+    /// How often `squeue` is asked which tasks still live: only a task gone
+    /// without a result needs it (to be resubmitted), and every call costs
+    /// the controller an RPC, so far less often than `poll`.
+    pub queue_poll: Duration,
 }
 
 impl Slurm {
@@ -135,7 +141,8 @@ impl Slurm {
         Slurm {
             settings,
             quarry,
-            poll: Duration::from_millis(300),
+            poll: Duration::from_millis(50),
+            queue_poll: Duration::from_secs(1),
         }
     }
 }
@@ -342,6 +349,7 @@ impl Runner for Slurm {
             ..Tally::default()
         };
         let started = Instant::now();
+        let mut queue_asked = Instant::now();
         loop {
             if let Some(stop) = job.stopped() {
                 cancel_all(&submitted);
@@ -358,6 +366,10 @@ impl Runner for Slurm {
                 break;
             }
             std::thread::sleep(self.poll);
+            if queue_asked.elapsed() < self.queue_poll {
+                continue;
+            }
+            queue_asked = Instant::now();
             let live = match squeue(&submitted) {
                 Ok(live) => {
                     squeue_failures = 0;

@@ -15,7 +15,7 @@ use crate::analysis::{Defines, TreeColumns};
 
 /// Bumped when a field's meaning changes: a worker of another version refuses
 /// the job instead of computing something else.
-pub const JOB_FORMAT: u32 = 3;
+pub const JOB_FORMAT: u32 = 4;
 
 /// What a whole dataset call asks of its workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +103,18 @@ pub enum Op {
         weight: Option<String>,
         n_minus_one: bool,
     },
+    /// The entries passing `cut` written to a part file in the call's format
+    /// (export_branches), at most `limit` a task: the daemon joins the parts
+    /// in task order and stops at the call's `limit`.
+    Export {
+        /// (name given, branch or expression) of each column, in order.
+        columns: Vec<(Option<String>, String)>,
+        cut: Option<String>,
+        limit: u64,
+        format: crate::analysis::export::ExportFormat,
+        /// Rows carry their file and entries (a dataset's export).
+        provenance: bool,
+    },
 }
 
 /// What a histogram fills: `HistRequest` as text.
@@ -151,6 +163,7 @@ impl Op {
             }
             Op::Moments { cut, .. } => cut.as_deref(),
             Op::Cutflow { cuts, .. } => cuts.first().map(String::as_str),
+            Op::Export { cut, .. } => cut.as_deref(),
         }
     }
 }

@@ -549,3 +549,94 @@ fn files_cut_into_cluster_shares_give_the_one_process_answer() {
     assert!(close(merged.mean.unwrap(), stats.mean.unwrap()));
     assert!(close(merged.std.unwrap(), stats.std.unwrap()));
 }
+
+/// An export cut into tasks: each task's part joined in task order, cut to
+/// the call's limit, is the file one export over the whole dataset writes,
+/// byte for byte (CSV and JSON), each file's rows written alike; the limit
+/// falls inside a later task or past every row.
+#[test]
+fn export_parts_joined_in_order_give_the_one_process_file() {
+    use super::execute_then;
+    use super::partial::{cut_exports_to, export_part_path};
+    use crate::analysis::export::{ExportFormat, export};
+    use crate::analysis::export_join::{Part, join_parts};
+
+    let opened = open_all(&FILES);
+    let trees: Vec<TreeColumns<'_>> = opened.iter().map(|o| TreeColumns::of(&o.tree)).collect();
+    let members = members(&opened, &trees);
+    let defines = Defines::new(Vec::new()).unwrap();
+    let columns: Vec<(Option<String>, String)> = vec![
+        (None, "Muon_Px".into()),
+        (None, "NMuon".into()),
+        (Some("e2".into()), "Muon_E * 2".into()),
+    ];
+    let named: Vec<_> = columns
+        .iter()
+        .map(|(n, t)| quantities::named(n.as_deref(), t, &trees[0], &defines).unwrap())
+        .collect();
+    let cut_text = "NMuon >= 1 && MET_px > -20";
+    let cut = Plan::with_defines(cut_text, &trees[0], &defines).unwrap();
+    let shown: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+    for format in [ExportFormat::Csv, ExportFormat::Json] {
+        for limit in [u64::MAX >> 1, 5_000, 0] {
+            let (local, want) = export(
+                &members,
+                &named,
+                Some(&shown),
+                Some(&cut),
+                limit,
+                format,
+                Vec::new(),
+                &Job::default(),
+            )
+            .unwrap();
+            let op = Op::Export {
+                columns: columns.clone(),
+                cut: Some(cut_text.into()),
+                limit,
+                format,
+                provenance: true,
+            };
+            let spec = job_of(&members, &defines, op, 2);
+            let jobs = tempfile::tempdir().unwrap();
+            let (merged, joined) = execute_then(
+                &InProcess,
+                jobs.path(),
+                spec,
+                &Job::default(),
+                |dir, results| {
+                    let (rows, _) = cut_exports_to(results, limit);
+                    let parts: Vec<Part> = results
+                        .iter()
+                        .zip(rows)
+                        .map(|(r, rows)| Part {
+                            path: export_part_path(dir, r.task),
+                            rows,
+                        })
+                        .collect();
+                    join_parts(&parts, format, Vec::new(), &Job::default()).unwrap()
+                },
+            )
+            .unwrap();
+            let what = format!("{format:?} limit {limit}");
+            if limit == 5_000 {
+                // Inside the second task (about 3,000 rows a task).
+                assert_eq!(local.entries_written, 5_000);
+            }
+            assert!(joined == want, "{what}: the files differ");
+            let Some(Partial::Export {
+                entries_written,
+                by_file,
+                ..
+            }) = merged.partial
+            else {
+                panic!("an export")
+            };
+            assert_eq!(entries_written, local.entries_written, "{what}");
+            let written = |b: &[crate::analysis::ops::Counted]| -> Vec<u64> {
+                b.iter().map(|c| c.selected).collect()
+            };
+            assert_eq!(written(&by_file), written(&local.by_member), "{what}");
+        }
+    }
+}

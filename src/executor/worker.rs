@@ -7,12 +7,14 @@
 
 use std::path::Path;
 
-use super::partial::{Partial, TaskResult};
+use super::partial::{Partial, TaskResult, export_part_path};
 use super::spec::{JobSpec, Op, add_bounds};
 use crate::analysis::cutflow::{FlowRequest, cutflow};
 use crate::analysis::dataset::Member;
+use crate::analysis::export::{ExportError, ExportFormat, export};
 use crate::analysis::ops::{HistRequest, count_selected, histogram, histogram_2d, value_range};
 use crate::analysis::quantiles::branch_moments;
+use crate::analysis::quantities::Named;
 use crate::analysis::{AnalysisError, Plan, TreeColumns, TreeObject, quantities};
 use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{RootFile, latest};
@@ -25,10 +27,10 @@ pub fn run(job_file: &Path, task: usize) -> anyhow::Result<()> {
     if task >= spec.tasks.len() {
         anyhow::bail!("the job has {} tasks, not task {task}", spec.tasks.len());
     }
-    let result = run_task(&spec, task);
     let dir = job_file
         .parent()
         .ok_or_else(|| anyhow::anyhow!("a job file in a folder"))?;
+    let result = run_task(&spec, task, dir);
     result.write(dir)?;
     Ok(())
 }
@@ -40,8 +42,9 @@ struct Opened {
     tree: TreeObject,
 }
 
-/// Computes task `task` of `spec` in this process.
-pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
+/// Computes task `task` of `spec` in this process; an export's part is
+/// written into `dir` (the job's folder).
+pub fn run_task(spec: &JobSpec, task: usize, dir: &Path) -> TaskResult {
     let mut failed = Vec::new();
     let mut opened = Vec::new();
     for index in spec.tasks[task].files.clone() {
@@ -61,7 +64,7 @@ pub fn run_task(spec: &JobSpec, task: usize) -> TaskResult {
     // A file failing mid-scan is left out and the others scanned again:
     // each retry drops one file, so this ends.
     loop {
-        let outcome = crate::panics::catch_quietly(|| compute(spec, task, &opened));
+        let outcome = crate::panics::catch_quietly(|| compute(spec, (task, dir), &opened));
         let error = match outcome {
             Ok(Ok((partial, clusters_skipped))) => {
                 return TaskResult {
@@ -159,7 +162,7 @@ fn lined_up<'t>(
 /// cut ruled out unread.
 fn compute(
     spec: &JobSpec,
-    task: usize,
+    (task, dir): (usize, &Path),
     opened: &[Opened],
 ) -> Result<(Partial, u64), AnalysisError> {
     let trees: Vec<TreeColumns<'_>> = opened
@@ -252,10 +255,70 @@ fn compute(
             let (total, by_file) = cutflow(&members, &req, &job)?;
             Partial::Cutflow { total, by_file }
         }
+        Op::Export {
+            columns: named,
+            cut,
+            limit,
+            format,
+            provenance,
+        } => {
+            let named = named
+                .iter()
+                .map(|(name, text)| quantities::named(name.as_deref(), text, columns, &defines))
+                .collect::<Result<Vec<_>, _>>()?;
+            let cut = expression(cut)?;
+            let shown: Vec<String> = opened
+                .iter()
+                .map(|o| spec.files[o.index].shown.clone())
+                .collect();
+            let provenance = provenance.then_some(shown.as_slice());
+            let export = (named.as_slice(), provenance, cut.as_ref(), *limit, *format);
+            export_part(&members, export, export_part_path(dir, task), &job)?
+        }
     };
     let skipped = trees.iter().map(|t| t.bounds.clusters().1).sum();
     Ok((partial, skipped))
 }
+
+/// Exports the members' rows into the part file `path` (through a
+/// temporary name: a part that exists is whole).
+fn export_part(
+    members: &[Member<'_>],
+    (named, provenance, cut, limit, format): ExportCall<'_>,
+    path: std::path::PathBuf,
+    job: &Job,
+) -> Result<Partial, AnalysisError> {
+    let failed = |e: std::io::Error| {
+        AnalysisError::Format(crate::formats::FormatError::Io(format!(
+            "writing the export part: {e}"
+        )))
+    };
+    let tmp = path.with_extension("export.tmp");
+    let file = std::fs::File::create(&tmp).map_err(failed)?;
+    let (done, file) =
+        export(members, named, provenance, cut, limit, format, file, job).map_err(|e| match e {
+            ExportError::Analysis(a) => a,
+            ExportError::Write(w) => failed(std::io::Error::other(w)),
+        })?;
+    file.sync_all().map_err(failed)?;
+    drop(file);
+    std::fs::rename(&tmp, &path).map_err(failed)?;
+    Ok(Partial::Export {
+        entries_scanned: done.entries_scanned,
+        entries_written: done.entries_written,
+        by_file: done.by_member,
+    })
+}
+
+/// What an export task writes: the columns, the rows' provenance (each
+/// member's file), the cut, the limit and the format.
+type ExportCall<'a> = (
+    &'a [Named],
+    Option<&'a [String]>,
+    Option<&'a Plan>,
+    u64,
+    ExportFormat,
+);
 
 fn request<'p>(
     value: &'p Plan,

@@ -4,7 +4,9 @@
 //!
 //! Tasks belong to the serving process, not to a session: a task's work is a
 //! runtime task of its own, so a client that disconnects and connects again (to
-//! the same daemon) polls its tasks by id. They do not survive the process.
+//! the same daemon) polls its tasks by id. Work still running ends with the
+//! process; a finished task's result is stored in the catalog folder
+//! (`store`) and served by the next daemon until its ttl has passed.
 //!
 //! Two generations of the protocol ask for tasks, and quarry serves both from the
 //! one registry here (`wire` renders each):
@@ -22,6 +24,7 @@
 //! once their ttl has passed.
 
 mod requests;
+mod store;
 mod support;
 mod wire;
 
@@ -50,6 +53,9 @@ pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 pub const MIN_TTL: Duration = Duration::from_secs(1);
 /// How often clients are asked to poll.
 pub const POLL_INTERVAL_MS: u64 = 1000;
+/// How often expired tasks are dropped (their stored results removed) when
+/// no request comes to do it.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// What a task costs in memory besides its result, for the results budget.
 const ENTRY_OVERHEAD_BYTES: usize = 512;
 
@@ -63,6 +69,9 @@ pub struct TaskSettings {
     /// Longest a task's work may run (a call's own limit, `call_timeout`, is
     /// what clients wait for; a task is polled instead).
     pub timeout: Duration,
+    /// Where finished tasks' results are kept on disk (`tasks/` in the
+    /// catalog folder), so that they outlive a restart; none: in memory only.
+    pub store: Option<std::path::PathBuf>,
 }
 
 impl Default for TaskSettings {
@@ -71,6 +80,7 @@ impl Default for TaskSettings {
             max_live: 32,
             results_bytes: 64 << 20,
             timeout: Duration::from_secs(60 * 60),
+            store: None,
         }
     }
 }
@@ -234,6 +244,8 @@ struct Registry {
     next_seq: u64,
     /// What finished tasks weigh (`Entry::bytes`).
     kept_bytes: usize,
+    /// Where finished results are stored (`TaskSettings::store`).
+    store: Option<std::path::PathBuf>,
 }
 
 impl Registry {
@@ -253,6 +265,54 @@ impl Registry {
     fn remove(&mut self, id: &str) {
         if let Some(e) = self.entries.remove(id) {
             self.kept_bytes -= e.bytes;
+            if let Some(dir) = &self.store {
+                store::remove(dir, id);
+            }
+        }
+    }
+
+    /// Registers the results an earlier daemon stored and whose ttl has not
+    /// passed, as finished tasks (their times kept: a task's ttl still runs
+    /// from its end).
+    fn restore(&mut self, dir: &std::path::Path) {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let mut kept = store::load(dir, wall);
+        kept.sort_by_key(|s| s.created_ms);
+        for s in kept {
+            let Some(tool) = support::long_tool(&s.tool) else {
+                store::remove(dir, &s.id);
+                continue;
+            };
+            let at = |ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+            let finished_wall = at(s.finished_ms);
+            let since = wall.duration_since(finished_wall).unwrap_or_default();
+            let finished = now.checked_sub(since).unwrap_or(now);
+            let started = finished
+                .checked_sub(Duration::from_millis(s.ran_ms))
+                .unwrap_or(finished);
+            let bytes = json_len(&s.result) + ENTRY_OVERHEAD_BYTES;
+            let result = Arc::new(s.result);
+            let entry = Entry {
+                seq: self.next_seq,
+                tool,
+                created: at(s.created_ms),
+                started,
+                keep: Duration::from_millis(s.keep_ms),
+                job: Job::default(),
+                progress: Progress::new(),
+                outcome: if s.completed {
+                    Outcome::Completed(result)
+                } else {
+                    Outcome::Failed(result)
+                },
+                running: false,
+                finished: Some((finished, finished_wall)),
+                done: watch::channel(true).0,
+                bytes,
+            };
+            self.next_seq += 1;
+            self.kept_bytes += bytes;
+            self.entries.insert(s.id, entry);
         }
     }
 
@@ -285,11 +345,34 @@ pub struct Tasks {
 }
 
 impl Tasks {
+    /// The registry; with a store, the results an earlier daemon kept and
+    /// whose ttl has not passed are there again, and a thread drops expired
+    /// tasks (and their files) every `SWEEP_EVERY` while the registry lives.
     pub fn new(settings: TaskSettings) -> Tasks {
-        Tasks {
-            registry: Arc::default(),
-            settings,
+        let mut registry = Registry {
+            store: settings.store.clone(),
+            ..Registry::default()
+        };
+        if let Some(dir) = &settings.store {
+            registry.restore(dir);
+            registry.evict_to(settings.results_bytes, "");
         }
+        let registry = Arc::new(Mutex::new(registry));
+        if settings.store.is_some() {
+            let weak = Arc::downgrade(&registry);
+            let _ = std::thread::Builder::new()
+                .name("quarry-task-sweep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(SWEEP_EVERY);
+                        let Some(registry) = weak.upgrade() else {
+                            return;
+                        };
+                        registry.lock().unwrap_or_else(|p| p.into_inner()).sweep();
+                    }
+                });
+        }
+        Tasks { registry, settings }
     }
 
     pub fn settings(&self) -> &TaskSettings {
@@ -364,6 +447,11 @@ impl Tasks {
             Outcome::Completed(r) | Outcome::Failed(r) => json_len(r) + ENTRY_OVERHEAD_BYTES,
             _ => ENTRY_OVERHEAD_BYTES,
         };
+        // Stored before the task reads as finished: a client that saw it
+        // done finds the result after a restart too.
+        if let Some(dir) = &self.settings.store {
+            self.store(dir, id, &outcome);
+        }
         let mut registry = self.lock();
         let Some(entry) = registry.entries.get_mut(id) else {
             return;
@@ -372,12 +460,46 @@ impl Tasks {
         if entry.outcome.is_terminal() {
             // Cancelled while it ran: the cancellation stands and the late
             // answer is dropped.
+            if let Some(dir) = &self.settings.store {
+                store::remove(dir, id);
+            }
             return;
         }
         entry.bytes = bytes;
         entry.finish(outcome);
         registry.kept_bytes += bytes;
         registry.evict_to(self.settings.results_bytes, id);
+    }
+
+    /// Writes the result of task `id` to the store (a failure to is logged:
+    /// the result is still served from memory).
+    fn store(&self, dir: &std::path::Path, id: &str, outcome: &Outcome) {
+        let (completed, result) = match outcome {
+            Outcome::Completed(r) => (true, r),
+            Outcome::Failed(r) => (false, r),
+            _ => return,
+        };
+        let Some((tool, created, started, keep)) = self
+            .lock()
+            .entries
+            .get(id)
+            .map(|e| (e.tool, e.created, e.started, e.keep))
+        else {
+            return;
+        };
+        let stored = store::Stored {
+            id: id.to_string(),
+            tool: tool.to_string(),
+            created_ms: epoch_ms(created),
+            finished_ms: epoch_ms(SystemTime::now()),
+            ran_ms: started.elapsed().as_millis() as u64,
+            keep_ms: keep.as_millis() as u64,
+            completed,
+            result: result.as_ref(),
+        };
+        if let Err(e) = store::save(dir, &stored) {
+            tracing::warn!("task {id}'s result is kept in memory only: {e}");
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<Snapshot> {

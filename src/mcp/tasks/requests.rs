@@ -79,8 +79,9 @@ fn task_id(method: &str, params: &Value) -> Result<String, McpError> {
 fn not_found(id: &str) -> McpError {
     McpError::invalid_params(
         format!(
-            "Failed to retrieve task: Task not found: no task {id} (a finished task is kept \
-             for its ttl, and tasks end with the quarry that ran them)"
+            "Failed to retrieve task: Task not found: no task {id} (a finished task's result \
+             is kept for its ttl, across restarts; a task still running ends with the quarry \
+             that ran it)"
         ),
         Some(json!({ "taskId": id })),
     )

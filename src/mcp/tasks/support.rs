@@ -57,3 +57,9 @@ pub fn support_of(tool: &str) -> TaskSupport {
         TaskSupport::Forbidden
     }
 }
+
+/// `tool` as the name of a tool that runs as a task (a stored task's tool,
+/// read back).
+pub fn long_tool(tool: &str) -> Option<&'static str> {
+    LONG_TOOLS.iter().copied().find(|t| *t == tool)
+}

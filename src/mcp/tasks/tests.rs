@@ -10,6 +10,7 @@ fn settings(max_live: usize, results_bytes: usize) -> TaskSettings {
         max_live,
         results_bytes,
         timeout: Duration::from_secs(60),
+        store: None,
     }
 }
 

@@ -15,10 +15,10 @@ use crate::analysis::ops::{Axis, Counted, Hist1, Hist2};
 use crate::analysis::quantiles::Moments;
 use crate::analysis::{Defines, Plan, TreeColumns};
 use crate::catalog::root::TREE_KIND_RNTUPLE;
-use crate::executor::partial::{Merged, Partial};
+use crate::executor::partial::{Merged, Partial, TaskResult};
 use crate::executor::slurm::Slurm;
 use crate::executor::spec::{self, Fill, JOB_FORMAT, JobSpec, Op};
-use crate::executor::{ExecError, ExecutorKind, execute};
+use crate::executor::{ExecError, ExecutorKind, execute_then};
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -121,10 +121,24 @@ pub(super) struct ClusterAnswer {
 pub(super) fn run_on_cluster(
     cluster: &Cluster,
     job: &Job,
+    on: (&OpenTree, &[TreeColumns<'_>], &Defines),
+    op: Op,
+    read: (&[usize], Option<&Plan>),
+) -> Result<ClusterAnswer, ToolError> {
+    run_on_cluster_then(cluster, job, on, op, read, |_, _| ()).map(|(answer, ())| answer)
+}
+
+/// `run_on_cluster`, with `finish` given the job's folder and the task
+/// results (in task order) before they are merged: what the workers wrote
+/// beside them (export parts) is read there.
+pub(super) fn run_on_cluster_then<R>(
+    cluster: &Cluster,
+    job: &Job,
     (t, columns, defines): (&OpenTree, &[TreeColumns<'_>], &Defines),
     op: Op,
     (read, cut): (&[usize], Option<&Plan>),
-) -> Result<ClusterAnswer, ToolError> {
+    finish: impl FnOnce(&std::path::Path, &mut Vec<TaskResult>) -> R,
+) -> Result<(ClusterAnswer, R), ToolError> {
     let cut_columns: &[usize] = cut.map_or(&[], |c| &c.columns);
     let members = t.members(columns);
     let files: Vec<spec::FileSpec> = t
@@ -160,7 +174,8 @@ pub(super) fn run_on_cluster(
         files,
     };
     let tasks = job_spec.tasks.len();
-    let merged = execute(&cluster.runner, &cluster.jobs, job_spec, job).map_err(|e| match e {
+    let executed = execute_then(&cluster.runner, &cluster.jobs, job_spec, job, finish);
+    let (merged, finished) = executed.map_err(|e| match e {
         ExecError::Stopped(_) => ToolError::stopped(job),
         ExecError::Cluster(why) => ToolError::new(
             "internal_error",
@@ -170,7 +185,7 @@ pub(super) fn run_on_cluster(
         .details(json!({ "reason": "cluster" })),
         ExecError::Io(e) => ToolError::internal(e),
     })?;
-    Ok(answer(merged, t.parts.len(), tasks))
+    Ok((answer(merged, t.parts.len(), tasks), finished))
 }
 
 /// The merged partial with a share for every file (an empty one for those
@@ -189,6 +204,7 @@ fn answer(merged: Merged, files: usize, tasks: usize) -> ClusterAnswer {
             Partial::Histogram(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Histogram2d(h) => spread_all(&mut h.by_member, &files_read, files),
             Partial::Cutflow { by_file, .. } => spread_all(by_file, &files_read, files),
+            Partial::Export { by_file, .. } => spread_all(by_file, &files_read, files),
             Partial::Moments(shares) => {
                 for share in shares {
                     spread_all(&mut share.by_member, &files_read, files);

@@ -8,18 +8,25 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::root_analysis::{analysis_error, open_for, open_named};
-use super::root_dataset::{DatasetArg, add_bounds, reading};
+use super::root_dataset::{DatasetArg, OpenTree, add_bounds, reading};
 use super::root_dataset_answers::{
     columns_read, dry_run_answer, fit_by_file, per_file, scan_metadata,
+};
+use super::root_executor::{
+    Cluster, ClusterAnswer, cluster_for, cluster_metadata, run_on_cluster_then,
 };
 use super::root_quantities::{column_specs, defines_of, expression_plan, named_columns};
 use super::{Context, Effects, ToolDef, Toolset, parse_args};
 use crate::analysis::Plan;
-use crate::analysis::export::{ExportError, ExportFormat, export};
+use crate::analysis::export::{ExportError, ExportFormat, Exported, export};
+use crate::analysis::export_join::{Part, join_parts};
 use crate::analysis::quantities::Quantity;
+use crate::analysis::{Defines, TreeColumns};
+use crate::executor::partial::{Partial, cut_exports_to, export_part_path};
+use crate::executor::spec::Op;
 use crate::job::Job;
 use crate::mcp::response::{ToolError, ToolOutput};
-use crate::roots::{CreateError, create_pending};
+use crate::roots::{CreateError, PendingFile, create_pending};
 
 pub static TOOLS: &[ToolDef] = &[ToolDef {
     name: "export_branches",
@@ -57,6 +64,8 @@ struct ExportArgs {
     skip_mismatched: Option<bool>,
     by_file: Option<bool>,
     dry_run: Option<bool>,
+    executor: Option<String>,
+    files_per_job: Option<i64>,
 }
 
 pub(super) fn refused(output_path: &str, why: &str) -> ToolError {
@@ -159,18 +168,20 @@ fn export_branches(
     let named = named_columns(&specs, &columns[0], &defines, &t)?;
     let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
     add_bounds(ctx, &t, &mut columns, cut.as_ref())?;
-    if dry_run {
-        let mut stored = Vec::new();
-        let mut plans: Vec<Option<&Plan>> = vec![cut.as_ref()];
-        for n in &named {
-            match &n.quantity {
-                Quantity::Branch(c) => stored.push(*c),
-                Quantity::Expression(p) => plans.push(Some(p)),
-            }
+    let mut stored = Vec::new();
+    let mut plans: Vec<Option<&Plan>> = vec![cut.as_ref()];
+    for n in &named {
+        match &n.quantity {
+            Quantity::Branch(c) => stored.push(*c),
+            Quantity::Expression(p) => plans.push(Some(p)),
         }
-        let read = columns_read(&stored, &plans);
+    }
+    let read = columns_read(&stored, &plans);
+    if dry_run {
         return dry_run_answer(ctx, tool, &t, &columns, (&read, cut.as_ref()), by_file);
     }
+    let chosen = (args.executor.as_deref(), args.files_per_job);
+    let cluster = cluster_for(ctx, tool, chosen, &t, (&columns, &read))?;
     let members = t.members(&columns);
     let pending = create_pending(&base, &rel).map_err(|e| match e {
         CreateError::Escapes => refused(&args.output_path, &e.to_string()),
@@ -180,30 +191,52 @@ fn export_branches(
     let files: Option<Vec<String>> = t
         .is_dataset()
         .then(|| t.parts.iter().map(|p| p.shown.clone()).collect());
-    let (done, pending) = export(
-        &members,
-        &named,
-        files.as_deref(),
-        cut.as_ref(),
-        limit as u64,
-        format,
-        pending,
-        job,
-    )
-    .map_err(|e| match e {
+    let written_by = |e: ExportError| match e {
         ExportError::Analysis(a) => analysis_error(a, &t, args.selection.as_deref()),
         ExportError::Write(w) => ToolError::new(
             "permission_denied",
             format!("writing '{}' failed: {w}", args.output_path),
             "Check the export folder's free space, then retry",
         ),
-    })?;
+    };
+    let (done, pending, on_cluster) = match &cluster {
+        Some(cluster) => {
+            let op = Op::Export {
+                columns: specs.clone(),
+                cut: cut.as_ref().map(|c| c.text.clone()),
+                limit: limit as u64,
+                format,
+                provenance: files.is_some(),
+            };
+            let on = (&t, columns.as_slice(), &defines);
+            let (done, pending, answer) =
+                cluster_export(cluster, job, on, op, (&read, cut.as_ref()), pending)?;
+            (done, pending.map_err(written_by)?, Some(answer))
+        }
+        None => {
+            let (done, pending) = export(
+                &members,
+                &named,
+                files.as_deref(),
+                cut.as_ref(),
+                limit as u64,
+                format,
+                pending,
+                job,
+            )
+            .map_err(written_by)?;
+            (done, pending, None)
+        }
+    };
     pending
         .commit()
         .map_err(|e| refused(&args.output_path, &e.to_string()))?;
     let written = base.join(&rel);
     let size = std::fs::symlink_metadata(&written).map_or(0, |m| m.len());
-    let truncated = done.entries_written == limit as u64 && done.stopped_at < t.entries();
+    let truncated = match &on_cluster {
+        Some(_) => done.stopped_at < t.entries(),
+        None => done.entries_written == limit as u64 && done.stopped_at < t.entries(),
+    };
     let mut data = json!({
         "output_path": written.display().to_string(),
         "format": args.output_format,
@@ -229,11 +262,18 @@ fn export_branches(
             args.output_format,
             size as f64 / 1e6
         ));
-    if truncated {
+    if truncated && on_cluster.is_some() {
+        out = out.suggest(format!(
+            "The limit of {limit} entries stopped the export; raise limit or narrow the selection"
+        ));
+    } else if truncated {
         out = out.suggest(format!(
             "The limit of {limit} entries stopped the export at entry {}; raise limit or narrow the selection",
             done.stopped_at
         ));
+    }
+    if let Some(answer) = &on_cluster {
+        out = cluster_metadata(out, answer);
     }
     Ok(out.suggest(match format {
         ExportFormat::Parquet => {
@@ -244,4 +284,69 @@ fn export_branches(
         }
         ExportFormat::Json => "Use json.load() or pandas.read_json() to read it",
     }))
+}
+
+/// The export as a cluster job: each task writes its files' rows to a part
+/// in the job's folder (at most `limit`), and the parts are joined here, in
+/// task order, into `pending` up to the call's limit. Gives what was
+/// written (`stopped_at` is the entry count unless the limit cut rows off),
+/// the file (or why joining failed) and the cluster's account.
+fn cluster_export(
+    cluster: &Cluster,
+    job: &Job,
+    on: (&OpenTree, &[TreeColumns<'_>], &Defines),
+    op: Op,
+    read: (&[usize], Option<&Plan>),
+    pending: PendingFile,
+) -> Result<(Exported, Result<PendingFile, ExportError>, ClusterAnswer), ToolError> {
+    let Op::Export { limit, format, .. } = op else {
+        unreachable!("an export's job")
+    };
+    let entries = on.0.entries();
+    let (mut answer, (joined, truncated)) =
+        run_on_cluster_then(cluster, job, on, op, read, |dir, results| {
+            let (rows, truncated) = cut_exports_to(results, limit);
+            let parts: Vec<Part> = results
+                .iter()
+                .zip(rows)
+                .filter(|(r, _)| r.partial.is_some())
+                .map(|(r, rows)| Part {
+                    path: export_part_path(dir, r.task),
+                    rows,
+                })
+                .collect();
+            if parts.is_empty() {
+                // Every file failed on the cluster: nothing to write, said
+                // as a read failure naming the first file and why.
+                let why = results
+                    .iter()
+                    .flat_map(|r| &r.failed)
+                    .next()
+                    .map_or("no file was read".into(), |(f, why)| {
+                        format!("'{f}': {why}")
+                    });
+                let error = crate::formats::FormatError::Corrupt(format!(
+                    "no file could be read on the cluster ({why})"
+                ));
+                return (Err(ExportError::Analysis(error.into())), truncated);
+            }
+            (join_parts(&parts, format, pending, job), truncated)
+        })?;
+    let mut done = Exported {
+        stopped_at: if truncated { 0 } else { entries },
+        ..Exported::default()
+    };
+    if let Some(Partial::Export {
+        entries_scanned,
+        entries_written,
+        by_file,
+    }) = answer.partial.take()
+    {
+        done.entries_scanned = entries_scanned;
+        done.entries_written = entries_written;
+        done.by_member = by_file;
+    } else {
+        done.by_member = vec![Default::default(); on.0.parts.len()];
+    }
+    Ok((done, joined, answer))
 }
