@@ -226,9 +226,13 @@ impl BlockCache {
         self.limit
     }
 
-    /// The block from the disk tier (then kept in memory too), if it holds it.
-    pub fn get_from_disk(&self, file: u64, block: u64) -> Option<Arc<[u8]>> {
+    /// The block from the disk tier (then kept in memory too), if it holds
+    /// it with the length `len` the file's block has.
+    pub fn get_from_disk(&self, file: u64, block: u64, len: usize) -> Option<Arc<[u8]>> {
         let data = self.disk.as_ref()?.cache.get(file, block)?;
+        if data.len() != len {
+            return None;
+        }
         self.put(file, block, data.clone());
         Some(data)
     }

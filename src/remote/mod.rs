@@ -405,13 +405,18 @@ impl RemoteFile {
             }
         }
         // The disk tier's blocks (a daemon started again) before the network.
-        missing.retain(|&block| match cache.get_from_disk(self.key, block) {
-            Some(data) => {
-                held.insert(block, data);
-                false
-            }
-            None => true,
-        });
+        // (A block of another length than the file's there would be another
+        // version's, under a colliding key: fetched instead.)
+        let block_len = |block: u64| (self.meta.size - block * BLOCK).min(BLOCK) as usize;
+        missing.retain(
+            |&block| match cache.get_from_disk(self.key, block, block_len(block)) {
+                Some(data) => {
+                    held.insert(block, data);
+                    false
+                }
+                None => true,
+            },
+        );
         if missing.is_empty() {
             return Ok(held);
         }
