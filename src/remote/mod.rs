@@ -165,8 +165,10 @@ pub struct RemoteRoot {
     status: Mutex<Status>,
     bytes: AtomicU64,
     requests: AtomicU64,
-    /// The block cache its files read through (the process's).
-    cache: &'static cache::BlockCache,
+    /// The block cache its files read through: the process's (`None`, looked
+    /// up at the first read, after the config has set its limits), or a
+    /// test's own.
+    cache: Option<&'static cache::BlockCache>,
 }
 
 impl std::fmt::Debug for RemoteRoot {
@@ -200,8 +202,12 @@ impl RemoteRoot {
             status: Mutex::new(Status::default()),
             bytes: AtomicU64::new(0),
             requests: AtomicU64::new(0),
-            cache: cache::shared(),
+            cache: None,
         })
+    }
+
+    fn cache(&self) -> &'static cache::BlockCache {
+        self.cache.unwrap_or_else(cache::shared)
     }
 
     pub fn settings(&self) -> &Settings {
@@ -388,7 +394,7 @@ impl RemoteFile {
     /// neighbouring blocks in one vectored read, then cached; returned too,
     /// so a read never depends on the cache keeping them.
     fn fill(&self, ranges: &[Range<u64>], stop: &Stop<'_>) -> io::Result<HashMap<u64, Arc<[u8]>>> {
-        let cache = self.root.cache;
+        let cache = self.root.cache();
         let mut held = HashMap::new();
         let mut missing = Vec::new();
         for r in ranges.iter().filter(|r| r.start < r.end) {
@@ -543,7 +549,7 @@ impl ByteSource for RemoteFile {
         // More than half the cache would push out what it fetched first: the
         // reads then fetch for themselves.
         let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
-        if total > self.root.cache.limit() as u64 / 2 {
+        if total > self.root.cache().limit() as u64 / 2 {
             return Ok(());
         }
         let within: Vec<Range<u64>> = ranges

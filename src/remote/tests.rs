@@ -65,7 +65,7 @@ fn byte_at(at: u64, mtime_ns: i64) -> u8 {
 }
 
 fn slow_root(size: u64, pause: Duration) -> Arc<RemoteRoot> {
-    root_over(size, pause, 1, cache::shared())
+    root_over(size, pause, 1, None)
 }
 
 /// A root over the scripted file, reading through `cache`.
@@ -73,7 +73,7 @@ fn root_over(
     size: u64,
     pause: Duration,
     mtime_ns: i64,
-    cache: &'static cache::BlockCache,
+    cache: Option<&'static cache::BlockCache>,
 ) -> Arc<RemoteRoot> {
     Arc::new(RemoteRoot {
         url: RootUrl::parse("http://127.0.0.1:9/slow/").unwrap(),
@@ -199,13 +199,13 @@ fn a_daemon_started_again_reads_its_blocks_from_disk_and_a_changed_file_anew() {
     let size = 40 * BLOCK + 123;
     let first = process_cache(dir.path(), 1 << 30);
     assert_eq!(
-        read_all(&root_over(size, Duration::ZERO, 1, first), 1),
+        read_all(&root_over(size, Duration::ZERO, 1, Some(first)), 1),
         size
     );
     first.flush_disk();
     // Started again: an empty memory, the same folder.
     let again = process_cache(dir.path(), 1 << 30);
-    let fetched = read_all(&root_over(size, Duration::ZERO, 1, again), 1);
+    let fetched = read_all(&root_over(size, Duration::ZERO, 1, Some(again)), 1);
     assert!(
         fetched <= size / 10,
         "{fetched} of {size} bytes fetched again"
@@ -214,7 +214,7 @@ fn a_daemon_started_again_reads_its_blocks_from_disk_and_a_changed_file_anew() {
     // comes from the server, none from the old version's blocks.
     let changed = process_cache(dir.path(), 1 << 30);
     assert_eq!(
-        read_all(&root_over(size, Duration::ZERO, 2, changed), 2),
+        read_all(&root_over(size, Duration::ZERO, 2, Some(changed)), 2),
         size
     );
 }
@@ -224,7 +224,7 @@ fn the_disk_tier_keeps_within_its_limit() {
     let dir = tempfile::tempdir().unwrap();
     let limit = 10 * (BLOCK + 40);
     let cache = process_cache(dir.path(), limit);
-    read_all(&root_over(40 * BLOCK, Duration::ZERO, 1, cache), 1);
+    read_all(&root_over(40 * BLOCK, Duration::ZERO, 1, Some(cache)), 1);
     cache.flush_disk();
     let on_disk: u64 = std::fs::read_dir(dir.path())
         .unwrap()
@@ -242,7 +242,7 @@ fn a_torn_block_on_disk_is_fetched_again_not_served() {
     let dir = tempfile::tempdir().unwrap();
     let size = 4 * BLOCK;
     let first = process_cache(dir.path(), 1 << 30);
-    read_all(&root_over(size, Duration::ZERO, 1, first), 1);
+    read_all(&root_over(size, Duration::ZERO, 1, Some(first)), 1);
     first.flush_disk();
     // Every entry cut short, as a crash in the middle of writing would.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
@@ -253,7 +253,7 @@ fn a_torn_block_on_disk_is_fetched_again_not_served() {
     let again = process_cache(dir.path(), 1 << 30);
     // Right bytes (checked in read_all), all fetched from the server.
     assert_eq!(
-        read_all(&root_over(size, Duration::ZERO, 1, again), 1),
+        read_all(&root_over(size, Duration::ZERO, 1, Some(again)), 1),
         size
     );
 }
