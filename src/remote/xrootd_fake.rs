@@ -127,7 +127,7 @@ fn data_server() -> Fake {
 fn manager(to: u16, wait_secs: i32) -> Fake {
     let waited = Arc::new(AtomicUsize::new(0));
     Fake::start(Arc::new(move |_, _, _| {
-        if waited.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+        if waited.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
             return (KXR_WAIT, wait_secs.to_be_bytes().to_vec());
         }
         let mut body = i32::from(to).to_be_bytes().to_vec();
@@ -172,7 +172,7 @@ fn a_managers_wait_is_waited_out_and_its_redirect_followed_to_the_data_server() 
 
     // The next read goes straight to the data server, on the file it holds open.
     let got = xrd
-        .read_ranges("f.bin", &meta, &[100..110], &|| false)
+        .read_ranges("f.bin", &meta, std::slice::from_ref(&(100..110)), &|| false)
         .unwrap();
     assert_eq!(got[0], (100..110).map(|i| i as u8).collect::<Vec<u8>>());
     assert_eq!((manager.seen(KXR_OPEN), data.seen(KXR_OPEN)), (2, 1));
