@@ -9,8 +9,13 @@
 //!   no worker starts on a cluster the read-ahead reaches only later;
 //! - several fetches are in flight at once (`FETCHERS`, each on its own
 //!   connection), so one round trip's wait overlaps another's transfer;
-//! - past the clusters the workers begin with, a fetch asks for the baskets
-//!   of `BATCH` clusters in one vectored read (one round trip, not three);
+//! - past the clusters the workers begin with, a fetch may ask for the
+//!   baskets of `BATCH` clusters in one vectored read (one round trip for
+//!   several). It is 1: through the benchmark's 20 ms proxy, batches of three
+//!   halved the round trips (36 to 18) but made the call slower (median
+//!   3.5 s against 2.3 s), as a worker waits for the whole batch to arrive
+//!   before any of its blocks is settled; parallel fetches hide the latency
+//!   instead (docs/benchmarks.md, "Remote roots");
 //! - the distance ahead is set by bytes (a share of the block cache), not
 //!   by a count of clusters: small clusters are fetched many ahead, where
 //!   each round trip costs most, large ones fewer.
@@ -25,7 +30,7 @@ use crate::job::Job;
 /// Fetches in flight at once.
 const FETCHERS: usize = 3;
 /// Clusters asked for in one vectored read, past the first of each worker.
-const BATCH: usize = 3;
+const BATCH: usize = 1;
 /// Clusters fetched ahead at least, and at most, whatever their size.
 const MIN_AHEAD: usize = 4;
 const MAX_AHEAD: usize = 32;
@@ -67,7 +72,7 @@ pub(super) fn read_ahead(
 ) {
     let order = need_order(runs, workers);
     let ahead = clusters_ahead(&order, crate::remote::cache::shared_limit());
-    let batches = batches(&order, workers, ahead);
+    let batches = batches(&order, workers, ahead.min(BATCH));
     let next = AtomicUsize::new(0);
     let stopped = || over.load(Ordering::Relaxed) || job.is_stopped();
     std::thread::scope(|fetchers| {
@@ -118,11 +123,12 @@ pub(super) fn read_ahead(
 
 /// The need order cut into the fetches that read it: the first cluster of
 /// each worker alone (so that every worker can start at once), then up to
-/// `BATCH` clusters of one member at a time (a batch never reaches further
-/// than `ahead` clusters, which it could then never be allowed to fetch).
-pub(super) fn batches(order: &[&Item], workers: usize, ahead: usize) -> Vec<Range<usize>> {
+/// `most` clusters of one member at a time (the caller keeps `most` within
+/// the distance ahead, which a batch could otherwise never be allowed to
+/// fetch).
+pub(super) fn batches(order: &[&Item], workers: usize, most: usize) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
-    let most = BATCH.min(ahead).max(1);
+    let most = most.max(1);
     for (i, item) in order.iter().enumerate() {
         match out.last_mut() {
             Some(last)
@@ -182,12 +188,13 @@ mod tests {
         let order: Vec<&Item> = items.iter().collect();
         // Two workers: clusters 0 and 1 alone; then three at a time, a new
         // fetch where the member changes.
-        assert_eq!(batches(&order, 2, 10), vec![0..1, 1..2, 2..5, 5..7, 7..9]);
-        // Never more than the distance ahead.
+        assert_eq!(batches(&order, 2, 3), vec![0..1, 1..2, 2..5, 5..7, 7..9]);
         assert_eq!(
             batches(&order, 2, 2),
             vec![0..1, 1..2, 2..4, 4..6, 6..7, 7..9]
         );
+        // One at a time (what the scan uses now).
+        assert_eq!(batches(&order, 2, 1).len(), 9);
     }
 
     #[test]
