@@ -22,7 +22,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 work=$(mktemp -d)
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+# (The delaying proxies start in a subshell, `$(delayed ...)`: their ids go to a file.)
+trap 'for p in "${pids[@]}" $(cat "$work/proxy-pids" 2>/dev/null); do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 # The served folder holds just the file (a hard link), readable by xrootd's user.
 mkdir -p "$work/serve"
 ln "$data/root/$file" "$work/serve/$file" 2>/dev/null || cp "$data/root/$file" "$work/serve/$file"
@@ -56,7 +57,7 @@ wait_port "$http_port"; wait_port "$xrd_port"
 delayed() { # upstream port, name: starts a delaying proxy, prints its port
   local port; port=$(free_port)
   "$venv/bin/python" scripts/bench/delay_proxy.py "$port" "$1" "$delay" "$work/turns-$2" >/dev/null &
-  pids+=($!)
+  echo $! >> "$work/proxy-pids"
   wait_port "$port"
   echo "$port"
 }

@@ -20,6 +20,9 @@ packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle)
 # nginx and xrootd-server: the HTTP and XRootD remote-root tests start their own servers
 # on loopback ports (tests/common/remote.rs); only the binaries are used.
 packages+=(nginx xrootd-server)
+# python3-xrootd: the XRootD Python bindings uproot needs to read root:// in
+# scripts/bench-remote.sh (the benchmark beside uproot); the tests do not use it.
+packages+=(python3-xrootd)
 # --- end remote roots ---
 # Slurm (issue #33): a single-node cluster for the cluster executor's tests
 # (scripts/slurm-local.sh starts and stops it).

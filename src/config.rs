@@ -65,6 +65,7 @@
 //! [remote]           # roots given by URL (path = "https://host/data/")
 //! relist_minutes = 10       # how often each remote root is listed again
 //! cache_mb = 256            # in-memory block cache shared by all remote files
+//! disk_cache_mb = 2048      # blocks kept on disk in the catalog folder (0 = none)
 //! timeout_secs = 60         # each request's time limit (and the retries' budget)
 //! retries = 4               # attempts after the first on transient failures (5xx, resets)
 //! parallel = 8              # ranged requests in flight for one vectored read
@@ -125,6 +126,9 @@ struct RemoteConfig {
     relist_minutes: Option<f64>,
     /// The in-memory block cache shared by every remote file (default 256).
     cache_mb: Option<u64>,
+    /// Blocks kept on disk in the catalog folder, for the daemon's next run
+    /// (default 2048; 0 keeps none).
+    disk_cache_mb: Option<u64>,
     /// Each request's time limit (default 60).
     timeout_secs: Option<f64>,
     /// Attempts after the first, for transient failures (default 4).
@@ -141,7 +145,10 @@ struct RemoteConfig {
 }
 
 impl RemoteConfig {
-    fn settings(self, base: Option<&Path>) -> anyhow::Result<(crate::remote::Settings, usize)> {
+    fn settings(
+        self,
+        base: Option<&Path>,
+    ) -> anyhow::Result<(crate::remote::Settings, usize, u64)> {
         let mut s = crate::remote::Settings::default();
         let secs = |v: f64, what: &str| -> anyhow::Result<Duration> {
             anyhow::ensure!(
@@ -175,7 +182,12 @@ impl RemoteConfig {
             .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| {
                 (mb as usize) << 20
             });
-        Ok((s, cache))
+        let disk = self
+            .disk_cache_mb
+            .map_or(crate::remote::cache::DEFAULT_DISK_CACHE_BYTES, |mb| {
+                mb.saturating_mul(1 << 20)
+            });
+        Ok((s, cache, disk))
     }
 }
 
@@ -405,6 +417,8 @@ pub struct Settings {
     pub worker_memory_mib: u64,
     /// The remote roots' block cache, in bytes (`[remote] cache_mb`).
     pub remote_cache_bytes: usize,
+    /// The remote roots' blocks on disk, in bytes (`[remote] disk_cache_mb`).
+    pub remote_disk_cache_bytes: u64,
 }
 
 impl Settings {
@@ -413,6 +427,10 @@ impl Settings {
     pub fn apply_to_process(&self) {
         crate::formats::worker::set_memory_limit_mib(self.worker_memory_mib);
         crate::remote::cache::set_limit(self.remote_cache_bytes);
+        crate::remote::cache::set_disk(
+            self.catalog_dir.join(crate::remote::cache::DISK_FOLDER),
+            self.remote_disk_cache_bytes,
+        );
     }
 }
 
@@ -639,7 +657,8 @@ impl Settings {
         let base = args.config.as_deref().and_then(Path::parent);
 
         let toolsets = enabled_toolsets(&file);
-        let (remote, remote_cache_bytes) = std::mem::take(&mut file.remote).settings(base)?;
+        let (remote, remote_cache_bytes, remote_disk_cache_bytes) =
+            std::mem::take(&mut file.remote).settings(base)?;
         let mut specs = Vec::new();
         for r in file.roots {
             let path = relative_to(base, r.path);
@@ -775,6 +794,7 @@ impl Settings {
                 .unwrap_or(crate::formats::worker::DEFAULT_MEMORY_MIB)
                 .max(crate::formats::worker::MIN_MEMORY_MIB),
             remote_cache_bytes,
+            remote_disk_cache_bytes,
         })
     }
 

@@ -173,3 +173,80 @@ async fn a_server_stopped_and_started_again_is_reported_then_read() {
     assert_eq!(v["data"]["bin_counts"], want);
     client.cancel().await.unwrap();
 }
+
+/// Bytes the remote root has fetched so far (index_status).
+async fn fetched(client: &Client) -> u64 {
+    remote(&ok(client, "index_status", json!({})).await)["bytes_fetched"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Waits until the disk cache's folder stops growing (its writer is behind
+/// the reads by a queue), so that stopping the daemon loses no block.
+fn settled_disk_cache(catalog: &Path) {
+    let size = || -> u64 {
+        std::fs::read_dir(catalog.join("remote-blocks"))
+            .map(|d| d.map(|e| e.unwrap().metadata().unwrap().len()).sum())
+            .unwrap_or(0)
+    };
+    let mut last = u64::MAX;
+    while size() != last {
+        last = size();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+/// One daemon run (indexing, then the histogram): the histogram's counts
+/// and the bytes the run fetched.
+async fn histogram_run(s: &Sandbox, args: &Value) -> (Value, u64) {
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let v = ok(&client, "compute_histogram", args.clone()).await;
+    let bytes = fetched(&client).await;
+    settled_disk_cache(&s.catalog);
+    client.cancel().await.unwrap();
+    (v["data"]["bin_counts"].clone(), bytes)
+}
+
+/// The disk cache (`[remote] disk_cache_mb`, on by default): the daemon
+/// started again on the same catalog (a root of one ROOT file) reads the
+/// blocks of its histogram from disk, fetching at most a tenth of the first
+/// run's bytes again; once the file changes on the server (its modification
+/// time), it is indexed and read anew. The counts are uproot's each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_started_again_reads_from_its_disk_cache_until_the_file_changes() {
+    let mut s = Sandbox::new();
+    let name = "uproot-HZZ-lz4.root";
+    s.write(
+        &format!("root/{name}"),
+        &std::fs::read(common::repo_testdata().join("root").join(name)).unwrap(),
+    );
+    let _server = s.serve_over(Over::Xrootd).unwrap();
+    let (args, want) = uproot_histogram("uproot-HZZ-lz4.root");
+
+    let (counts, first) = histogram_run(&s, &args).await;
+    assert_eq!(counts, want);
+    assert!(first > 0);
+    let (counts, again) = histogram_run(&s, &args).await;
+    assert_eq!(counts, want);
+    eprintln!("the first run fetched {first} bytes, the run after a restart {again}");
+    assert!(
+        again * 10 <= first,
+        "{again} of {first} bytes fetched again"
+    );
+
+    let file = s.root.join("root/uproot-HZZ-lz4.root");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    let (counts, changed) = histogram_run(&s, &args).await;
+    assert_eq!(counts, want);
+    assert!(
+        changed * 10 >= first * 9,
+        "{changed} bytes fetched for the changed file, first {first}"
+    );
+}

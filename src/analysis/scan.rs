@@ -18,6 +18,8 @@ use crate::formats::root::by_number;
 use crate::formats::root::{Column, RootFile, StoredBasket, Values};
 use crate::job::Job;
 
+mod read_ahead;
+
 /// Entries per window at most: the evaluator's arrays for a window then stay
 /// in the core's cache and are reused by the allocator, where a whole
 /// basket's worth (hundreds of thousands of entries) would be fresh pages
@@ -767,7 +769,9 @@ pub fn scan_parallel<'a, A: Send>(
     let over = AtomicBool::new(false);
     std::thread::scope(|background| {
         if members.iter().any(|m| m.file.fetched().is_some()) {
-            background.spawn(|| read_ahead(members, columns, &runs, (&begun, &over), job));
+            background.spawn(|| {
+                read_ahead::read_ahead(members, columns, (&runs, threads), (&begun, &over), job)
+            });
         }
         rayon::scope(|scope| {
             for _ in 0..threads.min(runs.len()) {
@@ -791,51 +795,6 @@ pub fn scan_parallel<'a, A: Send>(
     match merger.into_inner().expect("merger").failed {
         Some((_, e)) => Err(e),
         None => Ok(entries_read),
-    }
-}
-
-/// Clusters a remote scan fetches ahead of those being decoded.
-const READ_AHEAD: usize = 4;
-
-/// A remote file's clusters, fetched in scan order in the background at most
-/// `READ_AHEAD` beyond the clusters whose decoding has `begun`, so that round
-/// trips and transfer overlap the decoding (a cluster reached while still on
-/// its way is waited for, its blocks being claimed, not fetched again). Local
-/// members are passed over; ends when the scan is `over` or the job stops.
-fn read_ahead(
-    members: &[Member<'_>],
-    columns: &[usize],
-    runs: &[Vec<Item>],
-    (begun, over): (&std::sync::atomic::AtomicUsize, &AtomicBool),
-    job: &Job,
-) {
-    let stopped = || over.load(Ordering::Relaxed) || job.is_stopped();
-    let mut streams: Option<(usize, Vec<Stream<'_>>)> = None;
-    for (i, item) in runs.iter().flatten().enumerate() {
-        let member = &members[item.member];
-        if member.file.fetched().is_none() {
-            continue;
-        }
-        while i >= begun.load(Ordering::Relaxed) + READ_AHEAD {
-            if stopped() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        if stopped() {
-            return;
-        }
-        if streams.as_ref().is_none_or(|(m, _)| *m != item.member) {
-            let Ok(opened) = open_streams(member.file, member.tree, columns, true) else {
-                return;
-            };
-            streams = Some((item.member, opened));
-        }
-        let (_, opened) = streams.as_ref().expect("streams of the member");
-        if let Some((file, ranges)) = remote_ranges(opened, &item.entries) {
-            // A failure is met again, and reported, by the scan's own read.
-            let _ = file.prefetch(&ranges, &stopped);
-        }
     }
 }
 

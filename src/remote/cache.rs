@@ -6,10 +6,17 @@
 //! A block being fetched is claimed (`claim`): a second reader that misses it
 //! meanwhile waits for that fetch (`Claim::wait`) instead of fetching it again,
 //! so two threads decoding neighbouring baskets never pay for one block twice.
+//!
+//! Behind the memory, optionally, a folder of blocks in the catalog folder
+//! (`disk_cache`): a block missing from memory is looked for there before it
+//! is fetched, and a fetched block is written there too.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+use super::disk_cache::DiskTier;
 
 /// Bytes per block: small enough that reading a ROOT file's header, keys and
 /// streamers fetches little beyond them, large enough that neighbouring small
@@ -19,10 +26,17 @@ pub const BLOCK: u64 = 64 << 10;
 /// The cache's limit when the config sets none.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
+/// The disk tier's limit when the config sets none.
+pub const DEFAULT_DISK_CACHE_BYTES: u64 = 2 << 30;
+
+/// The disk tier's folder, in the catalog folder.
+pub const DISK_FOLDER: &str = "remote-blocks";
+
 type BlockKey = (u64, u64);
 
 pub struct BlockCache {
     limit: usize,
+    disk: Option<DiskTier>,
     inner: Mutex<Inner>,
     /// Blocks some thread is fetching now, with where their bytes will be.
     pending: Mutex<HashMap<BlockKey, Arc<Pending>>>,
@@ -73,7 +87,7 @@ pub struct Claimed<'c> {
 impl Claimed<'_> {
     /// Caches the block's bytes and hands them to whoever waits for them.
     pub fn settle(&mut self, block: u64, data: Arc<[u8]>) {
-        self.cache.put(self.file, block, data.clone());
+        self.cache.put_fetched(self.file, block, data.clone());
         self.blocks.retain(|&b| b != block);
         self.cache.release(self.file, block, Ok(data));
     }
@@ -108,11 +122,18 @@ struct Inner {
 
 static SHARED: OnceLock<BlockCache> = OnceLock::new();
 static LIMIT: OnceLock<usize> = OnceLock::new();
+static DISK: OnceLock<(PathBuf, u64)> = OnceLock::new();
 
 /// Sets the process's cache limit; only the first call counts, and only
 /// before the cache is first used.
 pub fn set_limit(bytes: usize) {
     let _ = LIMIT.set(bytes);
+}
+
+/// Puts the process's on-disk tier in `dir` with a limit of `bytes` (0: no
+/// tier); only the first call counts, and only before the cache is first used.
+pub fn set_disk(dir: PathBuf, bytes: u64) {
+    let _ = DISK.set((dir, bytes));
 }
 
 /// The process's cache limit.
@@ -122,13 +143,26 @@ pub fn shared_limit() -> usize {
 
 /// The process's block cache.
 pub fn shared() -> &'static BlockCache {
-    SHARED.get_or_init(|| BlockCache::new(*LIMIT.get().unwrap_or(&DEFAULT_CACHE_BYTES)))
+    SHARED.get_or_init(|| {
+        let limit = *LIMIT.get().unwrap_or(&DEFAULT_CACHE_BYTES);
+        let disk = DISK
+            .get()
+            .filter(|(_, bytes)| *bytes > 0)
+            .and_then(|(dir, bytes)| DiskTier::open(dir, *bytes));
+        BlockCache::with_disk(limit, disk)
+    })
 }
 
 impl BlockCache {
     pub fn new(limit: usize) -> BlockCache {
+        BlockCache::with_disk(limit, None)
+    }
+
+    /// A cache of `limit` bytes in memory, over `disk` when given.
+    pub fn with_disk(limit: usize, disk: Option<DiskTier>) -> BlockCache {
         BlockCache {
             limit,
+            disk,
             inner: Mutex::new(Inner::default()),
             pending: Mutex::new(HashMap::new()),
         }
@@ -185,6 +219,37 @@ impl BlockCache {
         inner.by_use.remove(&old);
         inner.by_use.insert(now, (file, block));
         Some(data)
+    }
+
+    /// The memory's limit in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The block from the disk tier (then kept in memory too), if it holds
+    /// it with the length `len` the file's block has.
+    pub fn get_from_disk(&self, file: u64, block: u64, len: usize) -> Option<Arc<[u8]>> {
+        let data = self.disk.as_ref()?.cache.get(file, block)?;
+        if data.len() != len {
+            return None;
+        }
+        self.put(file, block, data.clone());
+        Some(data)
+    }
+
+    /// Keeps a block just fetched from storage, in memory and on disk.
+    pub fn put_fetched(&self, file: u64, block: u64, data: Arc<[u8]>) {
+        if let Some(disk) = &self.disk {
+            disk.put(file, block, data.clone());
+        }
+        self.put(file, block, data);
+    }
+
+    /// Waits for the blocks queued for the disk tier to be written.
+    pub fn flush_disk(&self) {
+        if let Some(disk) = &self.disk {
+            disk.flush();
+        }
     }
 
     pub fn put(&self, file: u64, block: u64, data: Arc<[u8]>) {

@@ -11,6 +11,7 @@
 //! - `RemoteRoot::list` walks the root's folders for the index.
 
 pub mod cache;
+mod disk_cache;
 mod http;
 mod retry;
 mod s3;
@@ -164,6 +165,10 @@ pub struct RemoteRoot {
     status: Mutex<Status>,
     bytes: AtomicU64,
     requests: AtomicU64,
+    /// The block cache its files read through: the process's (`None`, looked
+    /// up at the first read, after the config has set its limits), or a
+    /// test's own.
+    cache: Option<&'static cache::BlockCache>,
 }
 
 impl std::fmt::Debug for RemoteRoot {
@@ -197,7 +202,12 @@ impl RemoteRoot {
             status: Mutex::new(Status::default()),
             bytes: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            cache: None,
         })
+    }
+
+    fn cache(&self) -> &'static cache::BlockCache {
+        self.cache.unwrap_or_else(cache::shared)
     }
 
     pub fn settings(&self) -> &Settings {
@@ -384,7 +394,7 @@ impl RemoteFile {
     /// neighbouring blocks in one vectored read, then cached; returned too,
     /// so a read never depends on the cache keeping them.
     fn fill(&self, ranges: &[Range<u64>], stop: &Stop<'_>) -> io::Result<HashMap<u64, Arc<[u8]>>> {
-        let cache = cache::shared();
+        let cache = self.root.cache();
         let mut held = HashMap::new();
         let mut missing = Vec::new();
         for r in ranges.iter().filter(|r| r.start < r.end) {
@@ -400,6 +410,19 @@ impl RemoteFile {
                 }
             }
         }
+        // The disk tier's blocks (a daemon started again) before the network.
+        // (A block of another length than the file's there would be another
+        // version's, under a colliding key: fetched instead.)
+        let block_len = |block: u64| (self.meta.size - block * BLOCK).min(BLOCK) as usize;
+        missing.retain(
+            |&block| match cache.get_from_disk(self.key, block, block_len(block)) {
+                Some(data) => {
+                    held.insert(block, data);
+                    false
+                }
+                None => true,
+            },
+        );
         if missing.is_empty() {
             return Ok(held);
         }
@@ -428,7 +451,7 @@ impl RemoteFile {
                         claimed.settle(block, data.clone());
                     } else {
                         // A gap bridged between two runs: not claimed, kept all the same.
-                        cache.put(self.key, block, data.clone());
+                        cache.put_fetched(self.key, block, data.clone());
                     }
                     held.insert(block, data);
                 }
@@ -526,7 +549,7 @@ impl ByteSource for RemoteFile {
         // More than half the cache would push out what it fetched first: the
         // reads then fetch for themselves.
         let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
-        if total > cache::shared_limit() as u64 / 2 {
+        if total > self.root.cache().limit() as u64 / 2 {
             return Ok(());
         }
         let within: Vec<Range<u64>> = ranges
@@ -545,148 +568,4 @@ impl ByteSource for RemoteFile {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_blocks_become_few_ranges() {
-        let size = 10 * BLOCK + 100;
-        assert_eq!(block_runs(&[0, 1, 2], size), vec![0..3 * BLOCK]);
-        // A one-block gap is bridged, a longer one is not.
-        assert_eq!(block_runs(&[0, 2], size), vec![0..3 * BLOCK]);
-        assert_eq!(
-            block_runs(&[0, 3], size),
-            vec![0..BLOCK, 3 * BLOCK..4 * BLOCK]
-        );
-        // The last block ends with the file.
-        assert_eq!(block_runs(&[10], size), vec![10 * BLOCK..size]);
-        assert!(block_runs(&[], size).is_empty());
-    }
-
-    /// Storage that serves `size` bytes (each byte its offset mod 251), one
-    /// range at a time, each `pause` long, counting the ranges asked for.
-    struct Slow {
-        size: u64,
-        ranges: AtomicU64,
-        pause: Duration,
-    }
-
-    impl Protocol for Slow {
-        fn stat(&self, _rel: &str) -> io::Result<Meta> {
-            Ok(Meta {
-                size: self.size,
-                mtime_ns: 1,
-                etag: None,
-            })
-        }
-        fn read_ranges(
-            &self,
-            _rel: &str,
-            _version: &Meta,
-            ranges: &[Range<u64>],
-            stop: &Stop<'_>,
-        ) -> io::Result<Vec<Vec<u8>>> {
-            let mut out = Vec::new();
-            for r in ranges {
-                if stop() {
-                    return Err(cancelled());
-                }
-                self.ranges.fetch_add(1, Ordering::SeqCst);
-                std::thread::sleep(self.pause);
-                out.push(r.clone().map(|at| (at % 251) as u8).collect());
-            }
-            Ok(out)
-        }
-        fn list_dir(&self, _rel: &str) -> io::Result<Vec<Entry>> {
-            Ok(Vec::new())
-        }
-    }
-
-    fn slow_root(size: u64, pause: Duration) -> Arc<RemoteRoot> {
-        Arc::new(RemoteRoot {
-            url: RootUrl::parse("http://127.0.0.1:9/slow/").unwrap(),
-            protocol: Box::new(Slow {
-                size,
-                ranges: AtomicU64::new(0),
-                pause,
-            }),
-            settings: Settings::default(),
-            status: Mutex::new(Status::default()),
-            bytes: AtomicU64::new(0),
-            requests: AtomicU64::new(0),
-        })
-    }
-
-    #[test]
-    fn threads_missing_the_same_block_fetch_it_once() {
-        let root = slow_root(3 * BLOCK, Duration::from_millis(300));
-        // A file name of its own: the block cache is the process's.
-        let file = Arc::new(root.open("dedup.bin", None).unwrap());
-        let readers: Vec<_> = (0..4)
-            .map(|i| {
-                let file = file.clone();
-                std::thread::spawn(move || {
-                    let mut buf = vec![0u8; 1000];
-                    file.read_into(BLOCK + 10 * i, &mut buf).unwrap();
-                    buf[0]
-                })
-            })
-            .collect();
-        for (i, r) in readers.into_iter().enumerate() {
-            assert_eq!(r.join().unwrap(), ((BLOCK + 10 * i as u64) % 251) as u8);
-        }
-        assert_eq!(file.fetched().unwrap().requests, 1);
-        assert_eq!(file.fetched().unwrap().bytes, BLOCK);
-    }
-
-    #[test]
-    fn a_cancelled_call_stops_fetching_promptly() {
-        let root = slow_root(1000 * BLOCK, Duration::from_millis(50));
-        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stopped.clone();
-        let file = root.open("cancel.bin", None).unwrap();
-        // 100 separate blocks: 5 s of fetching, one range after another.
-        let ranges: Vec<Range<u64>> = (0..100)
-            .map(|i| 4 * i * BLOCK..4 * i * BLOCK + 10)
-            .collect();
-        let started = std::time::Instant::now();
-        let stopper = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            stopped.store(true, Ordering::SeqCst);
-        });
-        let err = file
-            .prefetch_until(&ranges, &move || flag.load(Ordering::SeqCst))
-            .unwrap_err();
-        stopper.join().unwrap();
-        assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
-        assert!(
-            started.elapsed() < Duration::from_millis(600),
-            "{:?}",
-            started.elapsed()
-        );
-        assert_eq!(
-            file.fetched().unwrap().requests,
-            0,
-            "a failed fetch counts nothing"
-        );
-        // The blocks it was fetching are free for the next reader to claim.
-        let mut buf = [0u8; 10];
-        let again = root.open("cancel.bin", None).unwrap();
-        again.read_into(0, &mut buf).unwrap();
-        assert_eq!(buf[..3], [0, 1, 2]);
-    }
-
-    #[test]
-    fn versions_differ_by_size_time_or_etag() {
-        let m = |size, mtime_ns, etag: Option<&str>| Meta {
-            size,
-            mtime_ns,
-            etag: etag.map(str::to_string),
-        };
-        assert!(m(10, 5, None).same_version(&m(10, 5, Some("a"))));
-        assert!(!m(10, 5, None).same_version(&m(11, 5, None)));
-        assert!(!m(10, 5, None).same_version(&m(10, 6, None)));
-        assert!(!m(10, 5, Some("a")).same_version(&m(10, 5, Some("b"))));
-        assert_ne!(m(10, 5, None).fingerprint(), m(10, 6, None).fingerprint());
-    }
-}
+mod tests;

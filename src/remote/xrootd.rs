@@ -4,8 +4,16 @@
 //! request at a time per connection; connections are pooled per root and
 //! dropped after any error. A pooled connection keeps its last file open, so
 //! that the reads of one file after the first cost one round trip each (a
-//! readv), not three (open, read, close). Security (kXR_auth), TLS and redirects are not
-//! spoken: a server that asks for them is reported, not followed.
+//! readv), not three (open, read, close). Security (kXR_auth) and TLS are not
+//! spoken: a server that asks for them is reported.
+//!
+//! Redirects (kXR_redirect: a manager sending a request on to the data server
+//! holding the file) are followed, at most `MAX_REDIRECTS` in a row, to the
+//! host the server names: the server chooses it, never a tool call. A
+//! connection a redirect led to serves only the reads of the file it opened
+//! (kept for them, as the root's own connections are); every other request
+//! starts again at the root's own server. kXR_wait is waited out, up to
+//! `MAX_WAITS` times for one request and `MAX_WAIT` each.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -48,6 +56,13 @@ const READV_ELEMENTS: usize = 256;
 const STOP_CHECK_BYTES: usize = 256 << 10;
 /// Largest response accepted (a listing, a readv).
 const MAX_RESPONSE: usize = 256 << 20;
+/// Redirects followed in a row for one request.
+const MAX_REDIRECTS: usize = 4;
+/// kXR_wait answers waited out for one request, and the longest wait each.
+const MAX_WAITS: usize = 5;
+const MAX_WAIT: Duration = Duration::from_secs(5);
+/// Connections a redirect led to, kept for reads of the file they opened.
+const KEPT_REDIRECTED: usize = 8;
 
 pub struct Xrootd {
     url: RootUrl,
@@ -56,13 +71,67 @@ pub struct Xrootd {
     timeout: Duration,
     connect_timeout: Duration,
     retry: Policy,
+    /// Logged-in connections to the root's own server.
     pool: Mutex<Vec<Conn>>,
+    /// Connections a redirect led to, each holding its file open.
+    redirected: Mutex<Vec<Conn>>,
 }
 
 /// A logged-in connection and the file it holds open.
 struct Conn {
     stream: TcpStream,
     open: Option<OpenFile>,
+    /// Reached by a redirect (not the root's own server).
+    redirected: bool,
+}
+
+/// A kXR_redirect answer: where the server sends the request.
+#[derive(Debug)]
+struct Redirect {
+    host: String,
+    port: u16,
+}
+
+impl std::fmt::Display for Redirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the XRootD server redirects to {}:{}",
+            self.host, self.port
+        )
+    }
+}
+
+impl std::error::Error for Redirect {}
+
+impl Redirect {
+    /// kXR_redirect's body: the port (4 bytes), then the host, possibly
+    /// followed by `?` and opaque data (not passed on: quarry's requests
+    /// carry none); a negative port means the host is a URL.
+    fn parse(body: &[u8]) -> Option<Redirect> {
+        let port = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
+        let text = String::from_utf8_lossy(&body[4..]);
+        let text = text.trim_end_matches('\0');
+        let host = text.split('?').next()?;
+        if port >= 0 {
+            let port = u16::try_from(port).ok()?;
+            return (!host.is_empty()).then(|| Redirect {
+                host: host.to_string(),
+                port,
+            });
+        }
+        // root://host:port/... (the URL form of newer servers).
+        let authority = host.strip_prefix("root://")?.split('/').next()?;
+        let (host, port) = authority.rsplit_once(':')?;
+        Some(Redirect {
+            host: host.to_string(),
+            port: port.parse().ok()?,
+        })
+    }
+
+    fn of(e: &io::Error) -> Option<&Redirect> {
+        e.get_ref()?.downcast_ref::<Redirect>()
+    }
 }
 
 /// A file handle of a connection, with the version the server stated when
@@ -72,6 +141,12 @@ struct OpenFile {
     size: u64,
     mtime_ns: i64,
     handle: [u8; 4],
+}
+
+impl OpenFile {
+    fn is_version(&self, version: &Meta) -> bool {
+        self.size == version.size && self.mtime_ns == version.mtime_ns
+    }
 }
 
 impl Xrootd {
@@ -88,6 +163,7 @@ impl Xrootd {
             connect_timeout: settings.connect_timeout,
             retry: settings.retry.clone(),
             pool: Mutex::new(Vec::new()),
+            redirected: Mutex::new(Vec::new()),
         }
     }
 
@@ -111,13 +187,33 @@ impl Xrootd {
         Ok(path)
     }
 
-    fn connect(&self) -> io::Result<Conn> {
+    /// A connection for a request: for a read of `file`, one a redirect led
+    /// to that holds it open; else one to the root's own server.
+    fn connect(&self, file: Option<(&str, &Meta)>) -> io::Result<Conn> {
+        if let Some((path, version)) = file {
+            let mut kept = self.redirected.lock().expect("xrootd redirected");
+            let holding = kept.iter().position(|c| {
+                c.open
+                    .as_ref()
+                    .is_some_and(|o| o.path == path && o.is_version(version))
+            });
+            if let Some(at) = holding {
+                return Ok(kept.swap_remove(at));
+            }
+        }
         if let Some(conn) = self.pool.lock().expect("xrootd pool").pop() {
             return Ok(conn);
         }
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&self.url.authority_with_port(1094))?
+        let mut conn = self.log_in(&self.url.authority_with_port(1094))?;
+        conn.redirected = false;
+        Ok(conn)
+    }
+
+    /// A new connection to `authority` (`host:port`), handshaken and logged in.
+    fn log_in(&self, authority: &str) -> io::Result<Conn> {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(authority)?
             .next()
-            .ok_or_else(|| io::Error::other(format!("{} has no address", self.url.authority)))?;
+            .ok_or_else(|| io::Error::other(format!("{authority} has no address")))?;
         let mut conn = TcpStream::connect_timeout(&addr, self.connect_timeout)?;
         conn.set_read_timeout(Some(self.timeout))?;
         conn.set_write_timeout(Some(self.timeout))?;
@@ -151,18 +247,68 @@ impl Xrootd {
         Ok(Conn {
             stream: conn,
             open: None,
+            redirected: true,
         })
+    }
+
+    /// Runs `work` on `conn`, and again on the server a redirect names
+    /// (`conn` then becomes that connection), up to `MAX_REDIRECTS` times.
+    fn follow<T>(
+        &self,
+        conn: &mut Conn,
+        work: &impl Fn(&mut Conn) -> io::Result<T>,
+    ) -> io::Result<T> {
+        for _ in 0..MAX_REDIRECTS {
+            match work(conn) {
+                Err(e) if Redirect::of(&e).is_some() => {
+                    let to = Redirect::of(&e).expect("a redirect");
+                    let authority = if to.host.contains(':') {
+                        format!("[{}]:{}", to.host, to.port)
+                    } else {
+                        format!("{}:{}", to.host, to.port)
+                    };
+                    let was = std::mem::replace(conn, self.log_in(&authority)?);
+                    // The server that redirected answered whole: still usable.
+                    if !was.redirected {
+                        self.pool.lock().expect("xrootd pool").push(was);
+                    }
+                }
+                other => return other,
+            }
+        }
+        work(conn).map_err(|e| match Redirect::of(&e) {
+            Some(_) => io::Error::other(format!(
+                "the XRootD server redirected more than {MAX_REDIRECTS} times in a row"
+            )),
+            None => e,
+        })
+    }
+
+    /// Keeps a connection that served a request: the root's own for any
+    /// request, one a redirect led to only while it holds a file open.
+    fn give_back(&self, conn: Conn) {
+        if !conn.redirected {
+            self.pool.lock().expect("xrootd pool").push(conn);
+        } else if conn.open.is_some() {
+            let mut kept = self.redirected.lock().expect("xrootd redirected");
+            if kept.len() >= KEPT_REDIRECTED {
+                kept.remove(0);
+            }
+            kept.push(conn);
+        }
     }
 
     /// Runs `work` on a pooled connection, which goes back to the pool only
     /// when the work succeeded (a failed one may hold half a response).
     fn with_conn<T>(&self, work: impl Fn(&mut Conn) -> io::Result<T>) -> io::Result<T> {
-        self.with_conn_until(&|| false, work)
+        self.with_conn_until(None, &|| false, work)
     }
 
     /// `with_conn` for work that `stop` may cut short.
+    /// (`file`: the read's file and version, whose open handle may be reused.)
     fn with_conn_until<T>(
         &self,
+        file: Option<(&str, &Meta)>,
         stop: &Stop<'_>,
         work: impl Fn(&mut Conn) -> io::Result<T>,
     ) -> io::Result<T> {
@@ -170,9 +316,9 @@ impl Xrootd {
             if stop() {
                 return Err(Failure::permanent(cancelled()));
             }
-            let mut conn = self.connect().map_err(classify)?;
-            let got = work(&mut conn).map_err(classify)?;
-            self.pool.lock().expect("xrootd pool").push(conn);
+            let mut conn = self.connect(file).map_err(classify)?;
+            let got = self.follow(&mut conn, &work).map_err(classify)?;
+            self.give_back(conn);
             Ok(got)
         })
     }
@@ -211,7 +357,7 @@ impl Protocol for Xrootd {
         stop: &Stop<'_>,
     ) -> io::Result<Vec<Vec<u8>>> {
         let path = self.path_of(rel)?;
-        self.with_conn_until(stop, |conn| {
+        self.with_conn_until(Some((&path, version)), stop, |conn| {
             let handle = open_version(conn, &path, version)
                 .map_err(|e| e.unwrap_or_else(|| changed(&self.url.file_url(rel))))?;
             let got = read_with(&mut conn.stream, handle, ranges, stop)?;
@@ -247,7 +393,7 @@ impl Protocol for Xrootd {
 /// checked against `version`; `Err(None)` when the file is another version.
 fn open_version(conn: &mut Conn, path: &str, version: &Meta) -> Result<[u8; 4], Option<io::Error>> {
     if let Some(open) = &conn.open {
-        if open.path == path && open.size == version.size && open.mtime_ns == version.mtime_ns {
+        if open.path == path && open.is_version(version) {
             return Ok(open.handle);
         }
         let mut close = [0u8; 16];
@@ -381,12 +527,13 @@ fn exchange_until(
     msg.extend_from_slice(&parms);
     msg.extend_from_slice(&(data.len() as i32).to_be_bytes());
     msg.extend_from_slice(data);
-    for _ in 0..5 {
+    for _ in 0..MAX_WAITS {
         conn.write_all(&msg)?;
         let (status, body) = read_response(conn, stop)?;
         if status == KXR_WAIT && body.len() >= 4 {
             let secs = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
-            std::thread::sleep(Duration::from_secs(secs.clamp(0, 5) as u64));
+            let wait = Duration::from_secs(secs.max(0) as u64).min(MAX_WAIT);
+            std::thread::sleep(wait);
             continue;
         }
         return Ok((status, body));
@@ -440,9 +587,10 @@ fn server_error(status: u16, body: &[u8]) -> io::Error {
             };
             io::Error::new(kind, format!("XRootD error {code}: {text}"))
         }
-        KXR_REDIRECT => {
-            io::Error::other("the XRootD server redirects; quarry does not follow redirects")
-        }
+        KXR_REDIRECT => match Redirect::parse(body) {
+            Some(to) => io::Error::other(to),
+            None => io::Error::other("an XRootD redirect without a host"),
+        },
         other => io::Error::other(format!("unexpected XRootD answer {other}")),
     }
 }
@@ -501,6 +649,10 @@ fn parse_dirlist(text: &str) -> io::Result<Vec<Entry>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "xrootd_fake.rs"]
+mod fake_server_tests;
 
 #[cfg(test)]
 mod tests {
