@@ -11,10 +11,8 @@ use tree_sitter::{Node, TreeCursor};
 use super::Language;
 
 pub(super) struct Names {
-    kinds: Vec<&'static str>,
-    /// Indexed by kind id: nodes of this kind hold nothing the walk records
-    /// (punctuation and keywords, literals), so it steps over them.
-    inert: Vec<bool>,
+    /// Indexed by kind id.
+    kinds: Vec<KindInfo>,
     /// Indexed by field id; id 0 is no field.
     fields: Vec<Option<&'static str>>,
     /// Field names and ids, sorted by name.
@@ -29,17 +27,16 @@ impl Names {
             Language::Cpp => &CPP,
             Language::Python => &PYTHON,
         };
-        cell.get_or_init(|| Names::build(&language.grammar()))
+        cell.get_or_init(|| Names::build(language, &language.grammar()))
     }
 
-    fn build(grammar: &tree_sitter::Language) -> Names {
-        let kinds: Vec<&'static str> = (0..grammar.node_kind_count())
-            .map(|id| grammar.node_kind_for_id(id as u16).unwrap_or(""))
-            .collect();
-        let inert = kinds
-            .iter()
-            .enumerate()
-            .map(|(id, kind)| !grammar.node_kind_is_named(id as u16) || LITERALS.contains(kind))
+    fn build(language: Language, grammar: &tree_sitter::Language) -> Names {
+        let kinds = (0..grammar.node_kind_count())
+            .map(|id| {
+                let name = grammar.node_kind_for_id(id as u16).unwrap_or("");
+                let named = grammar.node_kind_is_named(id as u16);
+                KindInfo::of(language, name, named)
+            })
             .collect();
         let fields: Vec<Option<&'static str>> = (0..=grammar.field_count())
             .map(|id| grammar.field_name_for_id(id as u16))
@@ -52,10 +49,17 @@ impl Names {
         field_ids.sort_unstable();
         Names {
             kinds,
-            inert,
             fields,
             field_ids,
         }
+    }
+
+    /// What the walk needs to know of `node`'s kind.
+    pub(super) fn info(&self, node: Node) -> &KindInfo {
+        // The error symbol (`u16::MAX`) is outside the table.
+        self.kinds
+            .get(usize::from(node.kind_id()))
+            .unwrap_or(&ERROR_KIND)
     }
 
     /// What `node.child_by_field_name(field)` gives, without tree-sitter's
@@ -72,25 +76,96 @@ impl Names {
     /// anonymous token or a literal. Only for trees without errors, where
     /// such nodes are leaves (a `MISSING` token is anonymous, and is noted).
     pub(super) fn is_inert(&self, node: Node) -> bool {
-        self.inert
-            .get(usize::from(node.kind_id()))
-            .copied()
-            .unwrap_or(false)
-    }
-
-    /// What `node.kind()` says, without its string conversion.
-    pub(super) fn kind(&self, node: Node) -> &'static str {
-        match self.kinds.get(usize::from(node.kind_id())) {
-            Some(kind) => kind,
-            // The error symbol (`u16::MAX`) is outside the table.
-            None => node.kind(),
-        }
+        self.info(node).inert
     }
 
     /// What `cursor.field_name()` says, without its string conversion.
     pub(super) fn field(&self, cursor: &TreeCursor) -> Option<&'static str> {
         let id = cursor.field_id()?;
         self.fields.get(usize::from(id.get())).copied().flatten()
+    }
+}
+
+/// What the walk does on entering a node of a kind (`Walk::visit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    Nothing,
+    Namespace,
+    CppClass,
+    PythonClass,
+    CppFunction,
+    PythonFunction,
+    CppInclude,
+    PythonImport,
+    Comment,
+}
+
+/// A node kind, with what the walk asks of it decided once per grammar
+/// rather than by comparing its name at every node.
+#[derive(Debug)]
+pub(super) struct KindInfo {
+    pub(super) name: &'static str,
+    pub(super) action: Action,
+    /// Stepped over without a frame (see `Names::is_inert`).
+    inert: bool,
+    /// A name that can refer to a symbol (`identifier`, `type_identifier`…).
+    pub(super) identifier: bool,
+    /// A Python import statement: its names are recorded by the statement.
+    pub(super) import: bool,
+    /// A Python type annotation.
+    pub(super) annotation: bool,
+    /// A C++ `qualified_identifier`.
+    pub(super) qualified: bool,
+    /// A C++ node a name climbs through to the node that uses it.
+    pub(super) name_wrapper: bool,
+}
+
+const ERROR_KIND: KindInfo = KindInfo {
+    name: "ERROR",
+    action: Action::Nothing,
+    inert: false,
+    identifier: false,
+    import: false,
+    annotation: false,
+    qualified: false,
+    name_wrapper: false,
+};
+
+impl KindInfo {
+    fn of(language: Language, name: &'static str, named: bool) -> KindInfo {
+        let (cpp, python) = (language == Language::Cpp, language == Language::Python);
+        let import = python
+            && matches!(
+                name,
+                "import_statement" | "import_from_statement" | "future_import_statement"
+            );
+        let action = match (language, name) {
+            (Language::Cpp, "namespace_definition") => Action::Namespace,
+            (Language::Cpp, "class_specifier" | "struct_specifier") => Action::CppClass,
+            (Language::Python, "class_definition") => Action::PythonClass,
+            (Language::Cpp, "function_definition") => Action::CppFunction,
+            (Language::Python, "function_definition") => Action::PythonFunction,
+            (Language::Cpp, "preproc_include") => Action::CppInclude,
+            _ if import => Action::PythonImport,
+            (_, "comment") => Action::Comment,
+            _ => Action::Nothing,
+        };
+        KindInfo {
+            name,
+            action,
+            inert: !named || LITERALS.contains(&name),
+            identifier: match language {
+                Language::Cpp => matches!(
+                    name,
+                    "identifier" | "field_identifier" | "type_identifier" | "namespace_identifier"
+                ),
+                Language::Python => name == "identifier",
+            },
+            import,
+            annotation: name == "type",
+            qualified: cpp && name == "qualified_identifier",
+            name_wrapper: cpp && super::refs::CPP_NAME_WRAPPERS.contains(&name),
+        }
     }
 }
 
@@ -147,7 +222,7 @@ mod tests {
             let mut cursor = tree.walk();
             let mut seen = 0;
             'tree: loop {
-                assert_eq!(names.kind(cursor.node()), cursor.node().kind());
+                assert_eq!(names.info(cursor.node()).name, cursor.node().kind());
                 assert_eq!(names.field(&cursor), cursor.field_name());
                 for field in names.fields.iter().flatten().chain(&["no_such_field"]) {
                     let node = cursor.node();

@@ -11,7 +11,7 @@ use super::relations::{RawRef, Reference, Role};
 use super::symbols::{Frame, Walk};
 
 /// Nodes a name climbs through to reach the node that says how it is used.
-const CPP_NAME_WRAPPERS: [&str; 5] = [
+pub(super) const CPP_NAME_WRAPPERS: [&str; 5] = [
     "qualified_identifier",
     "template_type",
     "template_function",
@@ -31,28 +31,22 @@ impl<'a> Walk<'a> {
     /// Visits `node` (reached as `field` of its parent) and gives its frame.
     pub(super) fn enter(&mut self, node: Node<'a>, field: Option<&'static str>) -> Frame<'a> {
         let parent = self.frames.last();
-        let kind = self.names.kind(node);
+        let info = self.names.info(node);
         let mut frame = Frame {
             node,
-            kind,
+            kind: info.name,
             field,
             opened: false,
-            skip: parent.is_some_and(|p| p.skip),
-            in_type: parent.is_some_and(|p| p.in_type) || kind == "type",
+            skip: parent.is_some_and(|p| p.skip) || info.import,
+            in_type: parent.is_some_and(|p| p.in_type) || info.annotation,
             name_qual: None,
             scope_qual: None,
         };
-        if self.language == Language::Cpp {
-            self.qualifiers(&mut frame);
+        if info.qualified || info.name_wrapper {
+            self.qualifiers(&mut frame, info.qualified);
         }
-        frame.opened = self.visit(node, kind);
-        if matches!(
-            kind,
-            "import_statement" | "import_from_statement" | "future_import_statement"
-        ) {
-            frame.skip = true;
-        }
-        if !frame.skip && node.child_count() == 0 && is_identifier(self.language, kind) {
+        frame.opened = self.visit(node, info.action);
+        if info.identifier && !frame.skip && node.child_count() == 0 {
             match self.language {
                 Language::Cpp => self.cpp_reference(node, field),
                 Language::Python => self.python_reference(node, field),
@@ -61,14 +55,13 @@ impl<'a> Walk<'a> {
         frame
     }
 
-    /// The qualifiers a qualified name passes to its parts.
-    fn qualifiers(&self, frame: &mut Frame<'a>) {
-        let kind = frame.kind;
+    /// The qualifiers a qualified name (or a wrapper of one) passes to its parts.
+    fn qualifiers(&self, frame: &mut Frame<'a>, qualified: bool) {
         let inherited = || match self.frames.last() {
             Some(p) if frame.field == Some("name") => p.name_qual.clone(),
             _ => None,
         };
-        if kind == "qualified_identifier" {
+        if qualified {
             let prefix = inherited().unwrap_or_default();
             let scope = self
                 .names
@@ -77,7 +70,7 @@ impl<'a> Walk<'a> {
                 .unwrap_or_default();
             frame.name_qual = Some(join(&prefix, &scope, "::"));
             frame.scope_qual = Some(prefix);
-        } else if CPP_NAME_WRAPPERS.contains(&kind) {
+        } else {
             frame.name_qual = inherited();
         }
     }
@@ -417,16 +410,6 @@ impl<'a> Walk<'a> {
 enum VariableRole {
     Local,
     Member(Role),
-}
-
-fn is_identifier(language: Language, kind: &str) -> bool {
-    match language {
-        Language::Cpp => matches!(
-            kind,
-            "identifier" | "field_identifier" | "type_identifier" | "namespace_identifier"
-        ),
-        Language::Python => kind == "identifier",
-    }
 }
 
 pub(super) fn join(a: &str, b: &str, sep: &str) -> String {

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
-use super::names::Names;
+use super::names::{Action, Names};
 use super::relations::{ClassInfo, CodeRefs, Include, LineCounts, RawRef, ScopeEntry, ScopeKind};
 use super::{FastMap, FastSet, Language, ParsedSource};
 
@@ -226,13 +226,14 @@ pub(super) struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// Records what `node` declares; true when it opened a scope its children are in.
-    pub(super) fn visit(&mut self, node: Node, kind: &'static str) -> bool {
+    pub(super) fn visit(&mut self, node: Node, action: Action) -> bool {
         // A tree without errors has no error or missing node to ask about.
         if self.out.has_errors && (node.is_error() || node.is_missing()) {
             self.note_error(node);
         }
-        match (self.language, kind) {
-            (Language::Cpp, "namespace_definition") => {
+        match action {
+            Action::Nothing => false,
+            Action::Namespace => {
                 let name = self
                     .names
                     .child(node, "name")
@@ -240,28 +241,24 @@ impl<'a> Walk<'a> {
                 self.open_scope(&name, ScopeKind::Namespace);
                 true
             }
-            (Language::Cpp, "class_specifier" | "struct_specifier") => self.cpp_class(node),
-            (Language::Python, "class_definition") => self.python_class(node),
-            (Language::Cpp, "function_definition") => self.cpp_function(node),
-            (Language::Python, "function_definition") => self.python_function(node),
-            (Language::Cpp, "preproc_include") => {
+            Action::CppClass => self.cpp_class(node),
+            Action::PythonClass => self.python_class(node),
+            Action::CppFunction => self.cpp_function(node),
+            Action::PythonFunction => self.python_function(node),
+            Action::CppInclude => {
                 self.out.include_count += 1;
                 self.cpp_include(node);
                 false
             }
-            (
-                Language::Python,
-                "import_statement" | "import_from_statement" | "future_import_statement",
-            ) => {
+            Action::PythonImport => {
                 self.out.include_count += 1;
                 self.python_import(node);
                 false
             }
-            (_, "comment") => {
+            Action::Comment => {
                 self.comments.push((node.start_byte(), node.end_byte()));
                 false
             }
-            _ => false,
         }
     }
 
