@@ -319,6 +319,16 @@ fn cancelling_the_call_leaves_nothing_in_the_queue() {
     d.stop();
 }
 
+/// f07 (the zlib copy): its header and tree left intact (it indexes), its
+/// first baskets overwritten, so reading them fails.
+fn damage_f07(s: &Sandbox) {
+    let damaged = s.root.join("hzz/f07.root");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let half = bytes.len() / 2;
+    bytes[400..half].fill(0x5a);
+    std::fs::write(&damaged, &bytes).unwrap();
+}
+
 #[test]
 fn a_damaged_file_is_named_and_the_others_merge() {
     if !cluster_up() {
@@ -326,13 +336,7 @@ fn a_damaged_file_is_named_and_the_others_merge() {
     }
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let s = sandbox(12);
-    // f07 (the zlib copy): its header and tree intact (it indexes), its
-    // first baskets overwritten, so reading them fails.
-    let damaged = s.root.join("hzz/f07.root");
-    let mut bytes = std::fs::read(&damaged).unwrap();
-    let half = bytes.len() / 2;
-    bytes[400..half].fill(0x5a);
-    std::fs::write(&damaged, &bytes).unwrap();
+    damage_f07(&s);
     let d = daemon(&s);
     let mut c = client(&s);
     let cut = "Muon_Px > 10";
@@ -907,11 +911,7 @@ fn an_export_with_a_damaged_file_names_it_and_writes_the_others() {
     }
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let s = sandbox(12);
-    let damaged = s.root.join("hzz/f07.root");
-    let mut bytes = std::fs::read(&damaged).unwrap();
-    let half = bytes.len() / 2;
-    bytes[400..half].fill(0x5a);
-    std::fs::write(&damaged, &bytes).unwrap();
+    damage_f07(&s);
     let d = daemon(&s);
     let mut c = client(&s);
     let export = |dataset: Value, out: &str| {
