@@ -120,7 +120,7 @@ impl DiskCache {
             evicting: Mutex::new(()),
             temp_names: AtomicU64::new(0),
         };
-        let held = cache.scan()?;
+        let held = cache.bytes_on_disk()?;
         cache.bytes.store(held, Ordering::Relaxed);
         Ok(cache)
     }
@@ -132,18 +132,17 @@ impl DiskCache {
     /// The block, when an entry for it exists and checks out.
     pub fn get(&self, key: u64, block: u64) -> Option<Arc<[u8]>> {
         let path = self.path(key, block);
-        let file = File::open(&path).ok()?;
+        // Opened for writing too: a hit marks its last use on the same handle.
+        let file = File::options().read(true).write(true).open(&path).ok()?;
         let mut bytes = Vec::with_capacity(HEADER + BLOCK as usize);
-        file.take(HEADER as u64 + BLOCK + 1)
+        (&file)
+            .take(HEADER as u64 + BLOCK + 1)
             .read_to_end(&mut bytes)
             .ok()?;
         match check(&bytes, key, block) {
             Some(data) => {
                 // Its last use, for eviction; a failure only ages it sooner.
-                let _ = File::options()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|f| f.set_modified(SystemTime::now()));
+                let _ = file.set_modified(SystemTime::now());
                 Some(data.into())
             }
             None => {
@@ -209,12 +208,6 @@ impl DiskCache {
         Ok(())
     }
 
-    /// The bytes of the entries in the folder; temporary files left by a
-    /// killed process are removed on the way.
-    fn scan(&self) -> io::Result<u64> {
-        Ok(self.entries()?.iter().map(|e| e.1).sum())
-    }
-
     /// Every entry: its path, length and last use.
     fn entries(&self) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
         let mut out = Vec::new();
@@ -237,9 +230,10 @@ impl DiskCache {
         Ok(out)
     }
 
-    /// Bytes of entries in the folder now (a scan, for tests and status).
+    /// The bytes of the entries in the folder now (a scan); temporary files
+    /// left by a killed process are removed on the way.
     pub fn bytes_on_disk(&self) -> io::Result<u64> {
-        self.scan()
+        Ok(self.entries()?.iter().map(|e| e.1).sum())
     }
 }
 

@@ -47,16 +47,10 @@ fn path_of(dir: &Path, id: &str) -> Option<PathBuf> {
 /// Writes `task` through a temporary file and a rename: a daemon stopping
 /// mid-write leaves the old state, never half a result.
 pub(super) fn save(dir: &Path, task: &Stored<&JsonObject>) -> std::io::Result<()> {
-    use std::io::Write;
     let path = path_of(dir, &task.id).ok_or_else(|| std::io::Error::other("not a task id"))?;
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", task.id, std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    serde_json::to_writer(&mut f, task).map_err(std::io::Error::other)?;
-    f.flush()?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, &path)
+    let bytes = serde_json::to_vec(task).map_err(std::io::Error::other)?;
+    crate::executor::spec::write_atomically(&path, &bytes)
 }
 
 pub(super) fn remove(dir: &Path, id: &str) {
