@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use super::RootFile;
 use super::compression::decompress_head_over;
 use super::cursor::Cursor;
+use super::spare::{SparePool, fitting};
 use super::tree::Branch;
 use crate::formats::FormatError;
 
@@ -240,12 +241,8 @@ pub(super) struct Buffers {
     bytes: Mutex<Vec<Vec<u8>>>,
 }
 
-/// Buffers kept between readers: at most this many bytes, none larger than
-/// `SHARED_LARGEST` (an odd file's huge basket is given back to the system).
-const SHARED_BYTES: usize = 64 << 20;
-const SHARED_LARGEST: usize = 16 << 20;
-
-static SHARED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Buffers kept between readers.
+static SHARED: SparePool = SparePool::new();
 
 impl Buffers {
     /// A buffer for `want` bytes: the shortest kept that is at least that
@@ -259,7 +256,7 @@ impl Buffers {
             .lock()
             .ok()
             .and_then(|mut v| fitting(&mut v, want));
-        own.or_else(|| SHARED.lock().ok().and_then(|mut v| fitting(&mut v, want)))
+        own.or_else(|| SHARED.take_fitting(want))
             .unwrap_or_default()
     }
 
@@ -274,32 +271,10 @@ impl Buffers {
     }
 }
 
-/// Takes from `pool` the buffer `Buffers::bytes` hands out for `want` bytes.
-fn fitting(pool: &mut Vec<Vec<u8>>, want: usize) -> Option<Vec<u8>> {
-    let long_enough = pool
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.len() >= want)
-        .min_by_key(|(_, b)| b.len());
-    let longest = || pool.iter().enumerate().max_by_key(|(_, b)| b.len());
-    let (at, _) = long_enough.or_else(longest)?;
-    Some(pool.swap_remove(at))
-}
-
 impl Drop for Buffers {
     fn drop(&mut self) {
-        let Ok(own) = self.bytes.get_mut() else {
-            return;
-        };
-        let Ok(mut shared) = SHARED.lock() else {
-            return;
-        };
-        let mut kept: usize = shared.iter().map(Vec::capacity).sum();
-        for buf in own.drain(..) {
-            if buf.capacity() <= SHARED_LARGEST && kept + buf.capacity() <= SHARED_BYTES {
-                kept += buf.capacity();
-                shared.push(buf);
-            }
+        if let Ok(own) = self.bytes.get_mut() {
+            SHARED.keep(own.drain(..));
         }
     }
 }

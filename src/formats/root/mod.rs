@@ -14,6 +14,7 @@ mod keys;
 mod object;
 mod reader;
 pub mod rntuple;
+mod spare;
 mod stored;
 mod streamer;
 mod tree;

@@ -6,8 +6,6 @@
 //! decompressed straight into its values instead (`fetch_page_into`), and a
 //! page of offsets through a per-thread memo (`with_offsets_page`).
 
-use std::sync::Mutex;
-
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::bytes::{Locator, corrupt, mismatch};
@@ -16,6 +14,7 @@ use super::envelope::read_located_over;
 use super::schema::ColumnRecord;
 use crate::formats::FormatError;
 use crate::formats::root::compression::{decompress_exact, decompress_head_over};
+use crate::formats::root::spare::SparePool;
 use crate::formats::root::{Prim, RootFile, Values};
 
 /// The column types of format 1.0.
@@ -285,20 +284,14 @@ pub(super) struct PageBuffers {
 
 /// Page buffers of reads done, for the next reads: the engine opens a
 /// reader per column and run of clusters, and each would otherwise start
-/// with fresh pages. At most `SPARE_BYTES` are kept, none larger than
-/// `SPARE_LARGEST` (an odd file's huge page is given back to the system).
-static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-const SPARE_BYTES: usize = 64 << 20;
-const SPARE_LARGEST: usize = 16 << 20;
+/// with fresh pages (within the pool's limits, `formats::root::spare`).
+static SPARE: SparePool = SparePool::new();
 
 impl PageBuffers {
     /// Buffers made of spare ones where there are some.
     pub fn pooled() -> PageBuffers {
-        let mut spare = SPARE.lock().map(|mut pool| {
-            let n = pool.len();
-            pool.split_off(n.saturating_sub(2))
-        });
-        let mut take = || spare.as_mut().ok().and_then(Vec::pop).unwrap_or_default();
+        let mut spare = SPARE.take_last(2);
+        let mut take = || spare.pop().unwrap_or_default();
         PageBuffers {
             stored: take(),
             bytes: take(),
@@ -308,20 +301,10 @@ impl PageBuffers {
 
 impl Drop for PageBuffers {
     fn drop(&mut self) {
-        let Ok(mut pool) = SPARE.lock() else {
-            return;
-        };
-        let mut kept: usize = pool.iter().map(Vec::capacity).sum();
-        for buf in [
+        SPARE.keep([
             std::mem::take(&mut self.stored),
             std::mem::take(&mut self.bytes),
-        ] {
-            let size = buf.capacity();
-            if size > 0 && size <= SPARE_LARGEST && kept + size <= SPARE_BYTES {
-                kept += size;
-                pool.push(buf);
-            }
-        }
+        ]);
     }
 }
 
