@@ -8,6 +8,9 @@
 # on the fixture data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A whole-suite run builds once: incremental compilation's caches would only add
+# gigabytes of disk (a fresh CI machine has little to spare) and time.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 ./scripts/check-self-contained.sh
 ./scripts/setup-system.sh
 QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
@@ -25,7 +28,7 @@ cargo test --all-targets "$@"
 slurm_dir=$(mktemp -d)
 trap './scripts/slurm-local.sh stop "$slurm_dir"; rm -rf "$slurm_dir"' EXIT
 ./scripts/slurm-local.sh start "$slurm_dir" >/dev/null
-SLURM_CONF="$slurm_dir/slurm.conf" QUARRY_SLURM_TESTS=1 cargo test --test cluster_slurm "$@"
+SLURM_CONF="$slurm_dir/slurm.conf" QUARRY_SLURM_TESTS=1 cargo test --test integration "$@" cluster_slurm::
 ./scripts/slurm-local.sh stop "$slurm_dir"
 # --- end slurm
 ./scripts/test-clients.sh

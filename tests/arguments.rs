@@ -5,7 +5,7 @@
 //! string of another type stays `invalid_arguments`, naming the argument and
 //! the type wanted.
 
-mod common;
+use crate::common;
 
 use common::{Client, Sandbox, call, wait_indexed};
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@
 //! whose cap is out of reach) is longer, and following `next_offset` page by
 //! page gives the whole answer's items, each once, in order.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -2,7 +2,7 @@
 //! through a running daemon, readable and `--json`), exit statuses, completions.
 //! Expected values come from the files themselves and from uproot's fixtures.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

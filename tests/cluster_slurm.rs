@@ -8,7 +8,7 @@
 //! compressions, `testdata/root`); the reference is the same call on the
 //! local executor (itself checked against uproot in tests/root_datasets.rs).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::sync::Mutex;

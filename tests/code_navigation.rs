@@ -7,7 +7,7 @@
 //! (includes, imports, class bases), and from hand-checked cases explained
 //! where they are asserted.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! directory forms, syntax errors, invalid queries, path attacks, the watcher,
 //! find_symbol and get_outline.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! link swapped in after a file was indexed (the tools open files beneath their
 //! root). Each case runs a real daemon on real files.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

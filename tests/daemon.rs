@@ -2,7 +2,7 @@
 //! several clients, `quarry mcp` instances share a catalog, and a killed rebuild
 //! leaves a catalog that converges to a clean one.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;

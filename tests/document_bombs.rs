@@ -13,7 +13,7 @@
 //! another 1 MiB of zeros once the window holds zeros), with the Adler-32 of
 //! the whole computed by hand.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! come from the files themselves (read with std::fs) and, for the PDF, from
 //! poppler's pdftotext.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! against the files' own header lines, read_document's pages and character
 //! cap, find_document's ranking, list_collections, the docs toolset switch.
 
-mod common;
+use crate::common;
 
 use common::docs::*;
 use common::{assert_valid, call, wait_indexed};

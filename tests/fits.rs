@@ -12,7 +12,7 @@
 //! curvature the script computes, and of iminuit's where iminuit's is that
 //! close to it), Minos to 1e-2.
 
-mod common;
+use crate::common;
 
 use common::{Client, Sandbox, assert_valid, call, wait_indexed};
 use quarry::fit::{self, CostKind, Histogram, MinosRequest, Override, Request};

@@ -4,7 +4,7 @@
 //! quarry's own filters, LZ4, BZip2 and Blosc through Debian's libhdf5 plugins
 //! (scripts/setup-system.sh installs them), all in the HDF5 workers.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

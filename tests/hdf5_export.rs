@@ -6,7 +6,7 @@
 //! read_dataset_slice's element cap exported whole; paths outside the export
 //! folder and non-numeric datasets refused.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! scripts/fixtures/hdf5_lying_chunks.py) get an answer promptly, cost the
 //! server nothing (libhdf5 runs in worker processes), and leave it serving.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -74,14 +74,9 @@ fn cases(original: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// The two tests share the process's pool of workers: one at a time, so
-/// that the damaged files' readers never hold the idle worker the limits
-/// test looks at (under load it found none).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn damaged_files_are_errors_never_crashes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _pool = crate::common::hdf5_worker_pool();
     let original =
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdf5/kinds.h5"))
             .unwrap();
@@ -118,7 +113,7 @@ fn damaged_files_are_errors_never_crashes() {
 /// and no core file.
 #[test]
 fn workers_run_within_their_limits() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _pool = crate::common::hdf5_worker_pool();
     set_helper(env!("CARGO_BIN_EXE_quarry").into());
     let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdf5/tiny.h5");
     tree_of(std::fs::File::open(&tiny).unwrap()).unwrap();

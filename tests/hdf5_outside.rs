@@ -7,7 +7,7 @@
 //! 5555.x in the HDF5 source); the expected refusals name the targets as they
 //! were written.
 
-mod common;
+use crate::common;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -300,6 +300,7 @@ fn the_worker_refuses_datasets_kept_in_other_files() {
     use quarry::formats::hdf5::slice::{parse, resolve};
     use quarry::formats::hdf5::{Entry, ExternalData};
 
+    let _pool = crate::common::hdf5_worker_pool();
     set_helper(env!("CARGO_BIN_EXE_quarry").into());
     let l = Layout::new();
     let secret = l.abs("secret.bin");

@@ -2,7 +2,7 @@
 //! tests/data/hdf5/kinds.h5, against what h5py and NumPy read of them
 //! (tests/fixtures/hdf5, written by scripts/fixtures/hdf5_files.py).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

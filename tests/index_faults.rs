@@ -3,7 +3,7 @@
 //! made by someone else. Nothing is skipped silently, nothing transient is
 //! recorded as a file's failure, and what quarry writes stays private.
 
-mod common;
+use crate::common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;

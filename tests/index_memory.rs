@@ -10,9 +10,8 @@
 //! (getrusage, which `rebuild` prints), and the VmHWM of /proc/PID/status
 //! sampled while it runs.
 
-mod common;
-#[path = "common/hostile.rs"]
-mod hostile;
+use crate::common;
+use crate::common::hostile;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

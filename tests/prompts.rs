@@ -4,7 +4,7 @@
 //! messages naming tools that `tools/list` serves, and bad requests are
 //! JSON-RPC errors.
 
-mod common;
+use crate::common;
 
 use common::{Client, Sandbox};
 use rmcp::model::{GetPromptRequestParams, JsonObject};

@@ -4,7 +4,7 @@
 //! When the daemon dies with calls in flight, the relay sends only the read-only
 //! ones to its successor.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! here with planted facts: retrieval in both modes, navigation consistency,
 //! extractive answers that quote only the sources, per-document rebuilds.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! OpenAI-compatible server written here: a tokio TCP listener speaking just
 //! enough HTTP/1.1 to record each request and answer it as told.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! these tests fail when `QUARRY_REQUIRE_MODEL` or `CI` is set, and otherwise
 //! pass after printing how to get the model.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

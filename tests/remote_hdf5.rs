@@ -4,7 +4,7 @@
 //! its resource is `h5://` followed by its URL. Expected values are h5py's and
 //! NumPy's (tests/fixtures/hdf5/slices.json, scripts/fixtures/hdf5_files.py).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -7,7 +7,7 @@
 //! server is indexed again at the next listing. Expected values come from
 //! uproot (tests/fixtures/root/selections.json) or the files themselves.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

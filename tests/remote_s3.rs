@@ -5,7 +5,7 @@
 //! index_status. (The ROOT tools' answers over S3 are checked by the
 //! `*_over_s3` tests of root_tools.rs and root_analysis_tools.rs.)
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! documents are read. (The ROOT tools' answers over XRootD are checked by the
 //! `*_over_xrootd` tests of root_tools.rs and root_analysis_tools.rs.)
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! members are columns named with a dot; a NanoAOD looks the same as TTree
 //! and as RNTuple; a stopped job stops an RNTuple scan.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! the test data root, against what uproot + awkward + numpy compute
 //! (tests/fixtures/root/selections.json, from scripts/fixtures/root_selections.py).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

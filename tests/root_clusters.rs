@@ -12,7 +12,7 @@
 //! statistics of the version it replaced (tests/fixtures/root/rewrite.json,
 //! from scripts/fixtures/root_rewrite.py).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! p-value, for computed and stored histograms; normalised shapes and ratios;
 //! a picture on request; bins that differ refused.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! collections, Sum$, a VecOps function and a named expression), the same over
 //! a dataset of four copies with each file's share, in one pass over the data.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

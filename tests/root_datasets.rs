@@ -13,7 +13,7 @@
 //! the files the watcher indexes and drops; a stopped job stops a dataset's
 //! scan; a saved dataset's named expressions serve the calls that name it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

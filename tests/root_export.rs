@@ -3,7 +3,7 @@
 //! scripts/fixtures/root_exports.py), the Parquet files also read by pyarrow and
 //! pandas when python3 has them; writes outside the export folder refused.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

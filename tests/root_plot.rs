@@ -4,7 +4,7 @@
 //! rendering in structuredContent whose bars follow the counts; without
 //! `plot`, none of it.
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{Client, Form, Sandbox, args, assert_valid, wait_indexed};

@@ -5,7 +5,7 @@
 //! which computes each quantity with awkward arrays and `vector`'s four-vectors,
 //! independently of quarry).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

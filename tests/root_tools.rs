@@ -1,7 +1,7 @@
 //! The ROOT tools through MCP, on the real test files, against what uproot reads
 //! (fixtures in tests/fixtures/root) and values checked by hand.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

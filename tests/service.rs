@@ -2,7 +2,7 @@
 //! the sd_notify protocol once the socket listens, and SIGTERM stops the daemon
 //! cleanly (exit status 0, socket removed, "STOPPING=1" sent).
 
-mod common;
+use crate::common;
 
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};

@@ -8,7 +8,7 @@
 //! `heavy_corpus`, whose time (a second or more here) is measured by each test
 //! that needs it to be long.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The MCP surface of the real binary: tools/list, list_files against the files on
 //! disk, index_status, errors and path attacks.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! CPU, long calls report progress, idle connections cannot starve new clients
 //! of descriptors, and binding the socket removes no other process's file.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docs;
+pub mod hostile;
 pub mod rag;
 pub mod raw;
 pub mod remote;
@@ -40,6 +41,14 @@ pub fn quarry_tokio() -> tokio::process::Command {
 pub fn data_home() -> &'static Path {
     static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// The in-process HDF5 tests share this process's one pool of HDF5 worker processes:
+/// they take turns, so that one test's readers never hold the idle worker another
+/// test looks at (under load the limits test found none).
+pub fn hdf5_worker_pool() -> std::sync::MutexGuard<'static, ()> {
+    static POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs a quarry command that must succeed; returns its standard output.
