@@ -119,8 +119,9 @@ struct Measured {
 
 /// Decodes one bomb in a child process (this binary, `bomb_child` alone).
 fn decoded_in_a_child(case: &str) -> Measured {
+    let child_test = crate::common::test_name(module_path!(), "bomb_child");
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["bomb_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([child_test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CASE_VAR, case)
         .output()
         .unwrap();

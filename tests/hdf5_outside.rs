@@ -300,7 +300,6 @@ fn the_worker_refuses_datasets_kept_in_other_files() {
     use quarry::formats::hdf5::slice::{parse, resolve};
     use quarry::formats::hdf5::{Entry, ExternalData};
 
-    let _pool = crate::common::hdf5_worker_pool();
     set_helper(env!("CARGO_BIN_EXE_quarry").into());
     let l = Layout::new();
     let secret = l.abs("secret.bin");

@@ -43,12 +43,40 @@ pub fn data_home() -> &'static Path {
     HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
-/// The in-process HDF5 tests share this process's one pool of HDF5 worker processes:
-/// they take turns, so that one test's readers never hold the idle worker another
-/// test looks at (under load the limits test found none).
-pub fn hdf5_worker_pool() -> std::sync::MutexGuard<'static, ()> {
-    static POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    POOL.lock().unwrap_or_else(|e| e.into_inner())
+/// The name the test harness knows a test by (`file::test`), for running one test of
+/// this binary again in a child process: `module` is the caller's `module_path!()`,
+/// whose first part is the binary's crate name, which the harness leaves out.
+pub fn test_name(module: &str, test: &str) -> String {
+    let (_crate, path) = module.split_once("::").expect("a test module's path");
+    format!("{path}::{test}")
+}
+
+/// Set in a child process that runs one test of this binary alone.
+const ALONE_VAR: &str = "QUARRY_TEST_ALONE";
+
+/// Whether this process runs one test alone (see `run_alone`).
+pub fn running_alone() -> bool {
+    std::env::var_os(ALONE_VAR).is_some()
+}
+
+/// Runs one test of this binary alone in a child process and fails if it fails. For
+/// tests of process-wide settings (the worker pool's limits): the other tests of this
+/// binary share its process and may have changed them. The test calls this unless
+/// `running_alone()`, passing its `module_path!()` and its own name.
+pub fn run_alone(module: &str, test: &str) {
+    let name = test_name(module, test);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE_VAR, "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{name}, run alone, failed:\n{said}");
+    assert!(said.contains("1 passed"), "{name}, run alone, ran no test:\n{said}");
 }
 
 /// Runs a quarry command that must succeed; returns its standard output.
