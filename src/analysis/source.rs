@@ -2,8 +2,7 @@
 //! list) or a leaf column of an RNTuple. The scans read every column through
 //! one `SourceReader`, whose chunks are a branch's baskets or an RNTuple
 //! column's pages, so the engine works on either object without converting
-//! one into the other (docs/decisions.md, "one engine over TTree and
-//! RNTuple").
+//! one into the other (docs/decisions/0061-one-engine-ttree-rntuple.md).
 
 use std::ops::Range;
 

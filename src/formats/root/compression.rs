@@ -197,7 +197,7 @@ unsafe extern "C" {
 /// Decodes an LZ4 block into `out`; the bytes written. liblz4 (1.9.4 on
 /// Debian 12) rather than lz4_flex: on the benchmark's `nMuon` baskets it
 /// decodes about a tenth faster, and decoding them is half of an LZ4
-/// selection's time (docs/decisions.md).
+/// selection's time (docs/decisions/0029-lz4-through-liblz4.md).
 fn lz4_block(block: &[u8], out: &mut [u8]) -> Result<usize, FormatError> {
     let (Ok(src_len), Ok(dst_len)) = (i32::try_from(block.len()), i32::try_from(out.len())) else {
         return Err(corrupt(format!(

@@ -1,6 +1,6 @@
-//! quarry's own ROOT reader (see ARCHITECTURE.md for why not oxyroot). This layer
-//! reads the file's structure: header, compressed records, keys and nested
-//! directories. Every read is bounds checked against the file, so a truncated,
+//! quarry's own ROOT reader (why not oxyroot: docs/decisions/0009-own-root-reader.md).
+//! This layer reads the file's structure: header, compressed records, keys and
+//! nested directories. Every read is bounds checked against the file, so a truncated,
 //! corrupted or hostile file yields an error, never a panic or a runaway
 //! allocation.
 

@@ -29,7 +29,7 @@ impl StoredBasket {
 impl ColumnReader<'_> {
     /// Whether this column's baskets can be read as `StoredBasket`s: one
     /// number or fixed array of numbers per entry, back to back. (Entries of
-    /// varying length measured no faster so: docs/decisions.md.)
+    /// varying length measured no faster so: docs/decisions/0022-engine-reads-windows.md.)
     pub fn keeps_stored(&self) -> bool {
         matches!(self.decoding.leaf_type, LeafType::Prim(_))
             && self.decoding.layout == Layout::Plain

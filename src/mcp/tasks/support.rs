@@ -1,4 +1,4 @@
-//! Which tools run as tasks (docs/decisions.md, "Which tools run as tasks").
+//! Which tools run as tasks (docs/decisions/0059-mcp-tasks.md, "Which tools").
 
 /// Whether a tool may run as a task (MCP 2025-11-25 `execution.taskSupport`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
