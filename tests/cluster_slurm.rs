@@ -103,6 +103,19 @@ fn queued() -> Vec<String> {
         .collect()
 }
 
+/// Nothing of quarry's is left in the queue once the call has answered. A task whose
+/// worker has written its result may still be listed for a moment, completing (its
+/// epilogue and Slurm's bookkeeping), so this waits a little for the listing to empty.
+fn assert_queue_drains() {
+    let until = Instant::now() + Duration::from_secs(15);
+    let mut left = queued();
+    while !left.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+        left = queued();
+    }
+    assert!(left.is_empty(), "still queued: {left:?}");
+}
+
 /// Numbers equal to 1e-12 of their size; everything else exactly.
 fn assert_same(got: &Value, want: &Value, what: &str) {
     match (got, want) {
@@ -191,7 +204,7 @@ fn forty_files_in_tasks_of_three_give_the_local_answer() {
     on_slurm["files_per_job"] = json!(7);
     let slurm = ok(&mut c, 8, "cutflow", on_slurm);
     assert_same(&slurm["data"], &local["data"], "cutflow");
-    assert!(queued().is_empty(), "{:?}", queued());
+    assert_queue_drains();
     d.stop();
 }
 
@@ -475,7 +488,7 @@ fn branch_statistics_on_the_cluster_equal_the_local_ones() {
             .unwrap()
             .contains("executor='local'")
     );
-    assert!(queued().is_empty(), "{:?}", queued());
+    assert_queue_drains();
     d.stop();
 }
 
@@ -626,7 +639,7 @@ fn big_files_cut_into_cluster_shares_give_the_local_answer() {
             }
         }
     }
-    assert!(queued().is_empty(), "{:?}", queued());
+    assert_queue_drains();
     d.stop();
 }
 
@@ -791,7 +804,7 @@ fn exports_on_the_cluster_equal_the_local_ones() {
         std::fs::read_dir(s.catalog.join("jobs")).map_or(0, |d| d.count()),
         0
     );
-    assert!(queued().is_empty(), "{:?}", queued());
+    assert_queue_drains();
     d.stop();
 }
 
