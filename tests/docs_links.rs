@@ -28,7 +28,11 @@ fn repo() -> PathBuf {
 #[test]
 fn every_relative_link_resolves() {
     let problems = broken_links(&repo(), WRITTEN_ELSEWHERE);
-    assert!(problems.is_empty(), "broken links:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "broken links:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -59,7 +63,11 @@ fn the_checks_catch_a_broken_link_and_an_unlisted_page() {
     .unwrap();
     fs::write(root.join("docs/book.toml"), "[book]\n").unwrap();
     fs::write(root.join("docs/SUMMARY.md"), "- [A](guide/a.md)\n").unwrap();
-    fs::write(root.join("docs/guide/a.md"), "[up](../../README.md) [bad](../b.md)\n").unwrap();
+    fs::write(
+        root.join("docs/guide/a.md"),
+        "[up](../../README.md) [bad](../b.md)\n",
+    )
+    .unwrap();
     fs::write(root.join("docs/guide/unlisted.md"), "text\n").unwrap();
 
     assert_eq!(
@@ -71,7 +79,10 @@ fn the_checks_catch_a_broken_link_and_an_unlisted_page() {
         ["docs/guide/unlisted.md"]
     );
     // An exempted target is not reported.
-    assert_eq!(broken_links(root, &["docs/guide/gone.md", "docs/b.md"]), Vec::<String>::new());
+    assert_eq!(
+        broken_links(root, &["docs/guide/gone.md", "docs/b.md"]),
+        Vec::<String>::new()
+    );
 }
 
 /// `FILE: TARGET` for each relative link whose file does not exist.
