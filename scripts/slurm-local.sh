@@ -80,7 +80,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
 # Array tasks start as soon as cores free up: Slurm's default batch_sched_delay
-# of 3 s held each wave of tasks back by about 3 s (docs/cluster.md).
+# of 3 s held each wave of tasks back by about 3 s (docs/guide/cluster.md).
 SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core

@@ -45,7 +45,7 @@
 //!                           # default: $XDG_DATA_HOME/quarry/ingest; false: no ingesting
 //! model_dir = "~/.cache/quarry/models/all-MiniLM-L6-v2"  # a BERT sentence model: hybrid retrieval
 //!
-//! [executor]         # where dataset calls run (docs/cluster.md)
+//! [executor]         # where dataset calls run (docs/guide/cluster.md)
 //! kind = "local"     # or "slurm": every dataset call on the cluster
 //! partition = "short"          # sbatch --partition (default: the cluster's)
 //! max_jobs = 100               # array tasks at once (--array=...%N)

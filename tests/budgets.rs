@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 const TOOL_LIST_BUDGET: usize = 40 * 1024;
 const DESCRIPTION_BUDGET: usize = 2 * 1024;
-/// `max_result_bytes` by default (README, Configuration).
+/// `max_result_bytes` by default (docs/guide/concepts.md, "Results").
 const RESULT_BUDGET: usize = 12_000;
 
 fn table() -> Map<String, Value> {

@@ -15,6 +15,7 @@ mod code_tools;
 mod containment;
 mod daemon;
 mod decoder_bombs;
+mod docs_links;
 mod document_bombs;
 mod documents;
 mod documents_browse;

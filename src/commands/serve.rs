@@ -26,7 +26,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     raise_open_file_limit();
     let catalog = super::open_owned(&settings)?;
     // Cluster jobs an earlier daemon left are cancelled and removed: the
-    // calls that asked for them ended with it (docs/cluster.md).
+    // calls that asked for them ended with it (docs/guide/cluster.md).
     if let Some(jobs) = &settings.server.executor.jobs_dir {
         quarry_jobs_clean_up(jobs);
     }

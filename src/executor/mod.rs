@@ -6,7 +6,7 @@
 //! task order, so the answer is the one-process scan's. A `Runner` gets the
 //! tasks run: `InProcess` here (the tests' reference, and a fallback), and
 //! `slurm::Slurm`, a job array on a Slurm cluster. An HTCondor runner would be
-//! one more `Runner` (see docs/cluster.md).
+//! one more `Runner` (see docs/guide/cluster.md).
 //!
 //! Engine layer: uses `analysis` and `formats`, knows nothing of MCP or the
 //! catalog (the tools hand it the files, their bounds and the expressions).

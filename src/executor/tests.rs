@@ -344,7 +344,7 @@ fn a_damaged_file_is_named_and_the_rest_merge() {
     assert_eq!(merged.partial, Some(Partial::Count { total, by_file }));
 }
 
-/// The merge's cost (docs/cluster.md): 200 task results of a 10,000-bin
+/// The merge's cost (docs/guide/cluster.md): 200 task results of a 10,000-bin
 /// histogram read from their files, decoded and added in order. A
 /// measurement, not a check: `cargo test --release --lib
 /// executor::tests::merging_200_partials -- --ignored --nocapture`.
