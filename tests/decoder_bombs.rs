@@ -121,7 +121,12 @@ struct Measured {
 fn decoded_in_a_child(case: &str) -> Measured {
     let child_test = crate::common::test_name(module_path!(), "bomb_child");
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([child_test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            child_test.as_str(),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CASE_VAR, case)
         .output()
         .unwrap();

@@ -15,7 +15,6 @@ const WRITTEN_ELSEWHERE: &[&str] = &[
     "docs/reference/configuration.md",
 ];
 
-
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

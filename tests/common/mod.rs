@@ -76,7 +76,10 @@ pub fn run_alone(module: &str, test: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{name}, run alone, failed:\n{said}");
-    assert!(said.contains("1 passed"), "{name}, run alone, ran no test:\n{said}");
+    assert!(
+        said.contains("1 passed"),
+        "{name}, run alone, ran no test:\n{said}"
+    );
 }
 
 /// Runs a quarry command that must succeed; returns its standard output.
