@@ -28,6 +28,7 @@ pub mod index;
 pub mod job;
 pub mod logging;
 pub mod mcp;
+pub mod memory;
 pub mod panics;
 pub mod rag;
 pub mod remote;

@@ -8,7 +8,7 @@ use quarry::commands;
 use quarry::config::Settings;
 
 fn main() -> ExitCode {
-    quarry::engine::limit_malloc_arenas();
+    quarry::memory::limit_malloc_arenas();
     // A worker: this same binary, answering one reader's requests in a child
     // process (libhdf5, the PDF reader), so that a crash, a hang or a blown
     // memory limit on a hostile file costs only the child.

@@ -293,7 +293,7 @@ pub async fn serve_connection<S>(
     }
     if WRITTEN_SINCE_TRIM.load(Ordering::Relaxed) >= TRIM_AFTER_BYTES {
         WRITTEN_SINCE_TRIM.store(0, Ordering::Relaxed);
-        let _ = tokio::task::spawn_blocking(crate::engine::release_freed_memory).await;
+        let _ = tokio::task::spawn_blocking(crate::memory::release_freed_memory).await;
     }
 }
 
