@@ -96,15 +96,25 @@ fn example_config_holds_every_accepted_key() {
     );
 }
 
-/// Loads `text` as quarry does, from a folder holding the `data` root it names.
-fn settings_of(dir: &Path, text: &str) -> Settings {
+/// A remote root added to both files compared: the `[remote]` settings live in
+/// each remote root (an XRootD one: made without a connection or a file read).
+const PROBE_ROOT: &str = "\n[[roots]]\nname = \"probe\"\npath = \"root://127.0.0.1:1/probe\"\n";
+
+/// What quarry makes of `text` (loaded as quarry does, from a folder holding the
+/// `data` root it names), in words: every setting, and the `[remote]` ones.
+fn settings_of(dir: &Path, text: &str) -> String {
     let config = dir.join("quarry.toml");
-    std::fs::write(&config, text).unwrap();
-    Settings::load(&ServeArgs {
+    std::fs::write(&config, format!("{text}{PROBE_ROOT}")).unwrap();
+    let settings = Settings::load(&ServeArgs {
         config: Some(config),
         ..ServeArgs::default()
     })
-    .unwrap_or_else(|e| panic!("the example does not load: {e:#}\n{text}"))
+    .unwrap_or_else(|e| panic!("the example does not load: {e:#}\n{text}"));
+    let probe = settings.roots.list().iter().find(|r| r.name == "probe");
+    let remote = probe
+        .and_then(|r| r.remote.as_ref())
+        .expect("the probe root");
+    format!("{settings:#?}\n{:#?}", remote.settings())
 }
 
 /// The values the example writes without an example marker are the defaults:
@@ -118,7 +128,6 @@ fn example_config_values_are_the_defaults() {
     let whole = settings_of(tmp.path(), &text);
     let examples = config_ref::examples_only(&text).unwrap();
     let defaults = settings_of(tmp.path(), &examples);
-    let (whole, defaults) = (format!("{whole:#?}"), format!("{defaults:#?}"));
     if whole != defaults {
         let line = whole
             .lines()

@@ -64,9 +64,10 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         "an HDF5 dataset is stored through a filter this build of libhdf5 lacks (the message names it and its id)",
     ),
     code("not_a_dataset", "an HDF5 path names a group, not a dataset"),
+    code("invalid_slice", "an HDF5 slice that does not parse"),
     code(
-        "invalid_slice",
-        "an HDF5 slice that does not parse or lies outside the dataset's shape",
+        "index_out_of_range",
+        "an HDF5 slice's index outside the dataset's shape (the message names the axis)",
     ),
     code(
         "invalid_uri",
@@ -229,8 +230,9 @@ fn groups_of(tool: &str) -> Option<&'static [&'static [&'static str]]> {
         }
         "define_dataset" => &[PATH, &["dataset_mismatch", "limit_exceeded"]],
         "list_root_datasets" => &[&["dataset_not_found"]],
-        "read_dataset_slice" | "get_dataset_stats" => &[PATH, HDF5_READ, &["invalid_slice"]],
-        "export_dataset" => &[PATH, HDF5_READ, &["invalid_slice"]],
+        "read_dataset_slice" | "get_dataset_stats" | "export_dataset" => {
+            &[PATH, HDF5_READ, &["invalid_slice", "index_out_of_range"]]
+        }
         "find_datasets" => &[&["resource_not_found", "permission_denied", "limit_exceeded"]],
         "read_resource" => &[
             PATH,
@@ -285,7 +287,12 @@ fn groups_of(tool: &str) -> Option<&'static [&'static [&'static str]]> {
             "sessions_unavailable",
             "write_failed",
         ]],
-        "create_chat_session" => &[&["rag_unavailable", "sessions_unavailable", "write_failed"]],
+        "create_chat_session" => &[&[
+            "rag_unavailable",
+            "dataset_not_found",
+            "sessions_unavailable",
+            "write_failed",
+        ]],
         "ingest_document" => &[&["rag_unavailable", "ingest_disabled", "write_failed"]],
         "rag_node_get" | "rag_node_children" | "rag_node_navigation" | "rag_path_to_root" => {
             &[&["rag_unavailable", "node_not_found"]]
