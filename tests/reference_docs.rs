@@ -47,6 +47,16 @@ fn tools_page_is_current() {
     check_page("tools.md", &quarry::mcp::reference::tools_markdown());
 }
 
+/// `quarry tools --markdown` prints the same page.
+#[test]
+fn quarry_tools_markdown_prints_the_tool_page() {
+    let printed = crate::common::run_ok(crate::common::quarry().args(["tools", "--markdown"]));
+    assert!(
+        printed == quarry::mcp::reference::tools_markdown(),
+        "quarry tools --markdown differs from the tool reference"
+    );
+}
+
 #[test]
 fn cli_page_is_current() {
     check_page("cli.md", &quarry::cli_reference::cli_markdown());
@@ -129,15 +139,19 @@ fn example_config_values_are_the_defaults() {
     let examples = config_ref::examples_only(&text).unwrap();
     let defaults = settings_of(tmp.path(), &examples);
     if whole != defaults {
-        let line = whole
-            .lines()
-            .zip(defaults.lines())
-            .find(|(a, b)| a != b)
-            .map(|(a, b)| format!("written: {}\n default: {}", a.trim(), b.trim()));
+        // The first line that differs, after the lines before it (the names of
+        // the settings it is in).
+        let (whole, defaults): (Vec<&str>, Vec<&str>) =
+            (whole.lines().collect(), defaults.lines().collect());
+        let at = (0..whole.len().min(defaults.len()))
+            .find(|&i| whole[i] != defaults[i])
+            .unwrap_or(whole.len().min(defaults.len()));
+        let context = whole[at.saturating_sub(4)..at].join("\n");
         panic!(
             "docs/reference/quarry.toml writes a value that is not the default (mark an intended example \
-with `# example, default: ...`):\n{}",
-            line.unwrap_or_default()
+with `# example, default: ...`):\n{context}\nwritten: {}\ndefault: {}",
+            whole.get(at).unwrap_or(&"").trim(),
+            defaults.get(at).unwrap_or(&"").trim()
         );
     }
 }

@@ -190,17 +190,28 @@ pub fn examples_only(text: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The example file's rules: its second block of comments (the first is its
+/// title, the third says how the file is checked).
+fn rules_of(text: &str) -> String {
+    let blocks: Vec<Vec<&str>> = text
+        .split("\n\n")
+        .map(|b| b.lines().filter_map(|l| l.strip_prefix("# ")).collect())
+        .collect();
+    blocks.get(1).map(|b| b.join(" ")).unwrap_or_default()
+}
+
 /// `docs/reference/configuration.md`, from the example file's text.
 pub fn configuration_markdown(example: &str) -> Result<String, String> {
     let (sections, entries) = read_example(example)?;
-    let mut out = String::from(
+    let mut out = format!(
         "# Configuration reference\n\n\
 <!-- Generated from docs/reference/quarry.toml by quarry::config::reference; do not edit \
 by hand: `QUARRY_BLESS=1 cargo test --test integration reference_docs::` rewrites it. -->\n\n\
-Every key of the TOML file given with `--config FILE`, from the commented example \
+Every key of the TOML configuration file, from the commented example \
 [`quarry.toml`](quarry.toml), which holds each key with its default value (a test checks \
-that it parses, names every key quarry accepts and that its values are the defaults). \
-Unknown keys are errors.\n\n",
+that it parses, names every key quarry accepts and that its values are the defaults).\n\n\
+{}\n\n",
+        rules_of(example)
     );
     for section in &sections {
         let keys: Vec<&Entry> = entries
