@@ -45,7 +45,7 @@ pub const ERROR_CODES: &[ErrorCode] = &[
     ),
     code(
         "permission_denied",
-        "a path or pattern that would leave the roots (outside every root, `..`, a NUL byte, too long, a link swapped in since indexing), a file the system will not let quarry read, writing with no export folder, or HDF5 data stored in other files",
+        "a path or pattern that would leave the roots (outside every root, `..`, a NUL byte, too long, a link swapped in since indexing), a file the system will not let quarry read, HDF5 data stored in other files; an export: no export folder, an `output_path` leaving it, or a write that failed",
     ),
     code(
         "io_error",
