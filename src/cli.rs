@@ -56,6 +56,9 @@ pub struct ToolsArgs {
     /// Print the list as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print the tool reference of every tool, whatever the config (docs/reference/tools.md).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -100,18 +103,23 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct RebuildArgs {
+    /// A data root, as DIR or NAME=DIR (repeatable). Without NAME the folder's name is used.
     #[arg(long = "root", value_name = "[NAME=]DIR")]
     pub roots: Vec<String>,
+    /// Catalog folder to empty and build again (default: the one of this set of roots).
     #[arg(long, value_name = "DIR")]
     pub catalog: Option<PathBuf>,
+    /// TOML config file holding any of these settings and more.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct StatusArgs {
+    /// Catalog folder to report on (default: every catalog under $XDG_DATA_HOME/quarry/catalogs).
     #[arg(long, value_name = "DIR")]
     pub catalog: Option<PathBuf>,
+    /// TOML config file; only its catalog and socket are used.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print the status as JSON (the index_status tool's result).

@@ -1,79 +1,8 @@
 //! Settings: the command line over an optional TOML file over defaults.
 //!
-//! ```toml
-//! catalog = "~/quarry-catalog"   # `~/` is home; other relative paths are relative to this file
-//! socket = "/run/user/1000/quarry.sock"
-//! export_dir = "exports"          # where export_branches and plots write; default: <catalog>/exports
-//!
-//! [[roots]]
-//! name = "data"
-//! path = "/data/run2024"          # or a URL: https://host/path/ (see [remote])
-//!
-//! [toolsets]        # all on by default
-//! rag = false
-//!
-//! [limits]
-//! call_timeout_secs = 120
-//! max_listed_failures = 1000
-//! max_document_read_chars = 10000    # read_document's character cap
-//! max_slice_elements = 100000        # read_dataset_slice's element cap
-//! max_result_bytes = 12000           # read_branches / sample_tree / code tools per answer
-//! worker_memory_mib = 1024           # address space of each HDF5 / PDF worker process
-//!
-//! [server]
-//! max_connections = 256        # socket connections at once; more are refused
-//! max_in_flight = 16           # requests per connection being answered at once
-//! max_concurrent_calls = 8     # tool calls running at once, over all connections
-//! idle_timeout_secs = 10       # a connection silent this long before its first message is closed
-//! max_message_bytes = 4194304  # longest JSON-RPC line accepted
-//! max_tasks = 32               # tool calls running as MCP tasks at once; more are refused
-//! task_timeout_secs = 3600     # longest a task's work runs (calls: call_timeout_secs)
-//! task_results_mib = 64        # finished tasks' results kept; the oldest are dropped past it
-//!
-//! [code]
-//! include_dirs = ["include"]   # where C++ #includes are looked for, in each root
-//!
-//! [index]
-//! threads = 2        # default: the machine's cores
-//! batch = 512        # files per catalog transaction
-//! settle_ms = 300    # quiet time before a changed file is re-indexed
-//! stats = "lazy"     # branch statistics: "eager" (background pass), "lazy"
-//!                    # (first request, then cached) or "off" (never cached)
-//!
-//! [rag]
-//! ingest_dir = "ingested"   # ingest_document writes here (indexed as the root `ingest`);
-//!                           # default: $XDG_DATA_HOME/quarry/ingest; false: no ingesting
-//! model_dir = "~/.cache/quarry/models/all-MiniLM-L6-v2"  # a BERT sentence model: hybrid retrieval
-//!
-//! [executor]         # where dataset calls run (docs/guide/cluster.md)
-//! kind = "local"     # or "slurm": every dataset call on the cluster
-//! partition = "short"          # sbatch --partition (default: the cluster's)
-//! max_jobs = 100               # array tasks at once (--array=...%N)
-//! files_per_job = 20           # default: about 2 GiB of the columns read per task
-//! time_limit = "1:00:00"       # sbatch --time
-//! extra_args = ["--mem=4G"]    # more sbatch arguments
-//! auto_above_gb = 500          # dataset calls reading more than this run on Slurm
-//! split_above_mb = 2048        # a file reading more is cut into cluster shares across tasks
-//!
-//! [llm]              # abstractive answer_question / rag_summarize
-//! base_url = "http://localhost:11434/v1"   # any OpenAI-compatible API
-//! model = "llama3.2"
-//! api_key_env = "OPENAI_API_KEY"           # optional: sent as a bearer token
-//! timeout_secs = 60
-//! max_tokens = 400
-//!
-//! [remote]           # roots given by URL (path = "https://host/data/")
-//! relist_minutes = 10       # how often each remote root is listed again
-//! cache_mb = 256            # in-memory block cache shared by all remote files
-//! disk_cache_mb = 2048      # blocks kept on disk in the catalog folder (0 = none)
-//! timeout_secs = 60         # each request's time limit (and the retries' budget)
-//! retries = 4               # attempts after the first on transient failures (5xx, resets)
-//! parallel = 8              # ranged requests in flight for one vectored read
-//! ca_file = "my-ca.pem"     # extra CA certificates (TLS is always verified)
-//! max_whole_file_mb = 512   # documents, code and HDF5 are fetched whole up to this size
-//! s3_endpoint = "http://127.0.0.1:9000"  # default: $AWS_ENDPOINT_URL_S3, else AWS
-//! s3_region = "us-east-1"                # default: $AWS_REGION, else us-east-1
-//! ```
+//! Every key of the file, with its default and what it does, is in the example
+//! `docs/reference/quarry.toml` (`tests/reference_docs.rs` checks it against these
+//! types and `Settings::load`); the comments here say why, not what.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,6 +15,8 @@ use crate::index::{IndexOptions, StatsMode};
 use crate::mcp::tools::{Limits, ServerSettings, Toolset};
 use crate::mcp::transport::TransportSettings;
 use crate::roots::{Roots, valid_root_name};
+
+pub mod reference;
 
 pub const SOCKET_FILE: &str = "quarry.sock";
 /// The export folder inside the catalog folder, when the config names none.
@@ -122,24 +53,16 @@ struct FileConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RemoteConfig {
-    /// Minutes between listings of each remote root (default 10).
     relist_minutes: Option<f64>,
-    /// The in-memory block cache shared by every remote file (default 256).
     cache_mb: Option<u64>,
-    /// Blocks kept on disk in the catalog folder, for the daemon's next run
-    /// (default 2048; 0 keeps none).
+    /// Kept on disk so that the daemon's next run need not fetch them again.
     disk_cache_mb: Option<u64>,
-    /// Each request's time limit (default 60).
     timeout_secs: Option<f64>,
-    /// Attempts after the first, for transient failures (default 4).
     retries: Option<u32>,
-    /// Ranged requests in flight for one vectored read (default 8).
     parallel: Option<usize>,
-    /// Extra CA certificates (PEM) for a private CA; TLS is always verified.
     ca_file: Option<PathBuf>,
-    /// Largest remote file read whole, for documents, code and HDF5 (default 512).
+    /// libhdf5 and the document and code readers need the whole file in memory.
     max_whole_file_mb: Option<u64>,
-    /// S3's endpoint and region (default: `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, AWS).
     s3_endpoint: Option<String>,
     s3_region: Option<String>,
 }
@@ -202,12 +125,8 @@ struct ExecutorConfig {
     time_limit: Option<String>,
     #[serde(default)]
     extra_args: Vec<String>,
-    /// Dataset calls reading more than this (GB, dry_run's estimate) run on Slurm.
     auto_above_gb: Option<f64>,
-    /// A file whose columns read take more than this (MB) is cut into
-    /// shares of clusters across tasks (default: 2 GiB).
     split_above_mb: Option<f64>,
-    /// The quarry binary the nodes run (default: the daemon's own).
     quarry: Option<PathBuf>,
 }
 
@@ -347,10 +266,8 @@ impl TransportConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RagConfig {
-    /// Folder ingest_document writes to, indexed as the root `ingest`; `false` turns
-    /// ingesting off. Unset: `default_ingest_dir()`.
+    /// Unset: `default_ingest_dir()`.
     ingest_dir: Option<IngestDirConfig>,
-    /// Folder of a BERT-family sentence model (model.safetensors, tokenizer.json).
     model_dir: Option<PathBuf>,
 }
 

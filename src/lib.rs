@@ -16,6 +16,7 @@ pub mod analysis;
 pub mod byte_source;
 pub mod catalog;
 pub mod cli;
+pub mod cli_reference;
 pub mod commands;
 pub mod config;
 pub mod engine;

@@ -33,6 +33,7 @@ mod proxy;
 mod rag;
 mod rag_llm;
 mod rag_semantic;
+mod reference_docs;
 mod remote_hdf5;
 mod remote_http;
 mod remote_s3;

@@ -8,6 +8,9 @@ use crate::config::Settings;
 use crate::mcp::tools::{ToolDef, Toolset};
 
 pub fn run(args: ToolsArgs) -> anyhow::Result<()> {
+    if args.markdown {
+        return super::print_out(&crate::mcp::reference::tools_markdown());
+    }
     let toolsets = Settings::toolsets_of(args.config.as_deref())?;
     let served: Vec<&ToolDef> = served_tools(&toolsets).collect();
     if args.json {

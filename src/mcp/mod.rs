@@ -5,6 +5,7 @@ pub mod client;
 pub mod codec;
 pub mod connection;
 pub mod prompts;
+pub mod reference;
 pub mod relay;
 pub mod resources;
 pub mod response;

@@ -328,10 +328,25 @@ pub async fn call(client: &Client, tool: &str, arguments: Value) -> (Value, bool
     let is_error = result.is_error == Some(true);
     if is_error {
         assert_eq!(result.structured_content, None);
+        assert_code_documented(tool, &json);
     } else {
         assert_eq!(result.structured_content.as_ref(), Some(&json));
     }
     (json, is_error)
+}
+
+/// A tool error's code is one the tool reference lists for that tool
+/// (`src/mcp/tools/error_codes.rs`, shown in docs/reference/tools.md).
+fn assert_code_documented(tool: &str, error: &Value) {
+    let Some(code) = error["error"].as_str() else {
+        return; // not a tool error object
+    };
+    let listed = quarry::mcp::tools::error_codes::codes_of(tool).unwrap_or_default();
+    assert!(
+        listed.contains(&code),
+        "{tool} answered the error code {code}, which src/mcp/tools/error_codes.rs does not list for it \
+(docs/reference/tools.md shows that table): add it there and bless the page: {error}"
+    );
 }
 
 /// Calls a tool that must succeed; its structured content, checked against

@@ -9,6 +9,7 @@ mod code_graph;
 mod code_includes;
 mod code_nav;
 mod documents;
+pub mod error_codes;
 mod files;
 mod hdf5;
 mod hdf5_export;
