@@ -45,7 +45,7 @@ pub use raw::{Plain, blocks};
 pub use read::{Moments, OpenDataset, SliceData};
 pub use signature::{SIGNATURE, check_signature};
 pub use tree::{Entry, MAX_OBJECTS, Member, MemberKind, Object, Tree, absolute_target};
-pub use types::DType;
+pub use types::{DType, Field};
 
 use super::FormatError;
 
