@@ -32,7 +32,11 @@ pub mod index;
 pub mod job;
 pub mod logging;
 pub mod mcp;
-pub mod panics;
+/// Caught panics as messages, and the hook that keeps them quiet
+/// (`quarry_format_error::panics`: the readers catch their decoders' panics too).
+pub mod panics {
+    pub use quarry_format_error::panics::*;
+}
 pub mod rag;
 pub mod remote;
 pub mod roots;

@@ -2,7 +2,9 @@
 //! `quarry-hdf5`) and the daemon that uses them: why a file could not be read
 //! as its format, in a few kinds a caller can act on (a corrupt file, a
 //! feature not supported, a read refused, a filter missing, an I/O failure,
-//! and an I/O failure worth trying again).
+//! and an I/O failure worth trying again); and `panics`, which turns a panic
+//! of a third-party decoder into that file's error without the default
+//! hook's stack trace.
 //!
 //! ```
 //! use quarry_format_error::FormatError;
@@ -13,6 +15,7 @@
 //! assert!(matches!(err, FormatError::Io(_)));
 //! ```
 
+pub mod panics;
 mod transient;
 
 /// README.md's example, run as a test.

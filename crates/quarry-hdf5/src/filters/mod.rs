@@ -26,14 +26,14 @@ use std::io::Read;
 use hdf5_sys::h5z::{H5Z_CLASS_T_VERS, H5Z_FLAG_REVERSE, H5Z_class2_t, H5Z_filter_t, H5Zregister};
 
 /// h5py's LZF filter id, as registered with The HDF Group.
-pub const LZF_ID: H5Z_filter_t = 32000;
+pub(crate) const LZF_ID: H5Z_filter_t = 32000;
 /// The Zstandard filter id, as registered with The HDF Group.
-pub const ZSTD_ID: H5Z_filter_t = 32015;
+pub(crate) const ZSTD_ID: H5Z_filter_t = 32015;
 
 /// The most bytes one chunk may decode to: 1 GiB, the default memory of a
 /// worker. HDF5 allows chunks up to 4 GiB; h5py's automatic chunks stay
 /// under 1 MiB.
-pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+pub(crate) const MAX_CHUNK_BYTES: usize = 1 << 30;
 
 /// Registers quarry's filters and sets the plugin folders. Called once per
 /// process, before the first use of libhdf5; takes the library's lock.
@@ -78,7 +78,7 @@ fn register_one(id: H5Z_filter_t, name: &'static CStr, filter: FilterFn) {
 
 /// The system's libhdf5 plugin folders that exist: Debian's (multiarch) and
 /// The HDF Group's default.
-pub fn plugin_dirs() -> Vec<String> {
+pub(crate) fn plugin_dirs() -> Vec<String> {
     let arch = std::env::consts::ARCH;
     [
         format!("/usr/lib/{arch}-linux-gnu/hdf5/serial/plugins"),
@@ -149,7 +149,7 @@ unsafe extern "C" fn zstd_filter(
 
 /// Decodes Zstandard frames into at most the size the first frame states
 /// (when it states one) and never more than `MAX_CHUNK_BYTES`.
-pub fn zstd_decompress(input: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn zstd_decompress(input: &[u8]) -> Option<Vec<u8>> {
     let stated = zstd::zstd_safe::get_frame_content_size(input)
         .ok()
         .flatten();
@@ -194,7 +194,7 @@ unsafe fn decode_in_place(
         }
         std::slice::from_raw_parts((*buf).cast::<u8>(), nbytes)
     };
-    let Ok(Some(plain)) = crate::panics::catch_quietly(|| decode(input)) else {
+    let Ok(Some(plain)) = quarry_format_error::panics::catch_quietly(|| decode(input)) else {
         return 0;
     };
     if plain.is_empty() {
@@ -246,9 +246,9 @@ mod tests {
     /// (tests/fixtures/hdf5/filters.json, scripts/fixtures/hdf5_filters.py).
     #[test]
     fn filters_work_in_process() {
-        use crate::formats::hdf5::H5File;
-        use crate::formats::hdf5::slice::Selection;
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        use crate::H5File;
+        use crate::slice::Selection;
+        let repo = std::path::Path::new(crate::REPO);
         let expected: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(repo.join("tests/fixtures/hdf5/filters.json")).unwrap(),
         )

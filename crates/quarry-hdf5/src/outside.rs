@@ -17,7 +17,7 @@ use std::ffi::{CStr, CString, c_char};
 use serde::{Deserialize, Serialize};
 
 use super::ffi::{self, Owned};
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// Where libhdf5 is told to look for external-storage files and virtual-dataset
 /// sources named by a relative path: beneath a character device, where no file

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::ffi::{self, locked};
 use super::types::DType;
 use super::{H5File, attributes, dataset, outside};
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// Deepest group nesting walked: a hostile file cannot recurse without end.
 const MAX_DEPTH: usize = 64;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ffi::{self, locked};
 use super::types::{self, DecodeNotes};
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// Most bytes one read may take in memory.
 pub const MAX_READ_BYTES: u64 = 1 << 31;

@@ -2,19 +2,21 @@
 //! 512, 1024, 2048, ... (powers of two from 512), per the HDF5 file-format spec.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
-use crate::formats::{FormatError, read_prefix};
+use crate::FormatError;
 
 pub const SIGNATURE: &[u8] = b"\x89HDF\r\n\x1a\n";
 
 pub fn check_signature(file: &mut File) -> Result<(), FormatError> {
     let size = file.metadata()?.len();
     let mut offset = 0u64;
-    let mut buf = [0u8; 8];
+    let mut head = Vec::with_capacity(SIGNATURE.len());
     while offset + 8 <= size {
         file.seek(SeekFrom::Start(offset))?;
-        if read_prefix(file, &mut buf)? == 8 && buf == SIGNATURE {
+        head.clear();
+        file.by_ref().take(8).read_to_end(&mut head)?;
+        if head == SIGNATURE {
             return Ok(());
         }
         offset = if offset == 0 { 512 } else { offset * 2 };
@@ -31,7 +33,7 @@ mod tests {
 
     #[test]
     fn finds_signature_in_real_files_and_after_a_user_block() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/hdf5");
+        let dir = PathBuf::from(crate::REPO).join("testdata/hdf5");
         check_signature(&mut File::open(dir.join("detector_conditions.h5")).unwrap()).unwrap();
         check_signature(&mut File::open(dir.join("pylhe-testfile-hpcgen.hdf5")).unwrap()).unwrap();
 

@@ -14,7 +14,7 @@ use super::ffi::{self, Owned, locked};
 use super::outside;
 use super::slice::{Axis, Selection};
 use super::types::DType;
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// A dataset opened for reading.
 pub struct OpenDataset {

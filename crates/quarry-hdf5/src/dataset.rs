@@ -10,7 +10,7 @@ use super::ffi::{self, locked};
 use super::outside::{self, ExternalData};
 use super::types::DType;
 use super::{H5File, attributes};
-use crate::formats::FormatError;
+use crate::FormatError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetInfo {

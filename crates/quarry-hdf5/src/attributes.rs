@@ -7,7 +7,7 @@ use super::buffer::Buffer;
 use super::dataset::dtype_of;
 use super::ffi::{self, locked};
 use super::types::DType;
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// Largest attribute read, in bytes of memory.
 const MAX_VALUE_BYTES: usize = 64 << 10;

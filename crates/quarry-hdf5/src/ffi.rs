@@ -8,7 +8,7 @@
 
 use std::sync::Once;
 
-use crate::formats::FormatError;
+use crate::FormatError;
 
 static SETUP: Once = Once::new();
 

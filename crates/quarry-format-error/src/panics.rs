@@ -79,7 +79,7 @@ mod tests {
         let caught = catch_quietly(|| -> u32 { panic!("not a number") }).unwrap_err();
         assert_eq!(caught.message, "not a number");
         let location = caught.location.expect("the hook saw it");
-        assert!(location.starts_with("src/panics.rs:"), "{location}");
+        assert!(location.contains("src/panics.rs:"), "{location}");
         assert_eq!(catch_quietly(|| 7), Ok(7));
         let caught = catch_quietly(|| std::panic::panic_any(3u8)).unwrap_err();
         assert_eq!(caught.message, "unknown panic");

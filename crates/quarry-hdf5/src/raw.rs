@@ -6,7 +6,7 @@
 use super::read::OpenDataset;
 use super::slice::{Axis, Selection};
 use super::types::DType;
-use crate::formats::FormatError;
+use crate::FormatError;
 
 /// The element types an export writes: plain numbers and booleans (one byte,
 /// 0 or 1), each `size` bytes in the host's byte order.
@@ -173,7 +173,7 @@ fn sub_range(axis: Axis, start: u64, count: u64) -> Axis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::hdf5::slice::{parse, resolve};
+    use crate::slice::{parse, resolve};
 
     fn sel(text: &str, shape: &[u64]) -> Selection {
         resolve(&parse(text).unwrap(), shape).unwrap()
