@@ -63,7 +63,7 @@ impl Key {
     }
 
     /// Where the (possibly compressed) object starts.
-    pub fn seek_data(&self) -> u64 {
+    pub(crate) fn seek_data(&self) -> u64 {
         self.seek_key + u64::from(self.key_len)
     }
 

@@ -58,10 +58,6 @@ impl Streamers {
                 .find_map(|v| v.members.iter().find(|m| m.name == name))
         })
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.classes.is_empty()
-    }
 }
 
 enum Part {

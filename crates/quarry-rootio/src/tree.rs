@@ -259,7 +259,7 @@ impl Tree {
     }
 
     /// Whether any branch holds a class member (TBranchElement).
-    pub fn has_elements(&self) -> bool {
+    pub(crate) fn has_elements(&self) -> bool {
         fn any(branches: &[Branch]) -> bool {
             branches
                 .iter()
@@ -269,7 +269,7 @@ impl Tree {
     }
 
     /// Looks up each member branch's C++ type in the class layouts.
-    pub fn resolve_member_types(&mut self, streamers: &Streamers) {
+    pub(crate) fn resolve_member_types(&mut self, streamers: &Streamers) {
         fn resolve(branches: &mut [Branch], streamers: &Streamers) {
             for b in branches {
                 if let Some(e) = &mut b.element {

@@ -289,7 +289,7 @@ impl RNTuple {
 
     /// Bytes a physical column takes on storage and once decompressed,
     /// over every cluster.
-    pub fn physical_sizes(&self, column: usize) -> (u64, u64) {
+    pub(crate) fn physical_sizes(&self, column: usize) -> (u64, u64) {
         let bits = u64::from(self.schema.columns[column].bits);
         let mut sizes = (0u64, 0u64);
         for c in &self.clusters {
@@ -349,7 +349,7 @@ impl RNTuple {
     /// Where the pages of `column` (its own columns, as `column_cluster_bytes`
     /// counts them) lie in the file, for the clusters holding any of
     /// `entries`: what a remote file prefetches before reading them.
-    pub fn column_page_ranges(
+    pub(crate) fn column_page_ranges(
         &self,
         column: &NtupleColumn,
         entries: &std::ops::Range<u64>,
