@@ -1,6 +1,7 @@
 //! Where a reader's bytes come from: a local file, or a file on remote storage
-//! read by ranges (`remote`). Readers that take a `ByteSource` never learn which;
-//! a remote source turns each read into ranged requests through its block cache,
+//! read by ranges (a client this crate does not hold: quarry's XRootD, HTTP and
+//! S3 clients implement the trait). Readers that take a `ByteSource` never learn
+//! which; a remote source turns each read into ranged requests through its cache,
 //! and `prefetch` lets a reader ask for many ranges it is about to read in one
 //! vectored request (a cluster's baskets) instead of one round trip each.
 
