@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pattern='\.\./shared'
-suite=(src tests benches fuzz .ci scripts/test.sh scripts/test-clients.sh scripts/soak.sh
+suite=(src crates tests benches fuzz .ci scripts/test.sh scripts/test-clients.sh scripts/soak.sh
   scripts/setup-system.sh scripts/fetch-model.sh scripts/demo.sh)
 if hits=$(git ls-files -z -- "${suite[@]}" | xargs -0 grep -n -- "$pattern"); then
   echo "check-self-contained: the test suite must not read the shared folder outside the repository:" >&2

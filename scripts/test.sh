@@ -22,7 +22,9 @@ export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1
 QUARRY_MOTO_SERVER=$(./scripts/setup-moto.sh)
 export QUARRY_MOTO_SERVER QUARRY_REQUIRE_MOTO=1
 # --- end remote roots ---
-cargo test --all-targets "$@"
+cargo test --workspace --all-targets "$@"
+# The reader crates' examples (crates/*/README.md and their docs), as a user copies them.
+cargo test --workspace --exclude quarry --doc
 # --- slurm (issue 33): the cluster executor's tests on a single-node Slurm, started
 # once for them and stopped after (they skip in the run above, which has no cluster).
 slurm_dir=$(mktemp -d)

@@ -13,7 +13,11 @@
 //! `commands` assemble a running program.
 
 pub mod analysis;
-pub mod byte_source;
+/// Where a reader's bytes come from: the trait is the ROOT reader's
+/// (`quarry_rootio::ByteSource`); `remote` implements it for remote files.
+pub mod byte_source {
+    pub use quarry_rootio::{ByteSource, Fetched};
+}
 pub mod catalog;
 pub mod cli;
 pub mod cli_reference;
@@ -30,9 +34,17 @@ pub mod job;
 pub mod logging;
 pub mod mcp;
 pub mod memory;
-pub mod panics;
+/// Caught panics as messages, and the hook that keeps them quiet
+/// (`quarry_format_error::panics`: the readers catch their decoders' panics too).
+pub mod panics {
+    pub use quarry_format_error::panics::*;
+}
 pub mod rag;
 pub mod remote;
 pub mod roots;
 pub mod special;
-pub mod transient;
+/// Which I/O errors are the system's passing shortage rather than a file's
+/// fault (`quarry_format_error::is_transient`): the index retries them.
+pub mod transient {
+    pub use quarry_format_error::is_transient;
+}

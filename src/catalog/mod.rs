@@ -772,6 +772,9 @@ fn entry_of(r: &FileRecord) -> FileEntry {
 }
 
 #[cfg(test)]
+mod stored_encoding_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

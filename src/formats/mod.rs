@@ -1,7 +1,8 @@
 //! Format readers. This layer knows nothing of the catalog or of MCP: it answers
 //! "what kind of file is this" and "is it a well-formed file of that kind".
 //!
-//! `root` is quarry's own ROOT reader (keys, trees, columns, histograms);
+//! `root` is quarry's own ROOT reader (keys, trees, columns, histograms: the
+//! `quarry-rootio` crate);
 //! `document` extracts the text, table of contents and metadata of PDF, Markdown
 //! and text files. The other kinds validate their signature and header for now,
 //! so that a corrupt or mislabelled file is recorded with a precise error; their
@@ -10,8 +11,12 @@
 pub mod code;
 pub mod document;
 pub mod hdf5;
-pub mod root;
 pub mod worker;
+
+/// Why a file could not be read as its kind: shared by every reader (`crates/quarry-format-error`).
+pub use quarry_format_error::FormatError;
+/// quarry's own ROOT reader, a crate of its own (`crates/quarry-rootio`).
+pub use quarry_rootio as root;
 
 use std::fmt;
 use std::fs::File;
@@ -116,39 +121,6 @@ pub fn detect(name: &str, open: impl FnOnce() -> io::Result<File>) -> io::Result
     let mut head = [0u8; SNIFF_LEN];
     let n = read_prefix(&mut open()?, &mut head)?;
     Ok(sniff(&head[..n]))
-}
-
-/// Why a file could not be read as its kind (serde: it crosses from the HDF5
-/// worker process).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
-pub enum FormatError {
-    #[error("{0}")]
-    Corrupt(String),
-    #[error("{0}")]
-    Unsupported(String),
-    /// The file asks for something quarry will not do (read data kept in
-    /// another file, outside the root); the message names the route and target.
-    #[error("{0}")]
-    Refused(String),
-    /// Data stored through a filter (compression) this build cannot decode.
-    #[error("{0}")]
-    UnsupportedFilter(String),
-    #[error("I/O error: {0}")]
-    Io(String),
-    /// The system was short of something (descriptors, memory) or the call was
-    /// interrupted: not the file's fault, worth trying again.
-    #[error("I/O error (transient): {0}")]
-    Transient(String),
-}
-
-impl From<io::Error> for FormatError {
-    fn from(e: io::Error) -> Self {
-        if crate::transient::is_transient(&e) {
-            FormatError::Transient(e.to_string())
-        } else {
-            FormatError::Io(e.to_string())
-        }
-    }
 }
 
 /// Checks that the file is a well-formed file of `kind` (signature and header).

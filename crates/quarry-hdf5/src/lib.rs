@@ -1,0 +1,142 @@
+//! quarry's HDF5 layer, through libhdf5 (the `hdf5` crate, hdf5-metno): the
+//! whole object tree of a file (groups, datasets with their layout, filters
+//! and attributes, named types, links), and hyperslab reads of datasets
+//! selected with NumPy's basic indexing. It knows nothing of quarry's catalog,
+//! tools or configuration; quarry runs it in worker processes of its own so
+//! that a libhdf5 crash on a damaged file is that file's error.
+//!
+//! - `ffi`: the one place libhdf5 is called from (a global lock; errors typed);
+//! - `filters`: LZF and Zstandard registered with libhdf5, and its plugin folders;
+//! - `tree`: groups, datasets, named types and links, depth first;
+//! - `dataset`, `attributes`: what is kept of each dataset and attribute;
+//! - `types`: NumPy-style type strings and the decoding of values;
+//! - `slice`: NumPy basic indexing parsed by hand and resolved to hyperslabs;
+//! - `read`: reading a selection (or streaming it block by block);
+//! - `raw`: a selection's numbers as raw bytes in NumPy's order, in blocks (exports);
+//! - `outside`: datasets whose data lies in other files (external storage,
+//!   virtual datasets): recorded, never read;
+//! - `signature`: the signature check that runs before libhdf5 sees a file.
+//!
+//! Files are opened from an already open descriptor (opened beneath its root by
+//! the caller): libhdf5 opens by name, so it is handed `/proc/self/fd/N`, which
+//! reopens that very inode; a link swapped in after the open cannot redirect it.
+//!
+//! ```
+//! # fn main() -> Result<(), quarry_hdf5::FormatError> {
+//! use quarry_hdf5::{H5File, slice};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hdf5/tiny.h5");
+//! let h5 = H5File::open(std::fs::File::open(path)?)?;
+//! let paths: Vec<_> = h5.tree()?.objects.into_iter().map(|o| o.path).collect();
+//! assert_eq!(paths, ["/", "/conditions", "/conditions/hv"]);
+//!
+//! let hv = h5.dataset("/conditions/hv")?;
+//! let selection = slice::resolve(&slice::parse("1:3").unwrap(), hv.shape.as_deref().unwrap()).unwrap();
+//! assert_eq!(hv.read(&selection)?.data, serde_json::json!([1.0, 2.0]));
+//! # Ok(())
+//! # }
+//! ```
+
+/// README.md's example, run as a test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
+mod attributes;
+mod buffer;
+mod dataset;
+mod ffi;
+pub mod filters;
+mod outside;
+mod raw;
+mod read;
+mod signature;
+pub mod slice;
+mod tree;
+mod types;
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+
+pub use attributes::Attribute;
+pub use dataset::{DatasetInfo, Filter};
+pub use outside::{ExternalData, NOWHERE};
+pub use raw::{Plain, blocks};
+pub use read::{Moments, OpenDataset, SliceData};
+pub use signature::SIGNATURE;
+pub use tree::{Entry, Member, MemberKind, Object, Tree, absolute_target};
+pub use types::{DType, Field};
+
+use signature::check_signature;
+
+pub use quarry_format_error::FormatError;
+
+/// The repository this crate lives in: its tests read the HDF5 files kept in
+/// quarry's `testdata/` and `tests/data/`.
+#[cfg(test)]
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// An HDF5 file open for reading.
+pub struct H5File {
+    inner: hdf5::File,
+}
+
+impl H5File {
+    /// Opens an HDF5 file from an open descriptor.
+    pub fn open(mut file: File) -> Result<H5File, FormatError> {
+        check_signature(&mut file)?;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if is_memory_file(&path) {
+            return open_image(&file);
+        }
+        let inner = ffi::locked(|| hdf5::File::open(&path)).map_err(|e| {
+            FormatError::Corrupt(format!("not a readable HDF5 file: {}", ffi::corrupt(e)))
+        })?;
+        // libhdf5 holds its own descriptor now; ours may close.
+        drop(file);
+        Ok(H5File { inner })
+    }
+}
+
+/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file (a
+/// remote file's copy, `memfd`): libhdf5 asks for the real path of the name
+/// it opens, which such a file does not have.
+fn is_memory_file(fd_path: &str) -> bool {
+    std::fs::read_link(fd_path).is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
+}
+
+/// Opens an in-memory file's bytes as a libhdf5 file image (the core driver,
+/// no backing file): libhdf5 copies the image, and the name it is given,
+/// which the core driver requires not to exist, can never exist (nothing can
+/// be below `/dev/null`).
+fn open_image(file: &File) -> Result<H5File, FormatError> {
+    use hdf5_sys::h5f::{H5F_ACC_RDONLY, H5Fopen};
+    use hdf5_sys::h5p::{
+        H5P_CLS_FILE_ACCESS, H5Pclose, H5Pcreate, H5Pset_fapl_core, H5Pset_file_image,
+    };
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(file.metadata()?.len())
+        .map_err(|_| FormatError::Unsupported("an in-memory file too large to map".into()))?;
+    let mut image = vec![0u8; len];
+    file.read_exact_at(&mut image, 0)?;
+    let inner = ffi::locked(|| -> Result<hdf5::File, FormatError> {
+        // SAFETY: a property list of a registered class, set up with valid
+        // arguments (libhdf5 copies the image); the file id it opens is
+        // handed to the crate, which closes it.
+        unsafe {
+            let fapl = ffi::Owned::new(H5Pcreate(*H5P_CLS_FILE_ACCESS), H5Pclose)?;
+            ffi::check(H5Pset_fapl_core(fapl.id, 1 << 20, 0))?;
+            ffi::check(H5Pset_file_image(
+                fapl.id,
+                image.as_mut_ptr().cast(),
+                image.len(),
+            ))?;
+            let id = H5Fopen(c"/dev/null/quarry-image".as_ptr(), H5F_ACC_RDONLY, fapl.id);
+            if id < 0 {
+                return Err(ffi::last_error());
+            }
+            hdf5::from_id::<hdf5::File>(id).map_err(ffi::corrupt)
+        }
+    })?;
+    Ok(H5File { inner })
+}
