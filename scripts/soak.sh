@@ -33,7 +33,7 @@ cache=${QUARRY_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry-test}
 
 if [ "$profile" = release ]; then
   cargo build --quiet --release --bin quarry
-else
+elif [ -z "${QUARRY_DEBUG_BUILT:-}" ]; then # see scripts/test-clients.sh
   cargo build --quiet --bin quarry
 fi
 target_dir=$(cargo metadata --format-version 1 --no-deps |

@@ -42,7 +42,9 @@ if [ ! -e "$inspector/.complete" ]; then
   touch "$inspector/.complete"
 fi
 
-cargo build --quiet --bin quarry
+# scripts/test.sh has just built target/debug/quarry for the integration tests (with the
+# test profile's fingerprint: `cargo build` would build the same program again).
+if [ -z "${QUARRY_DEBUG_BUILT:-}" ]; then cargo build --quiet --bin quarry; fi
 quarry="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/quarry"
 
 work=$(mktemp -d)

@@ -33,5 +33,8 @@ trap './scripts/slurm-local.sh stop "$slurm_dir"; rm -rf "$slurm_dir"' EXIT
 SLURM_CONF="$slurm_dir/slurm.conf" QUARRY_SLURM_TESTS=1 cargo test --test integration "$@" cluster_slurm::
 ./scripts/slurm-local.sh stop "$slurm_dir"
 # --- end slurm
+# `cargo test` built target/debug/quarry for the integration tests: the clients and the
+# soak use that one rather than build it again under the dev profile.
+export QUARRY_DEBUG_BUILT=1
 ./scripts/test-clients.sh
 SOAK_PROFILE=debug SOAK_DATA=fixtures SOAK_PIPELINE_DEPTH=20 SOAK_KILL_TRIALS=2 ./scripts/soak.sh 16 5
