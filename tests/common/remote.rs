@@ -477,33 +477,28 @@ impl XrootdCluster {
         // Ready once the data server's cmsd has logged in to the manager's
         // (it tries every few seconds).
         wait_until(Duration::from_secs(60), || {
-            cluster.log("cmsd", "manager").contains("server")
-                && cluster
-                    .log("cmsd", "manager")
-                    .lines()
-                    .any(|l| l.contains("server") && l.contains("logged in"))
+            cluster
+                .log("cmsd", "manager")
+                .lines()
+                .any(|l| l.contains("server") && l.contains("logged in"))
         });
         cluster
     }
 
-    /// The log of `binary` (xrootd, cmsd) of `role` (manager, server): in a
-    /// folder named after the instance.
+    /// The log of `binary` (xrootd, cmsd) of `role` (manager, server): in
+    /// the folder named after the instance (`-n`). (The folder also holds
+    /// the admin paths, whose links lead into /proc: never walked.)
     pub fn log(&self, binary: &str, role: &str) -> String {
-        fn collect(dir: &Path, name: &str, into: &mut String) {
-            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    collect(&path, name, into);
-                } else if path
-                    .file_name()
-                    .is_some_and(|f| f.to_string_lossy().starts_with(name))
-                {
-                    into.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
-                }
-            }
-        }
-        let mut log = String::new();
-        collect(self.dir.path(), &format!("{binary}-{role}.log"), &mut log);
-        log
+        let port = if role == "manager" {
+            self.port
+        } else {
+            self.data_port
+        };
+        let file = self
+            .dir
+            .path()
+            .join(format!("{role}{port}"))
+            .join(format!("{binary}-{role}.log"));
+        std::fs::read_to_string(file).unwrap_or_default()
     }
 }
