@@ -169,7 +169,12 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
     }
     let status = ok(&client, "index_status", json!({})).await;
     let error = status["data"]["roots"][0]["remote"]["last_error"].clone();
-    assert!(error.as_str().is_some_and(|e| e.contains("uproot-HZZ-zstd.root")), "{status}");
+    assert!(
+        error
+            .as_str()
+            .is_some_and(|e| e.contains("uproot-HZZ-zstd.root")),
+        "{status}"
+    );
     // Back up: the same call gives uproot's counts, and the catalog lost nothing.
     proxy.set(|f| f.down = false);
     let v = ok(&client, "compute_histogram", args).await;
@@ -178,7 +183,10 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
     assert_eq!(after["data"]["files"], indexed["data"]["files"]);
     let status = ok(&client, "index_status", json!({})).await;
     for kind in ["root", "document", "code", "hdf5"] {
-        assert_eq!(status["data"]["roots"][0]["kinds"][kind]["failed"], 0, "{status}");
+        assert_eq!(
+            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
+            "{status}"
+        );
     }
     client.cancel().await.unwrap();
 }
@@ -259,7 +267,10 @@ async fn an_object_replaced_between_listing_and_reading_is_indexed_as_it_is_now(
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    assert!(proxy.faults().before_ranged.is_none(), "the object was never replaced");
+    assert!(
+        proxy.faults().before_ranged.is_none(),
+        "the object was never replaced"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -295,10 +306,19 @@ async fn s3_buckets_are_addressed_virtual_hosted_or_path_style() {
             .mcp_with_args(&["--config", config.to_str().unwrap()])
             .await;
         wait_indexed(&client).await;
-        let v = ok(&client, "list_files", json!({"kind": "root", "limit": 1000})).await;
+        let v = ok(
+            &client,
+            "list_files",
+            json!({"kind": "root", "limit": 1000}),
+        )
+        .await;
         let path = "s3://quarry-test/data/root/uproot-HZZ.root";
         assert!(
-            v["data"]["files"].as_array().unwrap().iter().any(|f| f["path"] == path),
+            v["data"]["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["path"] == path),
             "{v}"
         );
         let v = ok(&client, "compute_histogram", args.clone()).await;
@@ -317,9 +337,16 @@ async fn s3_buckets_are_addressed_virtual_hosted_or_path_style() {
             let target = line.split(' ').nth(1).unwrap();
             // The listing names the bucket's top; every other request a key.
             let listing = target.contains("list-type=2");
-            assert!(listing || target.starts_with(prefix), "{addressing}: {line}");
+            assert!(
+                listing || target.starts_with(prefix),
+                "{addressing}: {line}"
+            );
             if listing {
-                let top = if addressing == "virtual" { "/?" } else { "/quarry-test?" };
+                let top = if addressing == "virtual" {
+                    "/?"
+                } else {
+                    "/quarry-test?"
+                };
                 assert!(target.starts_with(top), "{addressing}: {line}");
             }
         }

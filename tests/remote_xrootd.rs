@@ -255,7 +255,11 @@ async fn a_daemon_started_again_reads_from_its_disk_cache_until_the_file_changes
 fn relayed(s: &mut Sandbox) -> (common::remote::Xrootd, common::remote::XrdRelay) {
     let xrootd = common::remote::Xrootd::serve(&s.root);
     let relay = common::remote::XrdRelay::new(xrootd.port);
-    s.url = Some(format!("root://127.0.0.1:{}/{}/", relay.port, s.root.display()));
+    s.url = Some(format!(
+        "root://127.0.0.1:{}/{}/",
+        relay.port,
+        s.root.display()
+    ));
     (xrootd, relay)
 }
 
@@ -280,7 +284,10 @@ async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_u
     let v = ok(&client, "compute_histogram", args).await;
     assert_eq!(v["data"]["bin_counts"], want);
     assert_eq!(relay.faults().served_wait, 2);
-    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "the waits were kept");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "the waits were kept"
+    );
 
     relay.set(|f| {
         f.drop = 1;
@@ -305,7 +312,10 @@ async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_u
     let (v, is_error) = call(&client, "compute_histogram", args.clone()).await;
     assert!(is_error, "{v}");
     assert_eq!(v["error"], "io_error", "{v}");
-    assert!(v["suggestion"].as_str().unwrap().contains("index_status"), "{v}");
+    assert!(
+        v["suggestion"].as_str().unwrap().contains("index_status"),
+        "{v}"
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
     assert!(relay.faults().down);
     let status = ok(&client, "index_status", json!({})).await;
@@ -317,7 +327,10 @@ async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_u
     assert_eq!(after["data"]["files"], indexed["data"]["files"]);
     let status = ok(&client, "index_status", json!({})).await;
     for kind in ["root", "document", "code", "hdf5"] {
-        assert_eq!(status["data"]["roots"][0]["kinds"][kind]["failed"], 0, "{status}");
+        assert_eq!(
+            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
+            "{status}"
+        );
     }
     client.cancel().await.unwrap();
 }
@@ -341,9 +354,7 @@ async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    relay.set(|f| {
-        f.before_open = Some(Box::new(move || std::fs::rename(&aside, &file).unwrap()))
-    });
+    relay.set(|f| f.before_open = Some(Box::new(move || std::fs::rename(&aside, &file).unwrap())));
     let client = s.mcp().await;
     let started = std::time::Instant::now();
     loop {
@@ -364,7 +375,10 @@ async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    assert!(relay.faults().before_open.is_none(), "the file was never replaced");
+    assert!(
+        relay.faults().before_open.is_none(),
+        "the file was never replaced"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -427,7 +441,10 @@ async fn the_acceptance_passes_through_a_real_redirector_and_its_data_server() {
         .collect();
     let hzz = format!("{}root/uproot-HZZ.root", cluster.url);
     assert!(paths.contains(&hzz.as_str()), "{paths:?}");
-    assert!(paths.iter().all(|p| p.starts_with(&cluster.url)), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| p.starts_with(&cluster.url)),
+        "{paths:?}"
+    );
     let status = ok(&client, "index_status", json!({})).await;
     let root = &status["data"]["roots"][0];
     for kind in ["root", "document", "code", "hdf5"] {
@@ -438,6 +455,9 @@ async fn the_acceptance_passes_through_a_real_redirector_and_its_data_server() {
     assert_eq!(v["data"]["bin_counts"], want);
     // quarry reached the data server only by the manager's redirects.
     let served = cluster.log("xrootd", "server");
-    assert!(served.contains("login"), "no login at the data server: {served}");
+    assert!(
+        served.contains("login"),
+        "no login at the data server: {served}"
+    );
     client.cancel().await.unwrap();
 }

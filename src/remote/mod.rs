@@ -365,7 +365,11 @@ struct Changed(String);
 
 impl std::fmt::Display for Changed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} changed on the server while it was being read", self.0)
+        write!(
+            f,
+            "{} changed on the server while it was being read",
+            self.0
+        )
     }
 }
 

@@ -466,6 +466,13 @@ impl XrootdCluster {
                         .unwrap(),
                 );
             }
+            if role == "manager" {
+                // The data server's cmsd logs in at once when the manager's
+                // listens already; refused, it tries again only 10 s later.
+                wait_until(Duration::from_secs(20), || {
+                    std::net::TcpStream::connect(("127.0.0.1", cms_port)).is_ok()
+                });
+            }
         }
         let cluster = XrootdCluster {
             children,
