@@ -482,12 +482,12 @@ impl XrootdCluster {
             dir,
         };
         // Ready once the data server's cmsd has logged in to the manager's
-        // (it tries every few seconds).
+        // (`Protocol: Primary server.PID:FD@HOST:PORT logged in.`).
         wait_until(Duration::from_secs(60), || {
             cluster
                 .log("cmsd", "manager")
                 .lines()
-                .any(|l| l.contains("server") && l.contains("logged in"))
+                .any(|l| l.contains(" server.") && l.contains("logged in"))
         });
         cluster
     }
