@@ -18,7 +18,8 @@ packages=(pkg-config libhdf5-dev liblz4-dev poppler-utils)
 packages+=(hdf5-filter-plugin hdf5-filter-plugin-blosc-serial bitshuffle)
 # --- remote roots (issue #32) ---
 # nginx and xrootd-server: the HTTP and XRootD remote-root tests start their own servers
-# on loopback ports (tests/common/remote.rs); only the binaries are used.
+# on loopback ports (tests/common/remote.rs): nginx, xrootd, and xrootd with cmsd (same
+# package) as a redirector and data server pair; only the binaries are used.
 packages+=(nginx xrootd-server)
 # python3-xrootd: the XRootD Python bindings uproot needs to read root:// in
 # scripts/bench-remote.sh (the benchmark beside uproot); the tests do not use it.

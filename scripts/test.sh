@@ -16,9 +16,11 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 QUARRY_TEST_MODEL_DIR=$(./scripts/fetch-model.sh)
 export QUARRY_TEST_MODEL_DIR QUARRY_REQUIRE_MODEL=1
 # --- remote roots (issue #32) ---
-# tests/remote_*.rs and the *_over_http / *_over_s3 tests start nginx (installed above) and
-# moto (an S3 server from PyPI, in a cached venv) on loopback ports themselves and stop them
-# when they end; here moto is installed, and required so those tests fail rather than skip.
+# tests/remote_*.rs and the *_over_http / *_over_s3 / *_over_xrootd tests start nginx,
+# xrootd and cmsd (a redirector and data server pair; all three installed above) and moto
+# (an S3 server from PyPI, in a cached venv) on loopback ports themselves, with fault
+# injectors in front of them, and stop them when they end; a missing nginx, xrootd or cmsd
+# fails those tests, and moto is installed here and required so they fail rather than skip.
 QUARRY_MOTO_SERVER=$(./scripts/setup-moto.sh)
 export QUARRY_MOTO_SERVER QUARRY_REQUIRE_MOTO=1
 # --- end remote roots ---

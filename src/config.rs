@@ -65,6 +65,7 @@ struct RemoteConfig {
     max_whole_file_mb: Option<u64>,
     s3_endpoint: Option<String>,
     s3_region: Option<String>,
+    s3_addressing: Option<crate::remote::S3Addressing>,
 }
 
 impl RemoteConfig {
@@ -100,6 +101,7 @@ impl RemoteConfig {
         s.ca_file = self.ca_file.map(|f| relative_to(base, f));
         s.s3_endpoint = self.s3_endpoint;
         s.s3_region = self.s3_region;
+        s.s3_addressing = self.s3_addressing;
         let cache = self
             .cache_mb
             .map_or(crate::remote::cache::DEFAULT_CACHE_BYTES, |mb| {

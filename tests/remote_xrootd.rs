@@ -250,3 +250,214 @@ async fn a_daemon_started_again_reads_from_its_disk_cache_until_the_file_changes
         "{changed} bytes fetched for the changed file, first {first}"
     );
 }
+
+/// A root served through an `XrdRelay` in front of a real xrootd.
+fn relayed(s: &mut Sandbox) -> (common::remote::Xrootd, common::remote::XrdRelay) {
+    let xrootd = common::remote::Xrootd::serve(&s.root);
+    let relay = common::remote::XrdRelay::new(xrootd.port);
+    s.url = Some(format!(
+        "root://127.0.0.1:{}/{}/",
+        relay.port,
+        s.root.display()
+    ));
+    (xrootd, relay)
+}
+
+/// The XRootD faults of issue #32, put between quarry and a real xrootd by a
+/// relay that reads the protocol's framing: reads answered kXR_wait (a busy
+/// server), a connection dropped before the read reached the server, answers
+/// cut short, then the server going away in the middle of a read. Waits are
+/// waited out and the rest retried, to uproot's counts; the server gone
+/// fails the call with io_error in bounded time while the daemon answers
+/// and reads again once it is back; the catalog keeps every file indexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_up() {
+    let mut s = Sandbox::with_testdata();
+    let (_xrootd, relay) = relayed(&mut s);
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let indexed = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
+
+    relay.set(|f| f.wait = 2);
+    let (args, want) = uproot_histogram("uproot-HZZ.root");
+    let started = std::time::Instant::now();
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    assert_eq!(relay.faults().served_wait, 2);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "the waits were kept"
+    );
+
+    relay.set(|f| {
+        f.drop = 1;
+        f.truncate = 2;
+    });
+    let (args, want) = uproot_histogram("uproot-HZZ-lz4.root");
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    {
+        let f = relay.faults();
+        assert_eq!((f.served_drop, f.served_truncated), (1, 2));
+    }
+
+    // The server dies while sending a read's answer: cut short, then every
+    // connection closed and none accepted.
+    relay.set(|f| {
+        f.truncate = 1;
+        f.down_after = Some(1);
+    });
+    let (args, want) = uproot_histogram("uproot-HZZ-zstd.root");
+    let started = std::time::Instant::now();
+    let (v, is_error) = call(&client, "compute_histogram", args.clone()).await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(
+        v["suggestion"].as_str().unwrap().contains("index_status"),
+        "{v}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert!(relay.faults().down);
+    let status = ok(&client, "index_status", json!({})).await;
+    assert!(remote(&status)["last_error"].is_string(), "{status}");
+    relay.set(|f| f.down = false);
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    let after = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
+    assert_eq!(after["data"]["files"], indexed["data"]["files"]);
+    let status = ok(&client, "index_status", json!({})).await;
+    for kind in ["root", "document", "code", "hdf5"] {
+        assert_eq!(
+            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
+            "{status}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+/// A file replaced on the server (a new file renamed over it) after the
+/// listing saw it, just before the index opens it: the index never stores
+/// the new file's rows under the listed version (its size), nor the old
+/// one's; it states the file again and indexes what is there now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
+    let mut s = Sandbox::new();
+    let new = std::fs::read(common::repo_testdata().join("root/uproot-nesteddirs.root")).unwrap();
+    let file = s.write(
+        "root/f.root",
+        &std::fs::read(common::repo_testdata().join("root/uproot-histograms.root")).unwrap(),
+    );
+    let (_xrootd, relay) = relayed(&mut s);
+    let aside = s.tmp.path().join("f.root.new");
+    std::fs::write(&aside, &new).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    relay.set(|f| f.before_open = Some(Box::new(move || std::fs::rename(&aside, &file).unwrap())));
+    let client = s.mcp().await;
+    let started = std::time::Instant::now();
+    loop {
+        let (v, is_error) = call(&client, "inspect_file", json!({"path": "root/f.root"})).await;
+        if !is_error {
+            let d = &v["data"];
+            assert!(
+                d["histograms"].as_array().unwrap().is_empty(),
+                "the listed version was stored: {v}"
+            );
+            assert_eq!(d["size_bytes"], new.len(), "{v}");
+            assert!(!d["directories"].as_array().unwrap().is_empty(), "{v}");
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(40),
+            "never indexed: {v}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(
+        relay.faults().before_open.is_none(),
+        "the file was never replaced"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// The fixture's histogram of `file` that has a cut (uproot + numpy).
+fn uproot_histogram_with_cut(file: &str) -> (Value, Value) {
+    let (mut args, _) = uproot_histogram(file);
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let f = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == format!("testdata/root/{file}"))
+        .unwrap();
+    let h = f["histograms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["cut"].is_string())
+        .unwrap();
+    for key in ["bins", "range"] {
+        args[key] = h[key].clone();
+    }
+    args["branch"] = h["value"].clone();
+    args["selection"] = h["cut"].clone();
+    (args, h["bin_counts"].clone())
+}
+
+/// A real redirector and data server pair (Debian's xrootd and cmsd, one
+/// `all.role manager`, one `all.role server`) on loopback: the root is
+/// given by the redirector's URL; listing, indexing and a histogram with a
+/// cut go through it (it redirects each file to the data server), and the
+/// counts are uproot's, as the same call on the local folder gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_acceptance_passes_through_a_real_redirector_and_its_data_server() {
+    let mut s = Sandbox::with_testdata();
+    let (args, want) = uproot_histogram_with_cut("uproot-HZZ.root");
+    let local = s.mcp().await;
+    wait_indexed(&local).await;
+    let v = ok(&local, "compute_histogram", args.clone()).await;
+    assert_eq!(v["data"]["bin_counts"], want, "the local answer");
+    local.cancel().await.unwrap();
+
+    let cluster = common::remote::XrootdCluster::serve(&s.root);
+    s.url = Some(cluster.url.clone());
+    s.catalog = s.tmp.path().join("catalog-remote");
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let v = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
+    let paths: Vec<&str> = v["data"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    let hzz = format!("{}root/uproot-HZZ.root", cluster.url);
+    assert!(paths.contains(&hzz.as_str()), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| p.starts_with(&cluster.url)),
+        "{paths:?}"
+    );
+    let status = ok(&client, "index_status", json!({})).await;
+    let root = &status["data"]["roots"][0];
+    for kind in ["root", "document", "code", "hdf5"] {
+        assert_eq!(root["kinds"][kind]["failed"], 0, "{status}");
+    }
+    assert!(remote(&status)["last_error"].is_null(), "{status}");
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want);
+    // quarry reached the data server only by the manager's redirects.
+    let served = cluster.log("xrootd", "server");
+    assert!(
+        served.contains("login"),
+        "no login at the data server: {served}"
+    );
+    client.cancel().await.unwrap();
+}

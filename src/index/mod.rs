@@ -233,6 +233,21 @@ impl Indexer {
         Ok(total)
     }
 
+    /// States again the files of remote roots that a read found changed
+    /// since the catalog's version (`RemoteRoot::note_changed`), instead of
+    /// leaving them described by the old version until the next listing.
+    pub fn sync_noted_changes(&self) -> anyhow::Result<SyncSummary> {
+        let mut total = SyncSummary::default();
+        let roots = self.catalog.roots();
+        for (root, spec) in roots.list().iter().enumerate() {
+            let Some(remote) = &spec.remote else { continue };
+            for rel in remote.take_changed() {
+                total.add(self.sync(root, &rel, &Quiet, false)?);
+            }
+        }
+        Ok(total)
+    }
+
     /// Whether a path is one the index ignores.
     pub fn ignores(&self, abs: &Path) -> bool {
         self.exclusions.excludes_abs(abs)

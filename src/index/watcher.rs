@@ -201,6 +201,9 @@ impl Debouncer {
         {
             tracing::error!("rescan failed: {e:#}");
         }
+        if let Err(e) = self.indexer.sync_noted_changes() {
+            tracing::error!("indexing remote files found changed failed: {e:#}");
+        }
         if self.indexer.has_deferred() && self.last_retry.elapsed() >= RETRY_DEFERRED {
             self.last_retry = Instant::now();
             if let Err(e) = self.indexer.retry_deferred() {

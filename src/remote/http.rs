@@ -4,7 +4,8 @@
 //! gives them (JSON, or any HTML index of links: nginx's default, Apache's).
 //! TLS is verified against the bundled Mozilla roots, plus a private CA when
 //! configured. Redirects are not followed: a redirect could lead to a host
-//! that is not the configured root's.
+//! that is not the configured root's. Names under `localhost` are loopback
+//! (`localhost`).
 
 use std::io::{self, Read};
 use std::ops::Range;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use super::retry::{Failure, Policy, with_retries};
 use super::s3::{self, Signer, region_from_env};
-use super::url::{RootUrl, Scheme, decode_component, encode_component};
+use super::url::{RootUrl, Scheme, decode_component};
 use super::{Entry, Meta, Protocol, Settings, Stop, cancelled, changed};
 
 /// Bytes of an answer read between two looks at whether the call stopped.
@@ -21,16 +22,25 @@ const STOP_CHECK_BYTES: usize = 256 << 10;
 /// Largest folder listing read, in bytes.
 const MAX_LISTING_BYTES: u64 = 64 << 20;
 
+/// What an S3 root adds to plain HTTP.
+struct S3Root {
+    /// The bucket's key prefix (`prefix/`, or empty).
+    key_prefix: String,
+    /// The request path of the bucket itself: `/bucket` path-style, empty
+    /// virtual-hosted (the bucket is in the host name).
+    bucket_path: String,
+    /// Set when credentials are.
+    signer: Option<Signer>,
+}
+
 pub struct Http {
-    url: RootUrl,
     /// `scheme://host[:port]` of the server requests go to.
     base: String,
     /// The path every file's path starts with (the root's folder; for S3,
     /// `/bucket/prefix`).
     prefix: String,
-    /// Set for an S3 root: the bucket's key prefix (`prefix/`, or empty) and
-    /// the signer, when credentials are set.
-    s3: Option<(String, Option<Signer>)>,
+    /// Set for an S3 root.
+    s3: Option<S3Root>,
     agent: ureq::Agent,
     /// `Authorization: Bearer` for https roots (WLCG token discovery).
     token: Option<String>,
@@ -55,29 +65,39 @@ impl Http {
             }
             tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certs)));
         }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(settings.connect_timeout))
-            .timeout_global(Some(settings.request_timeout))
-            .max_idle_connections_per_host(settings.parallel.max(1) * 2)
-            .tls_config(tls.build())
-            .build()
-            .into();
+        let agent = super::localhost::agent(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .timeout_connect(Some(settings.connect_timeout))
+                .timeout_global(Some(settings.request_timeout))
+                .max_idle_connections_per_host(settings.parallel.max(1) * 2)
+                .tls_config(tls.build())
+                .build(),
+        );
         let token = (url.scheme == Scheme::Https).then(bearer_token).flatten();
         let (base, prefix, s3) = match url.scheme {
             Scheme::S3 => {
                 let region = region_from_env(settings.s3_region.as_deref());
-                let endpoint = s3_endpoint(settings.s3_endpoint.as_deref(), &region)?;
+                let at = s3::locate_bucket(
+                    &url.authority,
+                    settings.s3_endpoint.as_deref(),
+                    settings.s3_addressing,
+                    &region,
+                )?;
                 let key_prefix = match url.path.trim_start_matches('/') {
                     "" => String::new(),
                     p => format!("{p}/"),
                 };
-                let prefix = format!("/{}{}", encode_component(&url.authority), url.path);
+                let prefix = format!("{}{}", at.bucket_path, url.path);
                 (
-                    endpoint,
+                    at.base,
                     prefix,
-                    Some((key_prefix, Signer::from_env(region))),
+                    Some(S3Root {
+                        key_prefix,
+                        bucket_path: at.bucket_path,
+                        signer: Signer::from_env(region),
+                    }),
                 )
             }
             _ => (
@@ -87,7 +107,6 @@ impl Http {
             ),
         };
         Ok(Http {
-            url,
             base,
             prefix,
             s3,
@@ -131,7 +150,11 @@ impl Http {
         if let Some(token) = &self.token {
             r = r.header("Authorization", &format!("Bearer {token}"));
         }
-        if let Some((_, Some(signer))) = &self.s3 {
+        if let Some(S3Root {
+            signer: Some(signer),
+            ..
+        }) = &self.s3
+        {
             let host = self.base.split_once("://").map_or("", |(_, h)| h);
             let signed: Vec<(&str, &str)> = range.map(|r| ("range", r)).into_iter().collect();
             for (k, v) in signer.headers((method, path, query), host, &signed, &s3::amz_date_now())
@@ -144,11 +167,14 @@ impl Http {
 
     /// Every object below `rel` (ListObjectsV2, 1000 keys a request).
     fn list_objects(&self, rel: &str) -> io::Result<Vec<(String, Meta)>> {
-        let Some((key_prefix, _)) = &self.s3 else {
+        let Some(s3) = &self.s3 else {
             return Ok(Vec::new());
         };
-        let bucket_path = format!("/{}", encode_component(&self.url.authority));
-        let mut prefix = key_prefix.clone();
+        let bucket_path = match s3.bucket_path.as_str() {
+            "" => "/".to_string(),
+            p => p.to_string(),
+        };
+        let mut prefix = s3.key_prefix.clone();
         if !rel.is_empty() {
             prefix.push_str(rel);
             prefix.push('/');
@@ -230,7 +256,7 @@ impl Http {
                     .and_then(|v| v.rsplit_once('/'))
                     .and_then(|(_, t)| t.trim().parse::<u64>().ok());
                 if total.is_some_and(|t| t != version.size) {
-                    return Err(Failure::transient(changed(&url())));
+                    return Err(Failure::permanent(changed(&url())));
                 }
             }
             // A server that ignores `Range` sends the whole file: usable only
@@ -242,14 +268,14 @@ impl Http {
                     url()
                 ))));
             }
-            404 | 410 | 416 => return Err(Failure::transient(changed(&url()))),
+            404 | 410 | 416 => return Err(Failure::permanent(changed(&url()))),
             _ => return Err(status_failure(status, &url())),
         }
         let etag = header(&reply, "etag");
         if let (Some(now), Some(then)) = (&etag, &version.etag)
             && now != then
         {
-            return Err(Failure::transient(changed(&url())));
+            return Err(Failure::permanent(changed(&url())));
         }
         let mut buf = vec![0u8; len];
         let mut body = reply.body_mut().as_reader();
@@ -391,24 +417,6 @@ impl Protocol for Http {
     fn list_all(&self, rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
         self.s3.is_some().then(|| self.list_objects(rel))
     }
-}
-
-/// The S3 endpoint: configured, or `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`,
-/// or AWS's own for the region; `scheme://host[:port]` only.
-fn s3_endpoint(configured: Option<&str>, region: &str) -> Result<String, String> {
-    let endpoint = configured
-        .map(str::to_string)
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
-        .filter(|e| !e.is_empty())
-        .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
-    let parsed = RootUrl::parse(&endpoint).map_err(|e| format!("S3 endpoint: {e}"))?;
-    if !matches!(parsed.scheme, Scheme::Http | Scheme::Https) {
-        return Err(format!(
-            "the S3 endpoint '{endpoint}' must be an http(s):// URL"
-        ));
-    }
-    Ok(format!("{}://{}", parsed.scheme.as_str(), parsed.authority))
 }
 
 fn header(reply: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {

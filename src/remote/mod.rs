@@ -1,4 +1,4 @@
-//! Remote data roots: files on HTTP(S) servers (and, to come, S3 and XRootD)
+//! Remote data roots: files on HTTP(S) servers, S3 buckets and XRootD servers
 //! read by byte ranges as if local. A foundation like `roots`: it knows nothing
 //! of formats, the catalog or MCP.
 //!
@@ -13,6 +13,7 @@
 pub mod cache;
 mod disk_cache;
 mod http;
+mod localhost;
 mod retry;
 mod s3;
 pub mod url;
@@ -30,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use retry::Policy;
+pub use s3::Addressing as S3Addressing;
 pub use url::{RootUrl, Scheme, looks_like_url};
 
 use crate::byte_source::{ByteSource, Fetched};
@@ -126,6 +128,9 @@ pub struct Settings {
     /// environment (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`) or AWS's own.
     pub s3_endpoint: Option<String>,
     pub s3_region: Option<String>,
+    /// Path-style or virtual-hosted bucket addresses; `None`: virtual on AWS,
+    /// path-style on another endpoint (`s3::locate_bucket`).
+    pub s3_addressing: Option<S3Addressing>,
 }
 
 impl Default for Settings {
@@ -140,6 +145,7 @@ impl Default for Settings {
             relist: Duration::from_secs(600),
             s3_endpoint: None,
             s3_region: None,
+            s3_addressing: None,
         }
     }
 }
@@ -165,6 +171,9 @@ pub struct RemoteRoot {
     status: Mutex<Status>,
     bytes: AtomicU64,
     requests: AtomicU64,
+    /// Files a read found to be another version than the catalog's, to be
+    /// listed again before the next scheduled listing (`take_changed`).
+    changed: Mutex<std::collections::BTreeSet<String>>,
     /// The block cache its files read through: the process's (`None`, looked
     /// up at the first read, after the config has set its limits), or a
     /// test's own.
@@ -202,6 +211,7 @@ impl RemoteRoot {
             status: Mutex::new(Status::default()),
             bytes: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            changed: Mutex::new(Default::default()),
             cache: None,
         })
     }
@@ -224,6 +234,23 @@ impl RemoteRoot {
     /// Records a failure of a listing or read, for `index_status`.
     pub fn note_error(&self, error: &str) {
         self.status.lock().expect("remote status").last_error = Some(error.to_string());
+    }
+
+    /// Notes that the file `rel` was found to be another version than the
+    /// one the catalog describes (a tool opened it, or it changed while
+    /// read), so that the index states it again soon (`take_changed`).
+    pub fn note_changed(&self, rel: &str) {
+        self.changed
+            .lock()
+            .expect("changed files")
+            .insert(rel.to_string());
+    }
+
+    /// The files noted changed since the last call.
+    pub fn take_changed(&self) -> Vec<String> {
+        std::mem::take(&mut *self.changed.lock().expect("changed files"))
+            .into_iter()
+            .collect()
     }
 
     /// Every file at or below `rel` (a folder or a file), with its version;
@@ -332,13 +359,33 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The error for a file that is no longer the version first seen: transient,
-/// so that the index tries again after listing it anew.
+/// What a file that is no longer the version first seen fails with.
+#[derive(Debug)]
+struct Changed(String);
+
+impl std::fmt::Display for Changed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} changed on the server while it was being read",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for Changed {}
+
+/// The error for a file that is no longer the version first seen: of a
+/// transient kind, so that the index tries again after listing it anew, but
+/// not retried by the protocols (the same request would meet the same new
+/// version); `is_changed` tells it apart.
 fn changed(url: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::ConnectionAborted,
-        format!("{url} changed on the server while it was being read"),
-    )
+    io::Error::new(io::ErrorKind::ConnectionAborted, Changed(url.to_string()))
+}
+
+/// Whether `e` says the file changed while it was read (`changed`).
+fn is_changed(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 
 /// One remote file at one version.
@@ -376,6 +423,9 @@ impl RemoteFile {
         {
             self.root
                 .note_error(&format!("reading {}: {e}", self.url()));
+            if is_changed(e) {
+                self.root.note_changed(&self.rel);
+            }
         }
         let got = got?;
         let bytes: u64 = got.iter().map(|b| b.len() as u64).sum();

@@ -1,6 +1,8 @@
 //! S3 (and S3-compatible stores: MinIO, Ceph, moto): objects read over the same
-//! HTTP client as `http` (HEAD, ranged GET), addressed path-style
-//! (`{endpoint}/{bucket}/{key}`), listed with `ListObjectsV2` (one request per
+//! HTTP client as `http` (HEAD, ranged GET), addressed virtual-hosted
+//! (`https://{bucket}.s3.{region}.amazonaws.com/{key}`, AWS's own) or path-style
+//! (`{endpoint}/{bucket}/{key}`, what S3-compatible stores serve by default;
+//! `locate_bucket`), listed with `ListObjectsV2` (one request per
 //! 1000 keys, the whole prefix at once), and signed with AWS Signature
 //! Version 4 when credentials are set (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); without them, requests go
@@ -11,9 +13,91 @@ use std::io;
 use sha2::{Digest, Sha256};
 
 use super::Meta;
+use super::url::{RootUrl, Scheme, encode_component};
 
 /// `x-amz-content-sha256` of an empty body (every request quarry sends).
 const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/// How a bucket is named in a request (`[remote] s3_addressing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Addressing {
+    /// `{endpoint}/{bucket}/{key}`.
+    Path,
+    /// `{scheme}://{bucket}.{endpoint host}/{key}`.
+    Virtual,
+}
+
+/// Where an S3 root's requests go.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BucketAt {
+    /// `scheme://host[:port]` requests are sent to (the bucket in the host
+    /// name when virtual-hosted).
+    pub base: String,
+    /// The request path of the bucket: `/bucket` path-style, empty when the
+    /// bucket is in the host name.
+    pub bucket_path: String,
+}
+
+/// Where requests for `bucket` go. The endpoint is the configured one, else
+/// `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`, else AWS's own for the region
+/// (`scheme://host[:port]` only). Addressing is the configured one, else
+/// virtual-hosted on AWS (path-style is deprecated there, and refused for
+/// buckets made since 2020) and path-style on any other endpoint (the form
+/// every S3-compatible store serves without wildcard DNS for its buckets).
+/// A bucket whose name has a dot is addressed path-style over https unless
+/// virtual is configured: a certificate's wildcard covers one name only.
+pub fn locate_bucket(
+    bucket: &str,
+    configured_endpoint: Option<&str>,
+    configured: Option<Addressing>,
+    region: &str,
+) -> Result<BucketAt, String> {
+    let endpoint = configured_endpoint
+        .map(str::to_string)
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+    let parsed = RootUrl::parse(&endpoint).map_err(|e| format!("S3 endpoint: {e}"))?;
+    if !matches!(parsed.scheme, Scheme::Http | Scheme::Https) {
+        return Err(format!(
+            "the S3 endpoint '{endpoint}' must be an http(s):// URL"
+        ));
+    }
+    let scheme = parsed.scheme.as_str();
+    let host = parsed.authority.split(':').next().unwrap_or("");
+    let on_aws = host == "amazonaws.com" || host.ends_with(".amazonaws.com");
+    let addressing = configured.unwrap_or(
+        if on_aws && !(bucket.contains('.') && parsed.scheme == Scheme::Https) {
+            Addressing::Virtual
+        } else {
+            Addressing::Path
+        },
+    );
+    Ok(match addressing {
+        Addressing::Path => BucketAt {
+            base: format!("{scheme}://{}", parsed.authority),
+            bucket_path: format!("/{}", encode_component(bucket)),
+        },
+        Addressing::Virtual => {
+            // The bucket becomes a host name label: only what DNS allows.
+            let label_ok = !bucket.is_empty()
+                && bucket
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b));
+            if !label_ok {
+                return Err(format!(
+                    "the bucket '{bucket}' cannot be a host name: set [remote] s3_addressing = \"path\""
+                ));
+            }
+            BucketAt {
+                base: format!("{scheme}://{bucket}.{}", parsed.authority),
+                bucket_path: String::new(),
+            }
+        }
+    })
+}
 
 /// AWS credentials and the region requests are signed for.
 pub struct Signer {
@@ -260,6 +344,39 @@ mod tests {
              SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, \
              Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
         );
+    }
+
+    #[test]
+    fn buckets_are_virtual_hosted_on_aws_and_path_style_elsewhere() {
+        let at = |bucket, endpoint, addressing| {
+            locate_bucket(bucket, Some(endpoint), addressing, "eu-west-1").unwrap()
+        };
+        let aws = "https://s3.eu-west-1.amazonaws.com";
+        assert_eq!(
+            at("run1", aws, None),
+            BucketAt {
+                base: "https://run1.s3.eu-west-1.amazonaws.com".into(),
+                bucket_path: String::new()
+            }
+        );
+        // A dotted bucket would not match AWS's wildcard certificate.
+        assert_eq!(at("run.1", aws, None).bucket_path, "/run.1");
+        let minio = "http://127.0.0.1:9000";
+        assert_eq!(
+            at("run1", minio, None),
+            BucketAt {
+                base: minio.into(),
+                bucket_path: "/run1".into()
+            }
+        );
+        // Configured, either way round.
+        assert_eq!(at("run1", aws, Some(Addressing::Path)).bucket_path, "/run1");
+        assert_eq!(
+            at("run1", "http://localhost:9000", Some(Addressing::Virtual)).base,
+            "http://run1.localhost:9000"
+        );
+        assert!(locate_bucket("Run_1", Some(minio), Some(Addressing::Virtual), "x").is_err());
+        assert!(locate_bucket("b", Some("ftp://h"), None, "x").is_err());
     }
 
     #[test]

@@ -87,6 +87,7 @@ fn root_over(
         status: Mutex::new(Status::default()),
         bytes: AtomicU64::new(0),
         requests: AtomicU64::new(0),
+        changed: Mutex::new(Default::default()),
         cache,
     })
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::retry::{Failure, Policy, with_retries};
 use super::url::RootUrl;
-use super::{Entry, Meta, Protocol, Settings, Stop, cancelled, changed};
+use super::{Entry, Meta, Protocol, Settings, Stop, cancelled, changed, is_changed};
 
 const KXR_CLOSE: u16 = 3003;
 const KXR_DIRLIST: u16 = 3004;
@@ -595,8 +595,12 @@ fn server_error(status: u16, body: &[u8]) -> io::Error {
     }
 }
 
-/// Network failures may pass; the server's own answers do not.
+/// Network failures may pass; the server's own answers, and a file that
+/// changed (read again, it would still be another version), do not.
 fn classify(e: io::Error) -> Failure {
+    if is_changed(&e) {
+        return Failure::permanent(e);
+    }
     match e.kind() {
         io::ErrorKind::TimedOut
         | io::ErrorKind::WouldBlock

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docs;
+pub mod faults;
 pub mod hostile;
 pub mod rag;
 pub mod raw;

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use super::{Sandbox, wait_until};
 
+pub use super::faults::{FaultProxy, XrdRelay};
+
 /// Where a test's root is read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Over {
@@ -387,129 +389,123 @@ impl Sandbox {
     }
 }
 
-/// Faults a `FaultProxy` injects, counted down as they are served.
-#[derive(Debug, Default, Clone)]
-pub struct Faults {
-    /// Ranged requests answered `503 Service Unavailable` from now on.
-    pub unavailable: usize,
-    /// Ranged responses cut off half-way through.
-    pub truncate: usize,
-    /// Every connection closed at once, unanswered (the server gone).
-    pub down: bool,
-    /// What was served so far.
-    pub served_unavailable: usize,
-    pub served_truncated: usize,
-    pub refused: usize,
-}
-
-/// A loopback proxy in front of a server that injects `Faults`: one request
-/// per connection (it asks the server to close after each answer).
-pub struct FaultProxy {
+/// A real XRootD cluster on loopback: a redirector (xrootd and cmsd with
+/// `all.role manager`) and one data server (xrootd and cmsd with
+/// `all.role server` reporting to it), all exporting one folder, as an EOS
+/// or a site's redirector and its disk servers are arranged. Clients go to
+/// the manager, which redirects each file's requests to the data server.
+pub struct XrootdCluster {
+    children: Vec<Child>,
+    /// The manager's port and the root's URL there.
     pub port: u16,
     pub url: String,
-    pub faults: std::sync::Arc<std::sync::Mutex<Faults>>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub data_port: u16,
+    dir: tempfile::TempDir,
 }
 
-impl Drop for FaultProxy {
+impl Drop for XrootdCluster {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Wakes the accept loop so that it sees the stop.
-        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
-impl FaultProxy {
-    pub fn new(upstream_port: u16) -> FaultProxy {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::{Arc, Mutex};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let faults = Arc::new(Mutex::new(Faults::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (f, s) = (faults.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
+impl XrootdCluster {
+    pub fn serve(folder: &Path) -> XrootdCluster {
+        use std::os::unix::fs::PermissionsExt;
+        let find = |name: &str| {
+            ["/usr/bin", "/usr/sbin"]
+                .iter()
+                .map(|d| Path::new(d).join(name))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("{name} is not installed: run scripts/setup-system.sh"))
+        };
+        let (xrootd, cmsd) = (find("xrootd"), find("cmsd"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        // SAFETY: geteuid(2) has no preconditions.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        if as_root {
+            readable_by_all(folder);
+        }
+        let (port, data_port, cms_port) = (free_port(), free_port(), free_port());
+        let mut children = Vec::new();
+        for (role, xrd_port) in [("manager", port), ("server", data_port)] {
+            let admin = dir.path().join(format!("admin-{role}"));
+            std::fs::create_dir(&admin).unwrap();
+            std::fs::set_permissions(&admin, std::fs::Permissions::from_mode(0o777)).unwrap();
+            // `cms.delay startup 1`: the manager redirects as soon as its
+            // server has logged in, not after the default 90 s.
+            let config = format!(
+                "all.role {role}\nall.manager 127.0.0.1:{cms_port}\nall.export {}\n\
+                 xrd.port {xrd_port}\nall.adminpath {a}\nall.pidpath {a}\ncms.delay startup 1\n",
+                folder.display(),
+                a = admin.display()
+            );
+            let config_file = dir.path().join(format!("{role}.cfg"));
+            std::fs::write(&config_file, config).unwrap();
+            for binary in [&xrootd, &cmsd] {
+                let name = binary.file_name().unwrap().to_str().unwrap();
+                let mut cmd = Command::new(binary);
+                cmd.current_dir(dir.path())
+                    .arg("-c")
+                    .arg(&config_file)
+                    .args(["-n", &format!("{role}{xrd_port}")])
+                    .arg("-l")
+                    .arg(dir.path().join(format!("{name}-{role}.log")));
+                if as_root {
+                    cmd.args(["-R", "nobody"]);
                 }
-                let Ok(conn) = conn else { continue };
-                let f = f.clone();
-                std::thread::spawn(move || relay(conn, upstream_port, &f));
+                children.push(
+                    cmd.stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                );
             }
-        });
-        FaultProxy {
+            if role == "manager" {
+                // The data server's cmsd logs in at once when the manager's
+                // listens already; refused, it tries again only 10 s later.
+                wait_until(Duration::from_secs(20), || {
+                    std::net::TcpStream::connect(("127.0.0.1", cms_port)).is_ok()
+                });
+            }
+        }
+        let cluster = XrootdCluster {
+            children,
             port,
-            url: format!("http://127.0.0.1:{port}/"),
-            faults,
-            stop,
-        }
+            url: format!("root://127.0.0.1:{port}/{}/", folder.display()),
+            data_port,
+            dir,
+        };
+        // Ready once the data server's cmsd has logged in to the manager's
+        // (`Protocol: Primary server.PID:FD@HOST:PORT logged in.`).
+        wait_until(Duration::from_secs(60), || {
+            cluster
+                .log("cmsd", "manager")
+                .lines()
+                .any(|l| l.contains(" server.") && l.contains("logged in"))
+        });
+        cluster
     }
 
-    pub fn set(&self, change: impl FnOnce(&mut Faults)) {
-        change(&mut self.faults.lock().unwrap());
+    /// The log of `binary` (xrootd, cmsd) of `role` (manager, server): in
+    /// the folder named after the instance (`-n`). (The folder also holds
+    /// the admin paths, whose links lead into /proc: never walked.)
+    pub fn log(&self, binary: &str, role: &str) -> String {
+        let port = if role == "manager" {
+            self.port
+        } else {
+            self.data_port
+        };
+        let file = self
+            .dir
+            .path()
+            .join(format!("{role}{port}"))
+            .join(format!("{binary}-{role}.log"));
+        std::fs::read_to_string(file).unwrap_or_default()
     }
-
-    pub fn faults(&self) -> Faults {
-        self.faults.lock().unwrap().clone()
-    }
-}
-
-fn relay(mut client: std::net::TcpStream, upstream_port: u16, faults: &std::sync::Mutex<Faults>) {
-    use std::io::{Read, Write};
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match client.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
-        }
-    }
-    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    let ranged = text.contains("\r\nrange:");
-    let (answer_503, cut) = {
-        let mut f = faults.lock().unwrap();
-        if f.down {
-            f.refused += 1;
-            return; // closed unanswered
-        }
-        let answer_503 = ranged && f.unavailable > 0;
-        if answer_503 {
-            f.unavailable -= 1;
-            f.served_unavailable += 1;
-        }
-        let cut = ranged && !answer_503 && f.truncate > 0;
-        if cut {
-            f.truncate -= 1;
-            f.served_truncated += 1;
-        }
-        (answer_503, cut)
-    };
-    if answer_503 {
-        let _ = client.write_all(
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        );
-        return;
-    }
-    // The request again, asking the server to close after answering.
-    let request: String = String::from_utf8_lossy(&head)
-        .split("\r\n")
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:") && !l.is_empty())
-        .map(|l| format!("{l}\r\n"))
-        .collect::<String>()
-        + "Connection: close\r\n\r\n";
-    let Ok(mut upstream) = std::net::TcpStream::connect(("127.0.0.1", upstream_port)) else {
-        return;
-    };
-    if upstream.write_all(request.as_bytes()).is_err() {
-        return;
-    }
-    let mut answer = Vec::new();
-    let _ = upstream.read_to_end(&mut answer);
-    let send = if cut {
-        &answer[..answer.len() / 2]
-    } else {
-        &answer[..]
-    };
-    let _ = client.write_all(send);
 }

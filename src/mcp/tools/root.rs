@@ -130,6 +130,13 @@ impl Known {
             // Read by ranges; the version is what the storage says now.
             let remote = remote.map_err(|e| ToolError::from_path(&e))?;
             let fingerprint = remote.meta().fingerprint();
+            if fingerprint != self.record.info.fingerprint
+                && let Some(root) = &ctx.catalog.roots().list()[self.root].remote
+            {
+                // The catalog describes another version: indexed again now
+                // rather than at the next scheduled listing.
+                root.note_changed(&self.rel);
+            }
             let file = RootFile::from_source(std::sync::Arc::new(remote))
                 .map_err(|e| corrupted(&self.abs(), &e))?;
             return Ok(Opened { file, fingerprint });
