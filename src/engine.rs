@@ -33,8 +33,8 @@ impl Engine {
         if settings.server.toolsets.contains(&Toolset::Rag) {
             indexer.set_document_listener(rag.start_pass()?);
         }
-        for root in 0..catalog.roots().list().len() {
-            catalog.activity().set_scanning(root, true);
+        for root_id in 0..catalog.roots().list().len() {
+            catalog.activity().set_scanning(root_id, true);
         }
         let watcher = match watcher::start(indexer.clone(), settings.settle) {
             Ok(w) => Some(w),
@@ -116,8 +116,8 @@ fn relist_remote_roots(indexer: &Arc<Indexer>) -> anyhow::Result<()> {
         .spawn(move || {
             loop {
                 std::thread::sleep(every);
-                for &(root, _) in &remote {
-                    if let Err(e) = indexer.scan_root(root, &Quiet) {
+                for &(root_id, _) in &remote {
+                    if let Err(e) = indexer.scan_root(root_id, &Quiet) {
                         tracing::warn!("listing a remote root again failed: {e:#}");
                     }
                 }

@@ -29,7 +29,7 @@ const BACKOFF: [Duration; 4] = [
 ];
 
 /// Extracts what the catalog keeps of the file `rel` of kind `kind` under the
-/// root `root` (opened beneath it), retrying transient I/O errors. A remote
+/// data root `root` (opened beneath it), retrying transient I/O errors. A remote
 /// file must still be the version `listed` (size, modification time) that its
 /// listing saw, or it is deferred until listed again.
 pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extracted {

@@ -183,8 +183,8 @@ impl Debouncer {
             let activity = self.indexer.catalog().activity();
             let w = self.waiting.entry(path).or_insert_with_key(|path| {
                 let pending = pending_kind(&self.indexer, path);
-                if let Some((root, kind)) = pending {
-                    activity.add_pending(root, kind, 1);
+                if let Some((root_id, kind)) = pending {
+                    activity.add_pending(root_id, kind, 1);
                 }
                 Waiting {
                     last_event: now,
@@ -223,11 +223,11 @@ impl Debouncer {
         let activity = self.indexer.catalog().activity();
         for path in settled {
             if let Some(Waiting {
-                pending: Some((root, kind)),
+                pending: Some((root_id, kind)),
                 ..
             }) = self.waiting.remove(&path)
             {
-                activity.finish_pending(root, kind, 1);
+                activity.finish_pending(root_id, kind, 1);
             }
         }
     }
@@ -235,7 +235,7 @@ impl Debouncer {
 
 /// The root and kind a changed path will be indexed as, judged by its name.
 fn pending_kind(indexer: &Indexer, path: &std::path::Path) -> Option<(usize, Kind)> {
-    let (root, _) = indexer.catalog().roots().locate(path)?;
+    let (root_id, _) = indexer.catalog().roots().locate(path)?;
     let kind = kind_from_name(path.file_name()?.to_str()?)?;
-    Some((root, kind))
+    Some((root_id, kind))
 }

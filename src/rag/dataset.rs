@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::catalog::Catalog;
 use crate::formats::Kind;
 use crate::job::Job;
+use crate::roots::RootId;
 
 use super::bm25::Segment;
 use super::embed::Embedder;
@@ -308,19 +309,19 @@ impl Rag {
     }
 
     /// The datasets fed by a root's files.
-    pub fn datasets_of_root(&self, root: usize) -> Vec<String> {
-        if Some(root) == self.ingest_root {
+    pub fn datasets_of_root(&self, root_id: RootId) -> Vec<String> {
+        if Some(root_id) == self.ingest_root {
             return self.dataset_names();
         }
-        vec![self.catalog.roots().list()[root].name.clone()]
+        vec![self.catalog.roots().list()[root_id].name.clone()]
     }
 
-    /// The dataset a document of `root` at `rel` belongs to.
-    pub fn dataset_of(&self, root: usize, rel: &str) -> Option<String> {
-        if Some(root) == self.ingest_root {
+    /// The dataset a document of data root `root_id` at `rel` belongs to.
+    pub fn dataset_of(&self, root_id: RootId, rel: &str) -> Option<String> {
+        if Some(root_id) == self.ingest_root {
             return rel.split_once('/').map(|(f, _)| f.to_string());
         }
-        Some(self.catalog.roots().list()[root].name.clone())
+        Some(self.catalog.roots().list()[root_id].name.clone())
     }
 
     pub fn counters(&self, name: &str) -> Counters {

@@ -14,6 +14,7 @@ use crate::catalog::hdf5::{HDF5_ALIASES, HDF5_OBJECTS};
 use crate::formats::Kind;
 use crate::formats::hdf5::{Attribute, DatasetInfo, Entry, Object};
 use crate::mcp::tools::Context;
+use crate::roots::RootId;
 
 pub const SCHEME: &str = "h5://";
 pub const TEMPLATE: &str = "h5://{+file}{?path}";
@@ -135,7 +136,7 @@ fn short(text: &str) -> String {
 
 /// An HDF5 file the catalog knows.
 pub struct KnownFile {
-    pub root: usize,
+    pub root_id: RootId,
     pub rel: String,
     /// Absolute path (under the root's canonical folder).
     pub abs: String,
@@ -145,7 +146,7 @@ pub struct KnownFile {
 /// Finds the file of a URI in the catalog (its path judged as every tool path).
 pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, ResourceError> {
     let roots = ctx.catalog.roots();
-    let (root, rel) = roots
+    let (root_id, rel) = roots
         .resolve_lexically(file, None)
         .map_err(ResourceError::Refused)?;
     let not_found = |why: String| ResourceError::NotFound {
@@ -154,7 +155,7 @@ pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, Res
     };
     let record = ctx
         .catalog
-        .record(root, &rel)
+        .record(root_id, &rel)
         .map_err(|e| ResourceError::Internal(e.to_string()))?
         .ok_or_else(|| not_found(format!("'{file}' is not an HDF5 file quarry has indexed")))?;
     if record.info.kind != Kind::Hdf5 {
@@ -169,12 +170,12 @@ pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, Res
         )));
     }
     Ok(KnownFile {
-        abs: roots.list()[root]
+        abs: roots.list()[root_id]
             .canonical
             .join(&rel)
             .to_string_lossy()
             .into_owned(),
-        root,
+        root_id,
         rel,
         id: record.id,
     })

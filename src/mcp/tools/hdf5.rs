@@ -144,7 +144,7 @@ pub(super) fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolE
 pub(super) fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError> {
     ctx.catalog
         .roots()
-        .open(file.root, &file.rel)
+        .open(file.root_id, &file.rel)
         .map_err(|e| ToolError::from_path(&e))
 }
 

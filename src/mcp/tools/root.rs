@@ -3,6 +3,7 @@
 //! the file.
 
 use crate::job::Job;
+use crate::roots::RootId;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -60,7 +61,7 @@ const LIMIT_MAX: usize = 1000;
 
 /// A ROOT file the catalog knows: where it is and its record.
 pub(super) struct Known {
-    pub(super) root: usize,
+    pub(super) root_id: RootId,
     pub(super) rel: String,
     /// The root's canonical folder (the file is `rel` beneath it).
     pub(super) root_dir: std::path::PathBuf,
@@ -70,7 +71,7 @@ pub(super) struct Known {
 /// Finds a ROOT file in the catalog by a tool path, without touching the disk.
 pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
     let roots = ctx.catalog.roots();
-    let (root, rel) = roots
+    let (root_id, rel) = roots
         .resolve_lexically(path, None)
         .map_err(|e| ToolError::from_path(&e))?;
     let not_found = || {
@@ -82,7 +83,7 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
     };
     let record = ctx
         .catalog
-        .record(root, &rel)
+        .record(root_id, &rel)
         .map_err(ToolError::internal)?
         .ok_or_else(not_found)?;
     if record.info.kind != Kind::Root {
@@ -103,8 +104,8 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
         ));
     }
     Ok(Known {
-        root_dir: roots.list()[root].canonical.clone(),
-        root,
+        root_dir: roots.list()[root_id].canonical.clone(),
+        root_id,
         rel,
         record,
     })
@@ -126,7 +127,7 @@ impl Known {
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
     pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
-        if let Some(remote) = ctx.catalog.roots().open_remote(self.root, &self.rel) {
+        if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
             // Read by ranges; the version is what the storage says now.
             let remote = remote.map_err(|e| ToolError::from_path(&e))?;
             let fingerprint = remote.meta().fingerprint();
@@ -137,7 +138,7 @@ impl Known {
         let file = ctx
             .catalog
             .roots()
-            .open(self.root, &self.rel)
+            .open(self.root_id, &self.rel)
             .map_err(|e| ToolError::from_path(&e))?;
         // The descriptor's own identity: the file may have been rewritten
         // since the catalog saw it, and only this names what is read.
@@ -159,7 +160,7 @@ impl Known {
         prefix: &[u8],
     ) -> Result<Option<Vec<T>>, ToolError> {
         ctx.catalog
-            .rows_of_version(table, (self.root, &self.rel), fingerprint, prefix)
+            .rows_of_version(table, (self.root_id, &self.rel), fingerprint, prefix)
             .map_err(ToolError::internal)
     }
 }
@@ -395,9 +396,9 @@ fn tree_stats(
         return Ok(cached);
     }
     let opened = file.open(ctx)?;
-    let root = &opened.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
-    let computed = tree_stats_rows(root, &keys, &tree.path, job).map_err(|e| {
+    let root_file = &opened.file;
+    let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
+    let computed = tree_stats_rows(root_file, &keys, &tree.path, job).map_err(|e| {
         // Stopped work is not the file's fault (and leaves nothing to store).
         if job.is_stopped() {
             ToolError::stopped(job)
@@ -410,7 +411,7 @@ fn tree_stats(
         // since the catalog saw it, the catalog describes another version and
         // keeps none of these (add_rows refuses them).
         ctx.catalog
-            .add_rows(file.root, &file.rel, opened.fingerprint, &computed)
+            .add_rows(file.root_id, &file.rel, opened.fingerprint, &computed)
             .map_err(ToolError::internal)?;
     }
     computed
@@ -505,8 +506,8 @@ pub(super) fn stored_histogram(
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root = file.open(ctx)?.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
+    let root_file = file.open(ctx)?.file;
+    let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),
         Some(cycle) => keys
@@ -514,7 +515,7 @@ pub(super) fn stored_histogram(
             .find(|k| k.path() == row.path && k.key.cycle == cycle),
     }
     .ok_or_else(|| ToolError::internal("the histogram is in the catalog but not in the file"))?;
-    let h = root
+    let h = root_file
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs(), &e))?;
     Ok((h, row.clone()))
