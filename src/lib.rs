@@ -9,7 +9,7 @@
 //! (redb tables + in-memory mirror + the documents' tantivy index) -> `mcp`
 //! (tools, server, transports).
 //! `roots`, `remote` (roots by URL, read by ranges), `byte_source` and `glob`
-//! are shared foundations; `engine`, `config`, `cli` and
+//! are shared foundations; `daemon`, `config`, `cli` and
 //! `commands` assemble a running program.
 
 pub mod analysis;
@@ -23,7 +23,7 @@ pub mod cli;
 pub mod cli_reference;
 pub mod commands;
 pub mod config;
-pub mod engine;
+pub mod daemon;
 pub mod executor;
 pub mod fit;
 pub mod formats;

@@ -54,7 +54,7 @@ pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher>
     let (tx, rx) = mpsc::channel();
     let mut watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
     // Remote roots have no events to follow: they are listed again on a
-    // schedule (`engine`).
+    // schedule (`daemon`).
     for root in indexer
         .catalog()
         .roots()

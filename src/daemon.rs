@@ -1,6 +1,7 @@
-//! The running pieces of a serving quarry, wired together: the catalog, the
-//! indexer with its initial scan in the background, the watcher, and the MCP
-//! server over them.
+//! The daemon: the running pieces of a serving quarry, wired together: the
+//! catalog, the indexer with its initial scan in the background, the watcher,
+//! and the MCP server over them. (Not an engine: the engines are the compute
+//! layers, `analysis`, `fit`, `h5export`, `executor` and `rag`.)
 
 use std::sync::Arc;
 
@@ -11,18 +12,19 @@ use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
 use crate::mcp::tools::Toolset;
 
-pub struct Engine {
+/// What `quarry serve` and an owning `quarry mcp` keep running.
+pub struct Daemon {
     pub catalog: Arc<Catalog>,
     pub indexer: Arc<Indexer>,
     pub rag: Arc<crate::rag::Rag>,
     _watcher: Option<watcher::Watcher>,
 }
 
-impl Engine {
+impl Daemon {
     /// Starts following the roots: the watcher first (so nothing that changes
     /// during the scan is missed), then the initial scan on its own thread. Tools
     /// answer from the catalog meanwhile; index_status tells how far it got.
-    pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Engine> {
+    pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Daemon> {
         settings.apply_to_process();
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
@@ -66,7 +68,7 @@ impl Engine {
                 }
             })?;
         relist_remote_roots(&indexer)?;
-        Ok(Engine {
+        Ok(Daemon {
             catalog,
             indexer,
             rag,
