@@ -11,7 +11,7 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
-use crate::index::{IndexOptions, StatsMode};
+use crate::indexing::{IndexOptions, StatsMode};
 use crate::mcp::tools::{Limits, ServerSettings, Toolset};
 use crate::mcp::transport::TransportSettings;
 use crate::roots::{Roots, valid_root_name};

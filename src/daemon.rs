@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::config::Settings;
-use crate::index::{Indexer, Quiet, watcher};
+use crate::indexing::{Indexer, Quiet, watcher};
 use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
 use crate::mcp::tools::Toolset;

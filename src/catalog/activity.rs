@@ -1,4 +1,4 @@
-//! What the index pipeline is doing right now: files waiting to be extracted, roots
+//! What indexing is doing right now: files waiting to be extracted, roots
 //! being scanned, whether the watcher runs, which files the background statistics
 //! pass failed on. Runtime state only; the catalog tables hold what is done.
 
@@ -15,7 +15,7 @@ pub struct Activity {
     watching: AtomicBool,
     /// Counts the committed batches that added, changed or removed HDF5 files:
     /// whoever lists HDF5 files (the MCP front end's resources) subscribes and
-    /// learns that its list changed, without the index knowing who listens.
+    /// learns that its list changed, without the indexer knowing who listens.
     hdf5_changes: tokio::sync::watch::Sender<u64>,
     stats_failures: Mutex<StatsFailures>,
 }

@@ -1,5 +1,5 @@
 //! The in-memory mirror of the `files` table, which `list_files`, `index_status`
-//! and the index pipeline's diffing read without a database transaction.
+//! and indexing's diffing read without a database transaction.
 //!
 //! Each root keeps a `BTreeMap` (path order, cheap updates) and, built lazily after
 //! a change, a `Snapshot`: every relative path in one contiguous string with a

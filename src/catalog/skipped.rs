@@ -1,4 +1,4 @@
-//! Paths the index found but could not index: unreadable folders, names that are
+//! Paths the indexer found but could not index: unreadable folders, names that are
 //! not UTF-8, paths too long for tools. They have no kind and no file id, so they
 //! live in a table of their own, keyed like `files`, and each sync replaces the
 //! ones below the folder it looked at.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Settings;
-use crate::index::{Indexer, Progress};
+use crate::indexing::{Indexer, Progress};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     settings.apply_to_process();

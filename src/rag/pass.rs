@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::formats::Kind;
-use crate::index::DocumentEvent;
+use crate::indexing::DocumentEvent;
 use crate::roots::RootId;
 
 use super::dataset::Rag;

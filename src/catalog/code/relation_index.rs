@@ -25,7 +25,7 @@ pub struct ClassEntry {
     pub bases: Vec<Base>,
 }
 
-/// What the index keeps of one source file.
+/// What the relation index keeps of one source file.
 #[derive(Debug)]
 pub struct FileRelations {
     pub id: u64,

@@ -302,7 +302,7 @@ struct HierarchyArgs {
     offset: Option<i64>,
 }
 
-/// A class found in the index.
+/// A class found in the relation index.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct ClassAt {
     qualified_name: String,

@@ -16,7 +16,7 @@ use crate::catalog::{FileRecord, FileStatus, decode};
 use crate::formats::Kind;
 use crate::formats::root::{RootFile, latest};
 use crate::glob::Glob;
-use crate::index::root::tree_stats_rows;
+use crate::indexing::root::tree_stats_rows;
 use crate::mcp::budget::mark_offset;
 use crate::mcp::response::{ToolError, ToolOutput};
 

@@ -692,7 +692,7 @@ mod tests {
         }
     }
 
-    /// Depth first, as the index numbers rows: a(0) a/x(1) a/x/p(2) a/y(3) b(4).
+    /// Depth first, as indexing numbers rows: a(0) a/x(1) a/x/p(2) a/y(3) b(4).
     #[test]
     fn branches_are_numbered_depth_first() {
         let tree = Tree {

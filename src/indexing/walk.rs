@@ -41,7 +41,7 @@ pub struct Found {
     pub unlisted: Option<String>,
 }
 
-/// Which paths of a root the index never looks at: hidden names (dot files, editor
+/// Which paths of a root the indexer never looks at: hidden names (dot files, editor
 /// swap files, `.git`) and quarry's own folders when they sit inside a root.
 #[derive(Debug, Clone, Default)]
 pub struct Exclusions {

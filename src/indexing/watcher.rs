@@ -12,7 +12,7 @@
 //! event arrives. Registering folder by folder also means that one folder that
 //! cannot be watched (unreadable, or the inotify limit reached) is skipped with a
 //! warning instead of turning live updates off for the whole root. Which paths an
-//! event may bring into the catalog is decided by the index (`observe_tree`), which
+//! event may bring into the catalog is decided by the indexer (`observe_tree`), which
 //! refuses any path that passes through a link.
 
 use std::collections::HashMap;
@@ -78,7 +78,7 @@ pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher>
 }
 
 /// Watches `dir` and every real folder below it, each on its own; links are not
-/// followed and hidden folders are left out (the index ignores them too). A
+/// followed and hidden folders are left out (the indexer ignores them too). A
 /// folder that cannot be watched is skipped with a warning.
 fn watch_tree(watcher: &mut RecommendedWatcher, dir: &Path) {
     let walk = ignore::WalkBuilder::new(dir)

@@ -16,7 +16,7 @@ fn open(dir: &Path) -> Catalog {
     Catalog::open(&dir.join("catalog"), &roots).unwrap()
 }
 
-/// Applies a batch and makes it searchable, as the end of an index sync does.
+/// Applies a batch and makes it searchable, as the end of a sync does.
 fn apply(c: &Catalog, changes: &[Change]) -> anyhow::Result<()> {
     c.apply(changes)?;
     c.flush_text();

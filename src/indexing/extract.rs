@@ -161,8 +161,8 @@ mod tests {
             "pdf-extract-0.12.1/src/lib.rs:1237"
         );
         assert_eq!(
-            short_location("src/index/root.rs:10"),
-            "src/index/root.rs:10"
+            short_location("src/indexing/root.rs:10"),
+            "src/indexing/root.rs:10"
         );
     }
 }

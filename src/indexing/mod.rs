@@ -1,8 +1,8 @@
-//! The index pipeline: finds files in the roots, extracts what each kind keeps,
-//! and writes it to the catalog in batched transactions. A full scan and a
-//! watcher-driven update are the same operation (`sync`) over a root or a subtree:
-//! observe what is on disk, diff against the catalog's mirror, extract what is new
-//! or changed, drop what is gone.
+//! Indexing, the pipeline that fills the catalog: finds files in the data roots,
+//! extracts what each kind keeps, and writes it to the catalog in batched
+//! transactions. A full scan and a watcher-driven update are the same operation
+//! (`sync`) over a root or a subtree: observe what is on disk, diff against the
+//! catalog's mirror, extract what is new or changed, drop what is gone.
 
 pub mod code;
 pub mod documents;
@@ -238,7 +238,7 @@ impl Indexer {
         Ok(total)
     }
 
-    /// Whether a path is one the index ignores.
+    /// Whether a path is one the indexer ignores.
     pub fn ignores(&self, abs: &Path) -> bool {
         self.exclusions.excludes_abs(abs)
             || self

@@ -1,5 +1,5 @@
 //! The eager statistics pass: a background thread that computes the branch
-//! statistics of each ROOT file the index hands it, one file at a time, and
+//! statistics of each ROOT file the indexer hands it, one file at a time, and
 //! stores them under the identity of the version it read.
 //!
 //! One file's failure is that file's alone: a panic in the reader is caught,
@@ -27,7 +27,7 @@ pub(super) type Queued = (RootId, String, u64);
 enum Outcome {
     /// Rows of the version with this fingerprint.
     Rows(u64, Vec<KindRow>),
-    /// The file is gone or has changed since it was queued: the index re-queues
+    /// The file is gone or has changed since it was queued: the indexer re-queues
     /// it when it has indexed the new version.
     Moved,
     /// The system's passing shortage (descriptors, memory): not the file's fault.
@@ -81,7 +81,7 @@ fn compute(catalog: &Catalog, root_id: RootId, rel: &str, queued: u64) -> Outcom
     let file = match open_beneath(base, rel) {
         Ok(f) => f,
         // The path no longer names the file indexed (gone, or replaced by a
-        // folder or a link leading out): the index's next look settles it.
+        // folder or a link leading out): the indexer's next look settles it.
         Err(OpenError::NotFound | OpenError::NotAFile | OpenError::Escapes) => {
             return Outcome::Moved;
         }
@@ -122,7 +122,7 @@ fn injected_fault(rel: &str) {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::index::{IndexOptions, Indexer, Quiet, StatsMode};
+    use crate::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
     use crate::roots::Roots;
 
     fn test_file(name: &str) -> Vec<u8> {
