@@ -36,7 +36,9 @@ pub enum Origin {
     Top { index: u32 },
 }
 
-pub struct Dataset {
+/// A RAG dataset (a named collection of documents) as retrieval and navigation
+/// see it: its documents' trees and the top layer over them.
+pub struct RagDataset {
     pub name: String,
     pub docs: Vec<DocTree>,
     /// Every node: the documents' in turn, then the top layer's; children and
@@ -49,10 +51,10 @@ pub struct Dataset {
     top_segment: Segment,
 }
 
-impl Dataset {
+impl RagDataset {
     /// Assembles the view from document trees (in path order); the top layer's
     /// summaries get the model's vectors when there is one.
-    pub fn assemble(name: String, docs: Vec<DocTree>, model: Option<&Embedder>) -> Dataset {
+    pub fn assemble(name: String, docs: Vec<DocTree>, model: Option<&Embedder>) -> RagDataset {
         let mut nodes = Vec::new();
         let mut origins = Vec::new();
         let mut doc_offsets = Vec::with_capacity(docs.len());
@@ -89,7 +91,7 @@ impl Dataset {
             .enumerate()
             .map(|(i, d)| (d.file_id, i))
             .collect();
-        Dataset {
+        RagDataset {
             name,
             docs,
             nodes,
@@ -190,7 +192,7 @@ pub struct Rag {
     /// The sentence model, or why it could not be loaded.
     model: Result<Option<Arc<Embedder>>, String>,
     /// Each dataset's view with the number of the refresh that built it.
-    views: RwLock<HashMap<String, (u64, Arc<Dataset>)>>,
+    views: RwLock<HashMap<String, (u64, Arc<RagDataset>)>>,
     /// Numbers refreshes in the order they started reading the catalog.
     refreshes: std::sync::atomic::AtomicU64,
     /// The root that holds ingested documents, a folder per dataset.
@@ -254,7 +256,7 @@ impl Rag {
 
     /// The query's unit vector, when the model is loaded and the dataset's
     /// nodes have vectors of its size.
-    pub fn query_vector(&self, ds: &Dataset, query: &str) -> Option<Vec<f32>> {
+    pub fn query_vector(&self, ds: &RagDataset, query: &str) -> Option<Vec<f32>> {
         let model = self.model()?;
         if !ds.has_vectors() || ds.nodes[0].vector.len() != model.dims() {
             return None;
@@ -334,13 +336,13 @@ impl Rag {
     }
 
     /// The dataset's current view (built now if the pass has not yet).
-    pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+    pub fn dataset(&self, name: &str) -> anyhow::Result<Arc<RagDataset>> {
         self.dataset_within(name, None)
     }
 
     /// As `dataset`, for a call: building the view stops between documents
     /// when `job` does, with an error holding the `Stop`.
-    pub fn dataset_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<Dataset>> {
+    pub fn dataset_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<RagDataset>> {
         if let Some((_, v)) = self.views.read().expect("rag views").get(name) {
             return Ok(v.clone());
         }
@@ -377,11 +379,11 @@ impl Rag {
     /// A request and the pass may refresh the same dataset at once; the view
     /// kept is the one whose refresh started last (it read the newer catalog),
     /// so a slow refresh of an older state never replaces a newer view.
-    pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<Dataset>> {
+    pub fn refresh(&self, name: &str) -> anyhow::Result<Arc<RagDataset>> {
         self.refresh_within(name, None)
     }
 
-    fn refresh_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<Dataset>> {
+    fn refresh_within(&self, name: &str, job: Option<&Job>) -> anyhow::Result<Arc<RagDataset>> {
         let number = self
             .refreshes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -424,7 +426,7 @@ impl Rag {
                 docs.push(tree);
             }
         }
-        let view = Arc::new(Dataset::assemble(name.to_string(), docs, self.model()));
+        let view = Arc::new(RagDataset::assemble(name.to_string(), docs, self.model()));
         let mut views = self.views.write().expect("rag views");
         match views.get(name) {
             Some((newer, kept)) if *newer > number => Ok(kept.clone()),
@@ -441,7 +443,7 @@ impl Rag {
     }
 
     /// The dataset and node index of a public node id.
-    pub fn find_node(&self, id: &str) -> anyhow::Result<Option<(Arc<Dataset>, usize)>> {
+    pub fn find_node(&self, id: &str) -> anyhow::Result<Option<(Arc<RagDataset>, usize)>> {
         for name in self.dataset_names() {
             let ds = self.dataset(&name)?;
             if let Some(i) = ds.find(id) {

@@ -21,4 +21,4 @@ pub mod vectors;
 /// The name of the root that holds ingested documents (`[rag] ingest_dir`).
 pub const INGEST_ROOT: &str = "ingest";
 
-pub use dataset::{Counters, Dataset, Rag, RagOptions};
+pub use dataset::{Counters, Rag, RagDataset, RagOptions};
