@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::catalog::KindRow;
 use crate::formats::{FormatError, Kind};
 use crate::panics::catch_quietly;
-use crate::roots::{OpenError, Root, open_beneath};
+use crate::roots::{DataRoot, OpenError, open_beneath};
 
 /// What extracting one file gave.
 #[derive(Debug, PartialEq)]
@@ -32,7 +32,7 @@ const BACKOFF: [Duration; 4] = [
 /// data root `root` (opened beneath it), retrying transient I/O errors. A remote
 /// file must still be the version `listed` (size, modification time) that its
 /// listing saw, or it is deferred until listed again.
-pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extracted {
+pub fn extract(kind: Kind, root: &DataRoot, rel: &str, listed: (u64, i64)) -> Extracted {
     let mut attempt = 0;
     loop {
         match extract_once(kind, root, rel, listed) {
@@ -55,7 +55,7 @@ pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extrac
 
 fn extract_once(
     kind: Kind,
-    root: &Root,
+    root: &DataRoot,
     rel: &str,
     listed: (u64, i64),
 ) -> Result<Vec<KindRow>, FormatError> {

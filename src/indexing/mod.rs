@@ -25,7 +25,7 @@ pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::Kind;
-use crate::roots::Root;
+use crate::roots::DataRoot;
 use crate::roots::RootId;
 
 /// When branch statistics are computed and cached.
@@ -457,7 +457,7 @@ fn batches(
 
 /// The catalog change for one observed file; `None` when a transient error
 /// outlasted the retries (nothing is recorded, the file is tried again later).
-fn extract_change(root_id: RootId, base: &Root, o: &Observed) -> Option<Change> {
+fn extract_change(root_id: RootId, base: &DataRoot, o: &Observed) -> Option<Change> {
     let (status, rows) = match extract(o.kind, base, &o.rel, (o.size, o.mtime_ns)) {
         Extracted::Rows(rows) => (FileStatus::Ok, rows),
         Extracted::Failed(msg) => (FileStatus::Failed(msg), Vec::new()),

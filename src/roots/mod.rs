@@ -28,8 +28,10 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// hold for one process.
 pub type RootId = usize;
 
+/// A data root: a configured folder (or URL) whose files quarry indexes. Not a
+/// ROOT file (`formats::root`), nor `Kind::Root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub struct DataRoot {
     pub name: String,
     /// The directory as configured (absolute, lexically normalised).
     pub dir: PathBuf,
@@ -40,7 +42,7 @@ pub struct Root {
     pub remote: Option<Arc<RemoteRoot>>,
 }
 
-impl Root {
+impl DataRoot {
     pub fn is_remote(&self) -> bool {
         self.remote.is_some()
     }
@@ -94,7 +96,7 @@ pub enum PathError {
 
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
-    roots: Vec<Root>,
+    roots: Vec<DataRoot>,
     /// A root quarry adds for itself (the ingest folder): it does not count when
     /// deciding whether relative paths need a root name, so adding it never changes
     /// how the user's own root's paths read.
@@ -118,7 +120,7 @@ impl Roots {
         specs: Vec<(String, PathBuf)>,
         settings: &crate::remote::Settings,
     ) -> anyhow::Result<Roots> {
-        let mut roots: Vec<Root> = Vec::new();
+        let mut roots: Vec<DataRoot> = Vec::new();
         for (name, dir) in specs {
             anyhow::ensure!(valid_root_name(&name), "invalid root name '{name}'");
             anyhow::ensure!(
@@ -138,7 +140,7 @@ impl Roots {
                 "root '{name}' ({}) is not a directory",
                 dir.display()
             );
-            roots.push(Root {
+            roots.push(DataRoot {
                 name,
                 dir: normalize_lexically(&absolute),
                 canonical,
@@ -168,7 +170,7 @@ impl Roots {
     pub fn recorded(stored: Vec<(String, String)>) -> Roots {
         let roots = stored
             .into_iter()
-            .map(|(name, dir)| Root {
+            .map(|(name, dir)| DataRoot {
                 name,
                 dir: PathBuf::from(&dir),
                 canonical: PathBuf::from(dir),
@@ -178,7 +180,7 @@ impl Roots {
         Roots { roots, aside: None }
     }
 
-    pub fn list(&self) -> &[Root] {
+    pub fn list(&self) -> &[DataRoot] {
         &self.roots
     }
 
@@ -341,12 +343,12 @@ fn remote_root(
     name: String,
     url: &str,
     settings: &crate::remote::Settings,
-) -> anyhow::Result<Root> {
+) -> anyhow::Result<DataRoot> {
     let parsed = RootUrl::parse(url).map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
     let remote = RemoteRoot::new(parsed, settings.clone())
         .map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
     let shown = PathBuf::from(remote.url.to_string());
-    Ok(Root {
+    Ok(DataRoot {
         name,
         dir: shown.clone(),
         canonical: shown,
