@@ -697,7 +697,7 @@ impl Settings {
             settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
             transport: file.server.settings()?,
             rag: crate::rag::RagOptions {
-                ingest_root: ingest_dir
+                ingest_root_name: ingest_dir
                     .as_ref()
                     .map(|_| crate::rag::INGEST_ROOT.to_string()),
                 catalog_dir: Some(catalog_dir.clone()),

@@ -14,7 +14,7 @@ use crate::formats::Kind;
 use crate::indexing::DocumentEvent;
 use crate::roots::RootId;
 
-use super::dataset::Rag;
+use super::engine::Rag;
 use super::store::{build_and_store, has_tree};
 
 impl Rag {
