@@ -135,7 +135,7 @@ fn short(text: &str) -> String {
 }
 
 /// An HDF5 file the catalog knows.
-pub struct KnownFile {
+pub struct KnownHdf5File {
     pub root_id: RootId,
     pub rel: String,
     /// Absolute path (under the root's canonical folder).
@@ -144,7 +144,11 @@ pub struct KnownFile {
 }
 
 /// Finds the file of a URI in the catalog (its path judged as every tool path).
-pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, ResourceError> {
+pub fn known_hdf5_file(
+    ctx: &Context,
+    uri: &str,
+    file: &str,
+) -> Result<KnownHdf5File, ResourceError> {
     let roots = ctx.catalog.roots();
     let (root_id, rel) = roots
         .resolve_lexically(file, None)
@@ -169,7 +173,7 @@ pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, Res
             "'{file}' cannot be read: {why}"
         )));
     }
-    Ok(KnownFile {
+    Ok(KnownHdf5File {
         abs: roots.list()[root_id]
             .canonical
             .join(&rel)
@@ -372,7 +376,7 @@ fn external_data_json(d: &DatasetInfo) -> Map<String, Value> {
 }
 
 /// The JSON `resources/read` returns for an object.
-pub fn object_json(file: &KnownFile, uri: &str, o: &Object) -> Value {
+pub fn object_json(file: &KnownHdf5File, uri: &str, o: &Object) -> Value {
     let mut out = json!({
         "uri": uri,
         "file": file.abs,
@@ -436,7 +440,7 @@ pub fn object_json(file: &KnownFile, uri: &str, o: &Object) -> Value {
 /// Reads a resource URI from the catalog.
 pub fn read(ctx: &Context, uri: &str) -> Result<Value, ResourceError> {
     let parsed = parse_uri(uri).map_err(ResourceError::BadUri)?;
-    let file = known_file(ctx, uri, &parsed.file)?;
+    let file = known_hdf5_file(ctx, uri, &parsed.file)?;
     let object = locate(ctx, file.id, &parsed.path)?.ok_or_else(|| ResourceError::NotFound {
         uri: uri.to_string(),
         why: format!("no object '{}' in {}", parsed.path, file.abs),

@@ -60,7 +60,7 @@ const LIMIT_DEFAULT: usize = 100;
 const LIMIT_MAX: usize = 1000;
 
 /// A ROOT file the catalog knows: where it is and its record.
-pub(super) struct Known {
+pub(super) struct KnownRootFile {
     pub(super) root_id: RootId,
     pub(super) rel: String,
     /// The root's canonical folder (the file is `rel` beneath it).
@@ -69,7 +69,7 @@ pub(super) struct Known {
 }
 
 /// Finds a ROOT file in the catalog by a tool path, without touching the disk.
-pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
+pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile, ToolError> {
     let roots = ctx.catalog.roots();
     let (root_id, rel) = roots
         .resolve_lexically(path, None)
@@ -103,7 +103,7 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
             "Verify the file's integrity (was it copied completely?); quarry re-reads it when it changes",
         ));
     }
-    Ok(Known {
+    Ok(KnownRootFile {
         root_dir: roots.list()[root_id].canonical.clone(),
         root_id,
         rel,
@@ -118,7 +118,7 @@ pub(super) struct Opened {
     pub(super) fingerprint: u64,
 }
 
-impl Known {
+impl KnownRootFile {
     /// The file's absolute path (for messages).
     pub(super) fn abs(&self) -> std::path::PathBuf {
         self.root_dir.join(&self.rel)
@@ -263,7 +263,11 @@ fn tree_json(t: &TreeRow) -> Value {
     v
 }
 
-pub(super) fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
+pub(super) fn find_tree(
+    ctx: &Context,
+    file: &KnownRootFile,
+    tree: &str,
+) -> Result<TreeRow, ToolError> {
     let trees: Vec<TreeRow> = rows(ctx, ROOT_TREES, file.record.id, b"")?;
     let wanted = tree.split(';').next().unwrap_or(tree).trim_matches('/');
     if let Some(t) = trees.iter().find(|t| t.path == wanted) {
@@ -387,7 +391,7 @@ fn list_branches(
 fn tree_stats(
     ctx: &Context,
     job: &Job,
-    file: &Known,
+    file: &KnownRootFile,
     tree: &TreeRow,
     branches: usize,
 ) -> Result<Vec<StatsRow>, ToolError> {
@@ -611,7 +615,7 @@ fn read_histogram(
 /// (ROOT keeps earlier cycles of an object written again).
 fn wanted_cycle(
     ctx: &Context,
-    file: &Known,
+    file: &KnownRootFile,
     row: &HistogramRow,
     asked: &str,
 ) -> Result<i16, ToolError> {
