@@ -261,12 +261,12 @@ impl Roots {
         resource: Option<&str>,
     ) -> Result<(RootId, String), PathError> {
         check_text(path)?;
-        let forced_root = resource.map(|r| self.resource(r)).transpose()?;
+        let forced_root_id = resource.map(|r| self.resource(r)).transpose()?;
         if looks_like_url(path) {
             let (root_id, rel) = self
                 .locate_url(path)
                 .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
-            if forced_root.is_some_and(|f| f != root_id) {
+            if forced_root_id.is_some_and(|f| f != root_id) {
                 return Err(PathError::OutsideRoots(path.to_string()));
             }
             return Ok((root_id, normalized_relative(&rel)?));
@@ -275,13 +275,13 @@ impl Roots {
             let (root_id, rel) = self
                 .locate(Path::new(path))
                 .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
-            if forced_root.is_some_and(|f| f != root_id) {
+            if forced_root_id.is_some_and(|f| f != root_id) {
                 return Err(PathError::OutsideRoots(path.to_string()));
             }
             return Ok((root_id, rel));
         }
         let rel = normalized_relative(path)?;
-        if let Some(root_id) = forced_root {
+        if let Some(root_id) = forced_root_id {
             return Ok((root_id, rel));
         }
         if let Some(root_id) = self.sole() {
