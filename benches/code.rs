@@ -33,7 +33,7 @@ use std::time::Instant;
 use quarry::catalog::Catalog;
 use quarry::catalog::code::{SymbolIndex, SymbolQuery};
 use quarry::formats::code::{self, CodeFile, Language, Symbol, SymbolKind};
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::job::Job;
 use quarry::mcp::tools::{self, Context, ServerSettings, ToolDef};
 use quarry::roots::Roots;

@@ -26,7 +26,7 @@ use common::percentile;
 
 use quarry::catalog::Catalog;
 use quarry::catalog::documents::{Scope, SearchOptions, query};
-use quarry::index::{IndexOptions, Indexer, Quiet};
+use quarry::indexing::{IndexOptions, Indexer, Quiet};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::{Value, json};
@@ -255,7 +255,7 @@ fn main() {
         threads,
         batch: 512,
         excluded_dirs: vec![catalog_dir.clone()],
-        stats: quarry::index::StatsMode::Lazy,
+        stats: quarry::indexing::StatsMode::Lazy,
     };
     let indexer = Indexer::new(catalog.clone(), options).unwrap();
     let t = Instant::now();

@@ -16,7 +16,7 @@ mod common;
 use common::percentile;
 
 use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet};
+use quarry::indexing::{IndexOptions, Indexer, Quiet};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ fn main() {
             threads,
             batch: 512,
             excluded_dirs: vec![catalog_dir.clone()],
-            stats: quarry::index::StatsMode::Lazy,
+            stats: quarry::indexing::StatsMode::Lazy,
         },
     )
     .unwrap();

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use quarry::catalog::Catalog;
 use quarry::formats::hdf5::isolated::set_helper;
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::resources;
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;

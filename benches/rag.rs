@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet};
+use quarry::indexing::{IndexOptions, Indexer, Quiet};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::rag::{Rag, RagOptions};
 use quarry::roots::Roots;
@@ -267,7 +267,7 @@ fn setup(base: &Path, root: &Path, name: &str, model: Option<PathBuf>) -> Setup 
         threads: std::thread::available_parallelism().map_or(2, |c| c.get()),
         batch: 512,
         excluded_dirs: vec![catalog_dir.clone()],
-        stats: quarry::index::StatsMode::Lazy,
+        stats: quarry::indexing::StatsMode::Lazy,
     };
     let indexer = Arc::new(Indexer::new(catalog.clone(), options).unwrap());
     indexer.scan_all(&Quiet).unwrap();

@@ -23,7 +23,7 @@ use std::time::Instant;
 use common::handlers::{cpu_seconds, reset_peak_rss, rss_mb};
 use quarry::catalog::Catalog;
 use quarry::formats::root::{Branch, RootFile};
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::tools::{self, Context, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::json;
@@ -174,7 +174,7 @@ fn stats_latency(wide: &Path, repeats: usize) {
     let mut rows = 0;
     for _ in 0..repeats {
         let (t, cpu) = (Instant::now(), cpu_seconds());
-        rows = quarry::index::root::file_stats_rows(std::fs::File::open(wide).unwrap())
+        rows = quarry::indexing::root::file_stats_rows(std::fs::File::open(wide).unwrap())
             .unwrap()
             .len();
         let wall = t.elapsed().as_secs_f64();

@@ -11,7 +11,7 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
-use crate::index::{IndexOptions, StatsMode};
+use crate::indexing::{IndexOptions, StatsMode};
 use crate::mcp::tools::{Limits, ServerSettings, Toolset};
 use crate::mcp::transport::TransportSettings;
 use crate::roots::{Roots, valid_root_name};
@@ -699,7 +699,7 @@ impl Settings {
             settle: Duration::from_millis(file.index.settle_ms.unwrap_or(300)),
             transport: file.server.settings()?,
             rag: crate::rag::RagOptions {
-                ingest_root: ingest_dir
+                ingest_root_name: ingest_dir
                     .as_ref()
                     .map(|_| crate::rag::INGEST_ROOT.to_string()),
                 catalog_dir: Some(catalog_dir.clone()),

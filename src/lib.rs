@@ -2,14 +2,14 @@
 //! Python source) into an on-disk catalog and serves AI assistants over MCP.
 //!
 //! Layers, as data flows (dependencies point one way: `formats` and `catalog`
-//! know no other layer but `formats::Kind`; `index` writes to `catalog` using
-//! `formats`; `mcp` reads `catalog` and borrows only the index's ROOT statistics
+//! know no other layer but `formats::Kind`; `indexing` writes to `catalog` using
+//! `formats`; `mcp` reads `catalog` and borrows only indexing's ROOT statistics
 //! computation):
-//! `formats` (file readers) -> `index` (scan, extract, watch) -> `catalog`
-//! (redb tables + in-memory mirror + the documents' tantivy index) -> `mcp`
+//! `formats` (file readers) -> `indexing` (scan, extract, watch) -> `catalog`
+//! (redb tables + in-memory mirror + the documents' text index) -> `mcp`
 //! (tools, server, transports).
 //! `roots`, `remote` (roots by URL, read by ranges), `byte_source` and `glob`
-//! are shared foundations; `engine`, `config`, `cli` and
+//! are shared foundations; `daemon`, `config`, `cli` and
 //! `commands` assemble a running program.
 
 pub mod analysis;
@@ -23,13 +23,13 @@ pub mod cli;
 pub mod cli_reference;
 pub mod commands;
 pub mod config;
-pub mod engine;
+pub mod daemon;
 pub mod executor;
 pub mod fit;
 pub mod formats;
 pub mod glob;
 pub mod h5export;
-pub mod index;
+pub mod indexing;
 pub mod job;
 pub mod logging;
 pub mod mcp;
@@ -44,7 +44,7 @@ pub mod remote;
 pub mod roots;
 pub mod special;
 /// Which I/O errors are the system's passing shortage rather than a file's
-/// fault (`quarry_format_error::is_transient`): the index retries them.
+/// fault (`quarry_format_error::is_transient`): the indexer retries them.
 pub mod transient {
     pub use quarry_format_error::is_transient;
 }

@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         return code;
     }
     // Not in a worker: its address space is limited, and it evaluates nothing.
-    quarry::engine::size_thread_stacks();
+    quarry::daemon::size_thread_stacks();
     if let Ok(exe) = std::env::current_exe() {
         quarry::formats::worker::set_helper(exe);
     }

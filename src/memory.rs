@@ -1,5 +1,5 @@
 //! The process's memory as glibc's malloc keeps it: how many arenas it may grow, and
-//! handing freed memory back to the system. A foundation: the daemon's wiring (`engine`)
+//! handing freed memory back to the system. A foundation: the daemon's wiring (`daemon`)
 //! and the MCP sessions (`mcp::connection`) both call it.
 
 /// Hands memory freed by the initial scan (or a burst of answers) back to the system. glibc keeps freed

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use quarry::catalog::code::{CODE_REFS, code_rows};
 use quarry::catalog::{Catalog, encode};
 use quarry::formats::code::{self, Language};
-use quarry::index::Indexer;
+use quarry::indexing::Indexer;
 use quarry::job::Job;
 use quarry::mcp::tools::{self, Context};
 use serde_json::{Value, json};

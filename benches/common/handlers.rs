@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quarry::catalog::Catalog;
-use quarry::index::{IndexOptions, Indexer, Quiet, StatsMode};
+use quarry::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
 use quarry::roots::Roots;
 use serde_json::Value;

@@ -28,7 +28,7 @@ fn file_and_tree() -> &'static (RootFile, Tree) {
     static CELL: OnceLock<(RootFile, Tree)> = OnceLock::new();
     CELL.get_or_init(|| {
         // Cuts are evaluated on rayon's threads, with the stacks the daemon gives them.
-        quarry::engine::size_thread_stacks();
+        quarry::daemon::size_thread_stacks();
         let file = RootFile::from_bytes(HZZ.to_vec()).expect("the test file");
         let keys = file.walk().expect("its keys");
         let key = latest(&keys, "events", Some("TTree"))

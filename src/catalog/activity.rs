@@ -1,4 +1,4 @@
-//! What the index pipeline is doing right now: files waiting to be extracted, roots
+//! What indexing is doing right now: files waiting to be extracted, roots
 //! being scanned, whether the watcher runs, which files the background statistics
 //! pass failed on. Runtime state only; the catalog tables hold what is done.
 
@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::formats::Kind;
+use crate::roots::RootId;
 
 pub struct Activity {
     pending: Mutex<BTreeMap<(usize, Kind), u64>>,
@@ -14,18 +15,18 @@ pub struct Activity {
     watching: AtomicBool,
     /// Counts the committed batches that added, changed or removed HDF5 files:
     /// whoever lists HDF5 files (the MCP front end's resources) subscribes and
-    /// learns that its list changed, without the index knowing who listens.
+    /// learns that its list changed, without the indexer knowing who listens.
     hdf5_changes: tokio::sync::watch::Sender<u64>,
     stats_failures: Mutex<StatsFailures>,
 }
 
 /// The files the background statistics pass failed on (its reader panicked, or
-/// the file could not be read), by (root, path): the version that failed (its
+/// the file could not be read), by (root id, path): the version that failed (its
 /// fingerprint) and why. At most `MAX_STATS_FAILURES` are kept; the rest are
 /// only counted.
 #[derive(Default)]
 struct StatsFailures {
-    files: BTreeMap<(usize, String), (u64, String)>,
+    files: BTreeMap<(RootId, String), (u64, String)>,
     beyond: BTreeMap<usize, u64>,
 }
 
@@ -57,30 +58,30 @@ impl Activity {
         self.hdf5_changes.subscribe()
     }
 
-    pub fn add_pending(&self, root: usize, kind: Kind, n: u64) {
+    pub fn add_pending(&self, root_id: RootId, kind: Kind, n: u64) {
         *self
             .pending
             .lock()
             .expect("activity lock")
-            .entry((root, kind))
+            .entry((root_id, kind))
             .or_default() += n;
     }
 
-    pub fn finish_pending(&self, root: usize, kind: Kind, n: u64) {
+    pub fn finish_pending(&self, root_id: RootId, kind: Kind, n: u64) {
         let mut pending = self.pending.lock().expect("activity lock");
-        if let Some(count) = pending.get_mut(&(root, kind)) {
+        if let Some(count) = pending.get_mut(&(root_id, kind)) {
             *count = count.saturating_sub(n);
             if *count == 0 {
-                pending.remove(&(root, kind));
+                pending.remove(&(root_id, kind));
             }
         }
     }
 
-    pub fn pending(&self, root: usize, kind: Kind) -> u64 {
+    pub fn pending(&self, root_id: RootId, kind: Kind) -> u64 {
         self.pending
             .lock()
             .expect("activity lock")
-            .get(&(root, kind))
+            .get(&(root_id, kind))
             .copied()
             .unwrap_or(0)
     }
@@ -89,17 +90,20 @@ impl Activity {
         self.pending.lock().expect("activity lock").values().sum()
     }
 
-    pub fn set_scanning(&self, root: usize, on: bool) {
+    pub fn set_scanning(&self, root_id: RootId, on: bool) {
         let mut scanning = self.scanning.lock().expect("activity lock");
         if on {
-            scanning.insert(root);
+            scanning.insert(root_id);
         } else {
-            scanning.remove(&root);
+            scanning.remove(&root_id);
         }
     }
 
-    pub fn is_scanning(&self, root: usize) -> bool {
-        self.scanning.lock().expect("activity lock").contains(&root)
+    pub fn is_scanning(&self, root_id: RootId) -> bool {
+        self.scanning
+            .lock()
+            .expect("activity lock")
+            .contains(&root_id)
     }
 
     pub fn set_watching(&self, on: bool) {
@@ -111,33 +115,33 @@ impl Activity {
     }
 
     /// Records that the statistics of the version `fingerprint` of a file failed.
-    pub fn note_stats_failure(&self, root: usize, rel: &str, fingerprint: u64, reason: &str) {
+    pub fn note_stats_failure(&self, root_id: RootId, rel: &str, fingerprint: u64, reason: &str) {
         let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
         let mut f = self.stats_failures.lock().expect("activity lock");
-        let key = (root, rel.to_string());
+        let key = (root_id, rel.to_string());
         if f.files.len() < MAX_STATS_FAILURES || f.files.contains_key(&key) {
             f.files.insert(key, (fingerprint, reason));
         } else {
-            *f.beyond.entry(root).or_default() += 1;
+            *f.beyond.entry(root_id).or_default() += 1;
         }
     }
 
     /// Forgets a file's statistics failure (its statistics are now stored).
-    pub fn clear_stats_failure(&self, root: usize, rel: &str) {
+    pub fn clear_stats_failure(&self, root_id: RootId, rel: &str) {
         let mut f = self.stats_failures.lock().expect("activity lock");
-        f.files.remove(&(root, rel.to_string()));
+        f.files.remove(&(root_id, rel.to_string()));
     }
 
     /// The statistics failures of a root in path order, as (path, fingerprint,
     /// reason), and how many more failed than were kept.
-    pub fn stats_failures(&self, root: usize) -> (Vec<(String, u64, String)>, u64) {
+    pub fn stats_failures(&self, root_id: RootId) -> (Vec<(String, u64, String)>, u64) {
         let f = self.stats_failures.lock().expect("activity lock");
         let kept = f
             .files
-            .range((root, String::new())..)
-            .take_while(|((r, _), _)| *r == root)
+            .range((root_id, String::new())..)
+            .take_while(|((r, _), _)| *r == root_id)
             .map(|((_, rel), (fp, why))| (rel.clone(), *fp, why.clone()))
             .collect();
-        (kept, f.beyond.get(&root).copied().unwrap_or(0))
+        (kept, f.beyond.get(&root_id).copied().unwrap_or(0))
     }
 }

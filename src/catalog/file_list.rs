@@ -1,5 +1,5 @@
 //! The in-memory mirror of the `files` table, which `list_files`, `index_status`
-//! and the index pipeline's diffing read without a database transaction.
+//! and indexing's diffing read without a database transaction.
 //!
 //! Each root keeps a `BTreeMap` (path order, cheap updates) and, built lazily after
 //! a change, a `Snapshot`: every relative path in one contiguous string with a
@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::formats::Kind;
 use crate::glob::Glob;
+use crate::roots::RootId;
 
 /// What the mirror keeps of a file: everything but the error message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +127,7 @@ pub struct FileList {
 }
 
 pub struct FileQuery<'a> {
-    pub roots: &'a [usize],
+    pub roots: &'a [RootId],
     pub kinds: KindSet,
     pub glob: Option<&'a Glob>,
     pub limit: usize,
@@ -134,7 +135,7 @@ pub struct FileQuery<'a> {
 
 #[derive(Debug, Clone)]
 pub struct FileMatch {
-    pub root: usize,
+    pub root_id: RootId,
     pub rel: String,
     pub entry: FileEntry,
 }
@@ -144,7 +145,7 @@ const PARALLEL_QUERY_MIN: usize = 20_000;
 
 fn scan_range(
     snap: &Snapshot,
-    root: usize,
+    root_id: RootId,
     range: std::ops::Range<usize>,
     q: &FileQuery<'_>,
 ) -> FileQueryResult {
@@ -157,7 +158,7 @@ fn scan_range(
         if q.glob
             .is_none_or(|g| g.matches_file(snap.name(i), snap.rel(i)))
         {
-            out.record(snap, root, i, q.limit);
+            out.record(snap, root_id, i, q.limit);
         }
     }
     out
@@ -199,7 +200,7 @@ fn rarest_literal<'g>(snap: &Snapshot, glob: &'g Glob) -> Option<&'g [u8]> {
 /// `total_scanned` to the caller.
 fn scan_literal_hits(
     snap: &Snapshot,
-    root: usize,
+    root_id: RootId,
     literal: &[u8],
     range: std::ops::Range<usize>,
     q: &FileQuery<'_>,
@@ -225,7 +226,7 @@ fn scan_literal_hits(
             && q.glob
                 .is_some_and(|g| g.matches_file(snap.name(entry), snap.rel(entry)))
         {
-            out.record(snap, root, entry, q.limit);
+            out.record(snap, root_id, entry, q.limit);
         }
     }
     out
@@ -242,11 +243,11 @@ pub struct FileQueryResult {
 
 impl FileQueryResult {
     /// Counts entry `i` as a match, keeping it while fewer than `limit` are kept.
-    fn record(&mut self, snap: &Snapshot, root: usize, i: usize, limit: usize) {
+    fn record(&mut self, snap: &Snapshot, root_id: RootId, i: usize, limit: usize) {
         self.total_matched += 1;
         if self.files.len() < limit {
             self.files.push(FileMatch {
-                root,
+                root_id,
                 rel: snap.rel(i).to_string(),
                 entry: *snap.entry(i),
             });
@@ -276,8 +277,8 @@ impl FileList {
         }
     }
 
-    pub(crate) fn insert(&self, root: usize, rel: &str, entry: FileEntry) {
-        let mut r = self.roots[root].write().expect("file list lock");
+    pub(crate) fn insert(&self, root_id: RootId, rel: &str, entry: FileEntry) {
+        let mut r = self.roots[root_id].write().expect("file list lock");
         r.files.insert(rel.into(), entry);
         r.snapshot = None;
     }
@@ -288,22 +289,22 @@ impl FileList {
         }
     }
 
-    pub(crate) fn remove(&self, root: usize, rel: &str) {
-        let mut r = self.roots[root].write().expect("file list lock");
+    pub(crate) fn remove(&self, root_id: RootId, rel: &str) {
+        let mut r = self.roots[root_id].write().expect("file list lock");
         if r.files.remove(rel).is_some() {
             r.snapshot = None;
         }
     }
 
     /// The entry of the file `rel`, if listed.
-    pub fn get(&self, root: usize, rel: &str) -> Option<FileEntry> {
-        let r = self.roots[root].read().expect("file list lock");
+    pub fn get(&self, root_id: RootId, rel: &str) -> Option<FileEntry> {
+        let r = self.roots[root_id].read().expect("file list lock");
         r.files.get(rel).copied()
     }
 
     /// Entries at `rel` or below it (all entries when `rel` is empty).
-    pub fn under(&self, root: usize, rel: &str) -> Vec<(String, FileEntry)> {
-        let r = self.roots[root].read().expect("file list lock");
+    pub fn under(&self, root_id: RootId, rel: &str) -> Vec<(String, FileEntry)> {
+        let r = self.roots[root_id].read().expect("file list lock");
         if rel.is_empty() {
             return r.files.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         }
@@ -317,11 +318,11 @@ impl FileList {
     }
 
     /// The current flat copy of a root's entries, built on first use after a change.
-    pub fn snapshot(&self, root: usize) -> Arc<Snapshot> {
-        if let Some(s) = &self.roots[root].read().expect("file list lock").snapshot {
+    pub fn snapshot(&self, root_id: RootId) -> Arc<Snapshot> {
+        if let Some(s) = &self.roots[root_id].read().expect("file list lock").snapshot {
             return s.clone();
         }
-        let mut r = self.roots[root].write().expect("file list lock");
+        let mut r = self.roots[root_id].write().expect("file list lock");
         if let Some(s) = &r.snapshot {
             return s.clone();
         }
@@ -332,12 +333,12 @@ impl FileList {
 
     pub fn query(&self, q: &FileQuery<'_>) -> FileQueryResult {
         let mut out = FileQueryResult::default();
-        for &root in q.roots {
-            let snap = self.snapshot(root);
+        for &root_id in q.roots {
+            let snap = self.snapshot(root_id);
             let literal = q.glob.and_then(|g| rarest_literal(&snap, g));
             let scan = |range: std::ops::Range<usize>| match literal {
-                Some(literal) => scan_literal_hits(&snap, root, literal, range, q),
-                None => scan_range(&snap, root, range, q),
+                Some(literal) => scan_literal_hits(&snap, root_id, literal, range, q),
+                None => scan_range(&snap, root_id, range, q),
             };
             let mut part = if snap.len() >= PARALLEL_QUERY_MIN {
                 // Two halves on two threads; the left half's matches come first in
@@ -359,8 +360,8 @@ impl FileList {
     }
 
     /// Files per kind in a root, split into indexed and failed.
-    pub fn counts(&self, root: usize) -> BTreeMap<Kind, KindCounts> {
-        let snap = self.snapshot(root);
+    pub fn counts(&self, root_id: RootId) -> BTreeMap<Kind, KindCounts> {
+        let snap = self.snapshot(root_id);
         let mut counts: BTreeMap<Kind, KindCounts> = BTreeMap::new();
         for i in 0..snap.len() {
             let e = snap.entry(i);
@@ -375,8 +376,8 @@ impl FileList {
     }
 
     /// Relative paths of the failed files of a root (path order).
-    pub fn failed(&self, root: usize) -> Vec<String> {
-        let snap = self.snapshot(root);
+    pub fn failed(&self, root_id: RootId) -> Vec<String> {
+        let snap = self.snapshot(root_id);
         (0..snap.len())
             .filter(|&i| snap.entry(i).failed)
             .map(|i| snap.rel(i).to_string())
@@ -421,7 +422,11 @@ mod tests {
         });
         assert_eq!(r.total_scanned, 4);
         assert_eq!(r.total_matched, 3);
-        let got: Vec<_> = r.files.iter().map(|f| (f.root, f.rel.as_str())).collect();
+        let got: Vec<_> = r
+            .files
+            .iter()
+            .map(|f| (f.root_id, f.rel.as_str()))
+            .collect();
         assert_eq!(got, vec![(0, "a/run_1.root"), (0, "a/run_2.root")]);
 
         let r = list.query(&FileQuery {

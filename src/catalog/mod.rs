@@ -4,7 +4,7 @@
 //! Tables (see `schema/catalog.md`):
 //! - `meta`: schema version, next file id, per-root scan completion times;
 //! - `roots`: root name -> directory, so a root that moved is re-indexed;
-//! - `files`: (root, relative path) -> `FileRecord`;
+//! - `files`: (root name, relative path) -> `FileRecord`;
 //! - one table per kind-owned table in `KIND_TABLES`: (file id, sub-key) -> bytes;
 //! - `root_datasets`: saved ROOT datasets by name, kept when the rest is emptied.
 //!
@@ -42,6 +42,7 @@ pub use records::{
 };
 
 use crate::formats::Kind;
+use crate::roots::RootId;
 use crate::roots::Roots;
 
 /// Bumped whenever a table's layout or a value's encoding changes; a catalog with
@@ -60,8 +61,8 @@ fn kind_table(name: &'static str) -> TableDefinition<'static, (u64, &'static [u8
     TableDefinition::new(name)
 }
 
-fn scan_key(root: &str) -> String {
-    format!("scan_completed_ms:{root}")
+fn scan_key(root_name: &str) -> String {
+    format!("scan_completed_ms:{root_name}")
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,13 +81,13 @@ pub enum OpenError {
 #[derive(Debug, Clone)]
 pub enum Change {
     Upsert {
-        root: usize,
+        root_id: RootId,
         rel: String,
         file: FileInfo,
         rows: Vec<KindRow>,
     },
     Remove {
-        root: usize,
+        root_id: RootId,
         rel: String,
     },
 }
@@ -336,8 +337,8 @@ impl Catalog {
                 let mut doomed: Vec<(String, u64, Kind)> = Vec::new();
                 for item in files.range((name.as_str(), "")..)? {
                     let (k, v) = item?;
-                    let (root, rel) = k.value();
-                    if root != name {
+                    let (root_name, rel) = k.value();
+                    if root_name != name {
                         break;
                     }
                     let record: FileRecord = decode(v.value())?;
@@ -354,8 +355,8 @@ impl Catalog {
                     .range((name.as_str(), "")..)?
                     .map_while(|item| {
                         let (k, _) = item.ok()?;
-                        let (root, rel) = k.value();
-                        (root == name).then(|| rel.to_string())
+                        let (root_name, rel) = k.value();
+                        (root_name == name).then(|| rel.to_string())
                     })
                     .collect();
                 for rel in doomed {
@@ -408,12 +409,12 @@ impl Catalog {
             for change in changes {
                 match change {
                     Change::Upsert {
-                        root,
+                        root_id,
                         rel,
                         file,
                         rows,
                     } => {
-                        let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
+                        let key = (self.roots.list()[*root_id].name.as_str(), rel.as_str());
                         let old: Option<FileRecord> =
                             files.get(key)?.map(|v| decode(v.value())).transpose()?;
                         let id = match &old {
@@ -428,11 +429,11 @@ impl Catalog {
                         };
                         hdf5_changed |= file.kind == Kind::Hdf5
                             || old.as_ref().is_some_and(|o| o.info.kind == Kind::Hdf5);
-                        let root_name = &self.roots.list()[*root].name;
+                        let root_name = &self.roots.list()[*root_id].name;
                         text_changes.note_upsert(root_name, rel, id, old.as_ref(), file, rows);
                         symbol_changes.push((
                             old.as_ref().map(|o| o.id),
-                            Some((id, *root, rel.as_str(), rows.as_slice())),
+                            Some((id, *root_id, rel.as_str(), rows.as_slice())),
                         ));
                         for row in rows {
                             let mut table = txn.open_table(kind_table(row.table))?;
@@ -443,10 +444,10 @@ impl Catalog {
                             info: file.clone(),
                         };
                         files.insert(key, encode(&record).as_slice())?;
-                        applied.push((*root, rel, Some(entry_of(&record))));
+                        applied.push((*root_id, rel, Some(entry_of(&record))));
                     }
-                    Change::Remove { root, rel } => {
-                        let key = (self.roots.list()[*root].name.as_str(), rel.as_str());
+                    Change::Remove { root_id, rel } => {
+                        let key = (self.roots.list()[*root_id].name.as_str(), rel.as_str());
                         let old = files.remove(key)?.map(|v| decode::<FileRecord>(v.value()));
                         if let Some(old) = old.transpose()? {
                             hdf5_changed |= old.info.kind == Kind::Hdf5;
@@ -454,17 +455,17 @@ impl Catalog {
                             text_changes.note_removal(&old);
                             symbol_changes.push((Some(old.id), None));
                         }
-                        applied.push((*root, rel, None));
+                        applied.push((*root_id, rel, None));
                     }
                 }
             }
             meta.insert(META_NEXT_FILE_ID, next_id.to_le_bytes().as_slice())?;
         }
         txn.commit()?;
-        for (root, rel, entry) in applied {
+        for (root_id, rel, entry) in applied {
             match entry {
-                Some(e) => self.files.insert(root, rel, e),
-                None => self.files.remove(root, rel),
+                Some(e) => self.files.insert(root_id, rel, e),
+                None => self.files.remove(root_id, rel),
             }
         }
         self.update_text(&text_changes);
@@ -481,17 +482,17 @@ impl Catalog {
                 self.symbols.remove(old);
                 self.relations.remove(old);
             }
-            if let Some((id, root, rel, rows)) = new
+            if let Some((id, root_id, rel, rows)) = new
                 && let Some((file, refs)) = code::code_file_of(rows)
             {
                 self.relations.insert(code::FileRelations::new(
                     id,
-                    root,
+                    root_id,
                     rel.to_string(),
                     &file,
                     refs,
                 ));
-                self.symbols.insert(id, root, rel, file);
+                self.symbols.insert(id, root_id, rel, file);
             }
         }
     }
@@ -516,10 +517,10 @@ impl Catalog {
     }
 
     /// The full record of one file, read from the database.
-    pub fn record(&self, root: usize, rel: &str) -> anyhow::Result<Option<FileRecord>> {
+    pub fn record(&self, root_id: RootId, rel: &str) -> anyhow::Result<Option<FileRecord>> {
         let txn = self.db.begin_read()?;
         let files = txn.open_table(FILES)?;
-        let key = (self.roots.list()[root].name.as_str(), rel);
+        let key = (self.roots.list()[root_id].name.as_str(), rel);
         files.get(key)?.map(|v| decode(v.value())).transpose()
     }
 
@@ -542,13 +543,13 @@ impl Catalog {
     pub fn rows_of_version<T: serde::de::DeserializeOwned>(
         &self,
         table: &'static str,
-        (root, rel): (usize, &str),
+        (root_id, rel): (RootId, &str),
         fingerprint: u64,
         prefix: &[u8],
     ) -> anyhow::Result<Option<Vec<T>>> {
         let txn = self.db.begin_read()?;
         let files = txn.open_table(FILES)?;
-        let key = (self.roots.list()[root].name.as_str(), rel);
+        let key = (self.roots.list()[root_id].name.as_str(), rel);
         let record: Option<FileRecord> = files.get(key)?.map(|v| decode(v.value())).transpose()?;
         let Some(record) = record.filter(|r| r.info.fingerprint == fingerprint) else {
             return Ok(None);
@@ -576,8 +577,8 @@ impl Catalog {
     }
 
     /// Whether a ROOT file already has cached branch statistics.
-    pub fn has_stats(&self, root: usize, rel: &str) -> bool {
-        let Ok(Some(record)) = self.record(root, rel) else {
+    pub fn has_stats(&self, root_id: RootId, rel: &str) -> bool {
+        let Ok(Some(record)) = self.record(root_id, rel) else {
             return false;
         };
         self.kind_rows::<root::StatsRow>(root::ROOT_STATS, record.id, b"")
@@ -587,12 +588,12 @@ impl Catalog {
     /// The failed files of a root with their errors, at most `limit` of them.
     pub fn failures(
         &self,
-        root: usize,
+        root_id: RootId,
         limit: usize,
     ) -> anyhow::Result<Vec<(String, Kind, String)>> {
         let mut out = Vec::new();
-        for rel in self.files.failed(root).into_iter().take(limit) {
-            if let Some(r) = self.record(root, &rel)?
+        for rel in self.files.failed(root_id).into_iter().take(limit) {
+            if let Some(r) = self.record(root_id, &rel)?
                 && let FileStatus::Failed(msg) = r.info.status
             {
                 out.push((rel, r.info.kind, msg));
@@ -604,13 +605,13 @@ impl Catalog {
     /// The files of a root whose background statistics failed, for the version
     /// the catalog holds now (a file changed since has its turn again), at most
     /// `limit` of them in path order as (path, reason), with their total.
-    pub fn stats_failures(&self, root: usize, limit: usize) -> (u64, Vec<(String, String)>) {
-        let (kept, beyond) = self.activity.stats_failures(root);
+    pub fn stats_failures(&self, root_id: RootId, limit: usize) -> (u64, Vec<(String, String)>) {
+        let (kept, beyond) = self.activity.stats_failures(root_id);
         let current: Vec<(String, String)> = kept
             .into_iter()
             .filter(|(rel, fp, _)| {
                 self.files
-                    .get(root, rel)
+                    .get(root_id, rel)
                     .is_some_and(|e| e.fingerprint == *fp)
             })
             .map(|(rel, _, why)| (rel, why))
@@ -625,7 +626,7 @@ impl Catalog {
     /// its rows would describe a version that is gone.
     pub fn add_rows(
         &self,
-        root: usize,
+        root_id: RootId,
         rel: &str,
         fingerprint: u64,
         rows: &[KindRow],
@@ -633,7 +634,7 @@ impl Catalog {
         let txn = self.db.begin_write()?;
         {
             let files = txn.open_table(FILES)?;
-            let key = (self.roots.list()[root].name.as_str(), rel);
+            let key = (self.roots.list()[root_id].name.as_str(), rel);
             let record: Option<FileRecord> =
                 files.get(key)?.map(|v| decode(v.value())).transpose()?;
             let Some(record) = record.filter(|r| r.info.fingerprint == fingerprint) else {
@@ -648,11 +649,11 @@ impl Catalog {
         Ok(true)
     }
 
-    pub fn set_scan_completed(&self, root: usize, at_ms: i64) -> anyhow::Result<()> {
+    pub fn set_scan_completed(&self, root_id: RootId, at_ms: i64) -> anyhow::Result<()> {
         let txn = self.db.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
-            let key = scan_key(&self.roots.list()[root].name);
+            let key = scan_key(&self.roots.list()[root_id].name);
             meta.insert(key.as_str(), at_ms.to_le_bytes().as_slice())?;
         }
         txn.commit()?;
@@ -660,10 +661,10 @@ impl Catalog {
     }
 
     /// When the last full scan of a root finished (ms since the epoch).
-    pub fn scan_completed(&self, root: usize) -> anyhow::Result<Option<i64>> {
+    pub fn scan_completed(&self, root_id: RootId) -> anyhow::Result<Option<i64>> {
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
-        let key = scan_key(&self.roots.list()[root].name);
+        let key = scan_key(&self.roots.list()[root_id].name);
         Ok(meta
             .get(key.as_str())?
             .and_then(|v| v.value().try_into().ok().map(i64::from_le_bytes)))
@@ -778,9 +779,9 @@ mod stored_encoding_tests;
 mod tests {
     use super::*;
 
-    fn upsert(root: usize, rel: &str) -> Change {
+    fn upsert(root_id: RootId, rel: &str) -> Change {
         Change::Upsert {
-            root,
+            root_id,
             rel: rel.into(),
             file: FileInfo {
                 kind: Kind::Document,

@@ -12,7 +12,7 @@ pub struct FileRecord {
     pub info: FileInfo,
 }
 
-/// What the index found out about a file.
+/// What the indexer found out about a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileInfo {
     pub kind: Kind,

@@ -1,4 +1,4 @@
-//! Paths the index found but could not index: unreadable folders, names that are
+//! Paths the indexer found but could not index: unreadable folders, names that are
 //! not UTF-8, paths too long for tools. They have no kind and no file id, so they
 //! live in a table of their own, keyed like `files`, and each sync replaces the
 //! ones below the folder it looked at.
@@ -6,6 +6,7 @@
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::Catalog;
+use crate::roots::RootId;
 
 /// (root name, relative path as displayed) → the reason, UTF-8.
 pub(super) const SKIPPED: TableDefinition<(&str, &str), &str> = TableDefinition::new("skipped");
@@ -22,11 +23,11 @@ impl Catalog {
     /// ((relative path, reason) pairs), in one transaction.
     pub fn replace_skipped(
         &self,
-        root: usize,
+        root_id: RootId,
         under: &str,
         found: &[(String, String)],
     ) -> anyhow::Result<()> {
-        let name = self.roots.list()[root].name.as_str();
+        let name = self.roots.list()[root_id].name.as_str();
         let txn = self.db.begin_write()?;
         {
             let mut table = txn.open_table(SKIPPED)?;
@@ -58,10 +59,10 @@ impl Catalog {
     /// How many paths of a root were skipped, and the first `limit` of them.
     pub fn skipped(
         &self,
-        root: usize,
+        root_id: RootId,
         limit: usize,
     ) -> anyhow::Result<(usize, Vec<(String, String)>)> {
-        let name = self.roots.list()[root].name.as_str();
+        let name = self.roots.list()[root_id].name.as_str();
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(SKIPPED) {
             Ok(t) => t,

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::render;
 use crate::cli::CallArgs;
 use crate::config::{Endpoint, Settings};
-use crate::index::{Indexer, Quiet};
+use crate::indexing::{Indexer, Quiet};
 use crate::job::Job;
 use crate::mcp::client::{CallReply, ProtocolError, SocketClient};
 use crate::mcp::tools::Context;

@@ -20,7 +20,7 @@ use tokio::net::UnixStream;
 use crate::catalog::{Catalog, OpenError};
 use crate::cli::ServeArgs;
 use crate::config::{Endpoint, Settings};
-use crate::engine::{Engine, runtime};
+use crate::daemon::{Daemon, runtime};
 use crate::mcp::QuarryServer;
 use crate::mcp::connection::{Drain, serve_connection};
 use crate::mcp::relay::{Relay, RelayEnd, Upstream};
@@ -34,7 +34,7 @@ const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
 
 /// This process as the catalog's owner.
 struct Owner {
-    _engine: Engine,
+    _daemon: Daemon,
     server: QuarryServer,
     sessions: Arc<Sessions>,
     accepting: Option<tokio::task::JoinHandle<()>>,
@@ -50,8 +50,8 @@ impl Owner {
                 None
             }
         };
-        let engine = Engine::start(settings, catalog)?;
-        let server = engine.server(settings)?;
+        let daemon = Daemon::start(settings, catalog)?;
+        let server = daemon.server(settings)?;
         let sessions = Arc::new(Sessions::default());
         let accepting = listener.map(|l| {
             tokio::spawn(serve_socket(
@@ -63,7 +63,7 @@ impl Owner {
             ))
         });
         Ok(Owner {
-            _engine: engine,
+            _daemon: daemon,
             server,
             sessions,
             accepting,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Settings;
-use crate::index::{Indexer, Progress};
+use crate::indexing::{Indexer, Progress};
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     settings.apply_to_process();
@@ -83,14 +83,14 @@ impl Report {
 }
 
 impl Progress for Report {
-    fn found(&self, root: &str, to_index: usize) {
+    fn found(&self, root_name: &str, to_index: usize) {
         let total = self.total.fetch_add(to_index, Ordering::Relaxed) + to_index;
         match &self.bar {
             Some(bar) => {
-                bar.set_prefix(root.to_string());
+                bar.set_prefix(root_name.to_string());
                 bar.set_length(total as u64);
             }
-            None => eprintln!("quarry: root '{root}': {to_index} files to index"),
+            None => eprintln!("quarry: root '{root_name}': {to_index} files to index"),
         }
     }
 

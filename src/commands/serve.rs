@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Settings;
-use crate::engine::{Engine, runtime};
+use crate::daemon::{Daemon, runtime};
 use crate::mcp::connection::Drain;
 use crate::mcp::transport::{Sessions, bind_socket, raise_open_file_limit, serve_socket};
 
@@ -33,8 +33,8 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let rt = runtime()?;
     let outcome = rt.block_on(async {
         let listener = bind_socket(&settings.socket)?;
-        let engine = Engine::start(&settings, catalog)?;
-        let server = engine.server(&settings)?;
+        let daemon = Daemon::start(&settings, catalog)?;
+        let server = daemon.server(&settings)?;
         tracing::info!(
             "serving {} root(s) on {} (catalog {})",
             settings.roots.list().len(),
@@ -73,7 +73,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
                 sessions.live()
             );
         }
-        engine.stop();
+        daemon.stop();
         tracing::info!("stopped");
         anyhow::Ok(())
     });

@@ -3,7 +3,7 @@
 //! node and source. Nothing is written that the sources do not say.
 
 use super::bm25::{Stats, query_terms};
-use super::dataset::Dataset;
+use super::dataset::RagDataset;
 use super::retrieve::Hit;
 use crate::job::{Job, Stop};
 
@@ -21,7 +21,12 @@ pub struct Evidence {
 }
 
 /// The best sentences of the hits; `Err` when `job` stops (looked at per node).
-pub fn evidence(ds: &Dataset, query: &str, hits: &[Hit], job: &Job) -> Result<Vec<Evidence>, Stop> {
+pub fn evidence(
+    ds: &RagDataset,
+    query: &str,
+    hits: &[Hit],
+    job: &Job,
+) -> Result<Vec<Evidence>, Stop> {
     let terms = query_terms(query);
     let segments: Vec<&super::bm25::Segment> = ds.segments().into_iter().map(|(s, _)| s).collect();
     let stats = Stats::of(&segments, &terms);

@@ -7,6 +7,7 @@ pub mod answer;
 pub mod bm25;
 pub mod dataset;
 pub mod embed;
+pub mod engine;
 pub mod gmm;
 pub mod llm;
 mod pass;
@@ -21,4 +22,5 @@ pub mod vectors;
 /// The name of the root that holds ingested documents (`[rag] ingest_dir`).
 pub const INGEST_ROOT: &str = "ingest";
 
-pub use dataset::{Counters, Dataset, Rag, RagOptions};
+pub use dataset::RagDataset;
+pub use engine::{Counters, Rag, RagOptions};

@@ -11,9 +11,10 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::formats::Kind;
-use crate::index::DocumentEvent;
+use crate::indexing::DocumentEvent;
+use crate::roots::RootId;
 
-use super::dataset::Rag;
+use super::engine::Rag;
 use super::store::{build_and_store, has_tree};
 
 impl Rag {
@@ -36,13 +37,13 @@ impl Rag {
     /// start; `quarry call` runs it in-process).
     pub fn build_missing_trees(&self) {
         let mut missing = Vec::new();
-        for root in 0..self.catalog().roots().list().len() {
-            for (rel, e) in self.catalog().files().under(root, "") {
+        for root_id in 0..self.catalog().roots().list().len() {
+            for (rel, e) in self.catalog().files().under(root_id, "") {
                 if e.kind == Kind::Document
                     && !e.failed
                     && !has_tree(self.catalog(), e.id, self.model_dims())
                 {
-                    missing.push((root, rel, e.fingerprint));
+                    missing.push((root_id, rel, e.fingerprint));
                 }
             }
         }
@@ -59,15 +60,15 @@ impl Rag {
             for event in std::iter::once(first).chain(rx.try_iter()) {
                 match event {
                     DocumentEvent::Indexed {
-                        root,
+                        root_id,
                         rel,
                         fingerprint,
                     } => {
-                        touched.extend(self.dataset_of(root, &rel));
-                        indexed.push((root, rel, fingerprint));
+                        touched.extend(self.dataset_of(root_id, &rel));
+                        indexed.push((root_id, rel, fingerprint));
                     }
-                    DocumentEvent::Removed { root } => {
-                        touched.extend(self.datasets_of_root(root));
+                    DocumentEvent::Removed { root_id } => {
+                        touched.extend(self.datasets_of_root(root_id));
                     }
                 }
             }
@@ -78,33 +79,33 @@ impl Rag {
         }
     }
 
-    /// Builds the trees of `documents` (root, path, fingerprint), one
+    /// Builds the trees of `documents` (root id, path, fingerprint), one
     /// document per task: trees are independent, and each is deterministic
     /// whatever thread builds it. The tasks run on the pass's own pool, so a
     /// long tree (the sentence model's matrix products included) never sits
     /// in the queue of the shared pool that requests' scans run on.
-    fn build_all(&self, documents: &[(usize, String, u64)]) {
+    fn build_all(&self, documents: &[(RootId, String, u64)]) {
         let build_each = || {
             documents
                 .par_iter()
                 .with_max_len(1)
-                .for_each(|(root, rel, fingerprint)| self.build(*root, rel, *fingerprint));
+                .for_each(|(root_id, rel, fingerprint)| self.build(*root_id, rel, *fingerprint));
         };
         on_pass_pool(build_each);
     }
 
     /// Builds one document's tree; a failure (or a panic) is logged and leaves
     /// the document without a tree, never stops the pass.
-    fn build(&self, root: usize, rel: &str, fingerprint: u64) {
+    fn build(&self, root_id: RootId, rel: &str, fingerprint: u64) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            build_and_store(self.catalog(), root, rel, fingerprint, self.model())
+            build_and_store(self.catalog(), root_id, rel, fingerprint, self.model())
         }));
         match outcome {
             Ok(Ok(written)) => {
-                if let Ok(Some(r)) = self.catalog().record(root, rel) {
+                if let Ok(Some(r)) = self.catalog().record(root_id, rel) {
                     self.forget(r.id);
                 }
-                let Some(name) = self.dataset_of(root, rel) else {
+                let Some(name) = self.dataset_of(root_id, rel) else {
                     return;
                 };
                 let mut counters = self.counters.lock().expect("rag counters");

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use super::bm25::{Stats, query_terms, score_into};
-use super::dataset::Dataset;
+use super::dataset::RagDataset;
 use crate::job::{Job, Stop};
 
 /// Nodes scored, ranked or walked between two looks at the call's `Job`.
@@ -67,7 +67,7 @@ pub struct Hit {
 /// Every node's score for the query: BM25 (nodes without a query word
 /// absent), fused with the cosine ranking when a query vector is given.
 pub fn scores(
-    ds: &Dataset,
+    ds: &RagDataset,
     query: &str,
     query_vector: Option<&[f32]>,
     job: &Job,
@@ -80,7 +80,7 @@ pub fn scores(
 }
 
 /// Nodes by cosine similarity to the query vector, best first.
-pub fn dense_ranking(ds: &Dataset, q: &[f32], job: &Job) -> Result<Vec<(usize, f32)>, Stop> {
+pub fn dense_ranking(ds: &RagDataset, q: &[f32], job: &Job) -> Result<Vec<(usize, f32)>, Stop> {
     let mut ranked: Vec<(usize, f32)> = Vec::with_capacity(ds.nodes.len());
     for (start, batch) in ds.nodes.chunks(CHECK_EVERY).enumerate() {
         job.check()?;
@@ -116,7 +116,7 @@ fn fuse(lexical: &HashMap<usize, f32>, dense: &[(usize, f32)]) -> HashMap<usize,
 
 /// Every node's BM25 score for the query (nodes without a query word absent).
 /// Stops between segments (a segment is one document's tree) when `job` does.
-pub fn bm25_scores(ds: &Dataset, query: &str, job: &Job) -> Result<HashMap<usize, f32>, Stop> {
+pub fn bm25_scores(ds: &RagDataset, query: &str, job: &Job) -> Result<HashMap<usize, f32>, Stop> {
     let terms = query_terms(query);
     let segments = ds.segments();
     let plain: Vec<&super::bm25::Segment> = segments.iter().map(|(s, _)| *s).collect();
@@ -131,7 +131,12 @@ pub fn bm25_scores(ds: &Dataset, query: &str, job: &Job) -> Result<HashMap<usize
 
 /// The hits for `query`; `Err` when `job` is cancelled or out of time, looked
 /// at between segments, batches of nodes, layers and hits.
-pub fn retrieve(ds: &Dataset, query: &str, options: &Options, job: &Job) -> Result<Vec<Hit>, Stop> {
+pub fn retrieve(
+    ds: &RagDataset,
+    query: &str,
+    options: &Options,
+    job: &Job,
+) -> Result<Vec<Hit>, Stop> {
     let scores = scores(ds, query, options.query_vector.as_deref(), job)?;
     job.check()?;
     let ranked = match options.mode {
@@ -168,7 +173,11 @@ fn by_score(a: &(usize, f32), b: &(usize, f32)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
-fn collapsed(ds: &Dataset, scores: &HashMap<usize, f32>, options: &Options) -> Vec<(usize, f32)> {
+fn collapsed(
+    ds: &RagDataset,
+    scores: &HashMap<usize, f32>,
+    options: &Options,
+) -> Vec<(usize, f32)> {
     let mut ranked: Vec<(usize, f32)> = scores
         .iter()
         .filter(|&(&n, _)| {
@@ -183,7 +192,7 @@ fn collapsed(ds: &Dataset, scores: &HashMap<usize, f32>, options: &Options) -> V
 }
 
 fn traversal(
-    ds: &Dataset,
+    ds: &RagDataset,
     scores: &HashMap<usize, f32>,
     options: &Options,
     job: &Job,
@@ -219,7 +228,11 @@ fn traversal(
 }
 
 /// For each node, the best score in its subtree (itself included).
-fn subtree_best(ds: &Dataset, scores: &HashMap<usize, f32>, job: &Job) -> Result<Vec<f32>, Stop> {
+fn subtree_best(
+    ds: &RagDataset,
+    scores: &HashMap<usize, f32>,
+    job: &Job,
+) -> Result<Vec<f32>, Stop> {
     let mut best: Vec<f32> = (0..ds.nodes.len())
         .map(|n| scores.get(&n).copied().unwrap_or(0.0))
         .collect();
@@ -239,7 +252,7 @@ fn subtree_best(ds: &Dataset, scores: &HashMap<usize, f32>, job: &Job) -> Result
 
 /// The `k` best-scoring leaves beneath `node`.
 fn best_leaves(
-    ds: &Dataset,
+    ds: &RagDataset,
     node: usize,
     scores: &HashMap<usize, f32>,
     k: usize,
@@ -275,7 +288,7 @@ mod tests {
     use crate::rag::tree::document_tree;
 
     /// A dataset of two documents' trees (summaries above the chunks).
-    fn dataset() -> Dataset {
+    fn dataset() -> RagDataset {
         let topics = [
             "The muon trigger fires when two chambers agree on a track.",
             "Calorimeter calibration uses electrons from Z decays to fix the energy scale.",
@@ -300,7 +313,7 @@ mod tests {
                 }
             })
             .collect();
-        Dataset::assemble("d".into(), docs, None)
+        RagDataset::assemble("d".into(), docs, None)
     }
 
     fn options(mode: Mode) -> Options {

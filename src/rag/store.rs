@@ -4,6 +4,7 @@
 
 use crate::catalog::documents::RAG_NODES;
 use crate::catalog::{Catalog, KindRow, encode};
+use crate::roots::RootId;
 
 use super::embed::Embedder;
 use super::tree::{Node, document_tree};
@@ -12,12 +13,12 @@ use super::tree::{Node, document_tree};
 /// nodes written (0 when the file is gone, changed, failed or empty).
 pub fn build_and_store(
     catalog: &Catalog,
-    root: usize,
+    root_id: RootId,
     rel: &str,
     fingerprint: u64,
     model: Option<&Embedder>,
 ) -> anyhow::Result<usize> {
-    let Some(record) = catalog.record(root, rel)? else {
+    let Some(record) = catalog.record(root_id, rel)? else {
         return Ok(0);
     };
     if record.info.fingerprint != fingerprint || record.info.status.is_failed() {
@@ -38,7 +39,7 @@ pub fn build_and_store(
             value: encode(n),
         })
         .collect();
-    if catalog.add_rows(root, rel, fingerprint, &rows)? {
+    if catalog.add_rows(root_id, rel, fingerprint, &rows)? {
         Ok(rows.len())
     } else {
         Ok(0)

@@ -22,8 +22,16 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// Longest single path component accepted, in bytes (Linux NAME_MAX).
 pub const MAX_COMPONENT_BYTES: usize = 255;
 
+/// A data root's number: its position in `Roots::list()`. The catalog and its
+/// in-memory indexes key files by (root id, relative path); the id is not stored
+/// on disk (the catalog's tables name a data root by its name), so it only has to
+/// hold for one process.
+pub type RootId = usize;
+
+/// A data root: a configured folder (or URL) whose files quarry indexes. Not a
+/// ROOT file (`formats::root`), nor `Kind::Root`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub struct DataRoot {
     pub name: String,
     /// The directory as configured (absolute, lexically normalised).
     pub dir: PathBuf,
@@ -34,7 +42,7 @@ pub struct Root {
     pub remote: Option<Arc<RemoteRoot>>,
 }
 
-impl Root {
+impl DataRoot {
     pub fn is_remote(&self) -> bool {
         self.remote.is_some()
     }
@@ -43,7 +51,7 @@ impl Root {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     /// Index of the root in `Roots::list()`.
-    pub root: usize,
+    pub root_id: RootId,
     /// Path relative to the root, `/`-separated, empty for the root itself.
     pub rel: String,
     /// Absolute path under the root's canonical directory.
@@ -88,11 +96,11 @@ pub enum PathError {
 
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
-    roots: Vec<Root>,
+    roots: Vec<DataRoot>,
     /// A root quarry adds for itself (the ingest folder): it does not count when
     /// deciding whether relative paths need a root name, so adding it never changes
     /// how the user's own root's paths read.
-    aside: Option<usize>,
+    aside: Option<RootId>,
 }
 
 /// A root name: non-empty, no path separators, not `.` or `..`.
@@ -112,7 +120,7 @@ impl Roots {
         specs: Vec<(String, PathBuf)>,
         settings: &crate::remote::Settings,
     ) -> anyhow::Result<Roots> {
-        let mut roots: Vec<Root> = Vec::new();
+        let mut roots: Vec<DataRoot> = Vec::new();
         for (name, dir) in specs {
             anyhow::ensure!(valid_root_name(&name), "invalid root name '{name}'");
             anyhow::ensure!(
@@ -132,7 +140,7 @@ impl Roots {
                 "root '{name}' ({}) is not a directory",
                 dir.display()
             );
-            roots.push(Root {
+            roots.push(DataRoot {
                 name,
                 dir: normalize_lexically(&absolute),
                 canonical,
@@ -144,12 +152,12 @@ impl Roots {
 
     /// Sets the root named `name` aside (see `aside`).
     pub fn set_aside(&mut self, name: &str) {
-        self.aside = self.index_of(name);
+        self.aside = self.id_of(name);
     }
 
     /// The root relative paths belong to without a root name: the one root that is not
     /// set aside, when there is exactly one.
-    pub fn sole(&self) -> Option<usize> {
+    pub fn sole(&self) -> Option<RootId> {
         let mut counted = (0..self.roots.len()).filter(|&i| Some(i) != self.aside);
         match (counted.next(), counted.next()) {
             (Some(i), None) => Some(i),
@@ -162,7 +170,7 @@ impl Roots {
     pub fn recorded(stored: Vec<(String, String)>) -> Roots {
         let roots = stored
             .into_iter()
-            .map(|(name, dir)| Root {
+            .map(|(name, dir)| DataRoot {
                 name,
                 dir: PathBuf::from(&dir),
                 canonical: PathBuf::from(dir),
@@ -172,7 +180,7 @@ impl Roots {
         Roots { roots, aside: None }
     }
 
-    pub fn list(&self) -> &[Root] {
+    pub fn list(&self) -> &[DataRoot] {
         &self.roots
     }
 
@@ -180,35 +188,35 @@ impl Roots {
         self.roots.iter().map(|r| r.name.clone()).collect()
     }
 
-    pub fn index_of(&self, name: &str) -> Option<usize> {
+    /// The id of the root named `name`.
+    pub fn id_of(&self, name: &str) -> Option<RootId> {
         self.roots.iter().position(|r| r.name == name)
     }
 
     /// Resolves a root named by a tool's `resource` argument.
-    pub fn resource(&self, name: &str) -> Result<usize, PathError> {
-        self.index_of(name)
-            .ok_or_else(|| PathError::UnknownResource {
-                name: name.to_string(),
-                available: self.names(),
-            })
+    pub fn resource(&self, name: &str) -> Result<RootId, PathError> {
+        self.id_of(name).ok_or_else(|| PathError::UnknownResource {
+            name: name.to_string(),
+            available: self.names(),
+        })
     }
 
     /// Resolves a tool path per DESIGN.md; the target must exist.
     pub fn resolve(&self, path: &str, resource: Option<&str>) -> Result<Resolved, PathError> {
-        let (root, rel) = self.resolve_lexically(path, resource)?;
-        if self.roots[root].is_remote() {
+        let (root_id, rel) = self.resolve_lexically(path, resource)?;
+        if self.roots[root_id].is_remote() {
             // Whether it exists is the catalog's to say (its last listing).
-            let abs = self.roots[root].canonical.join(&rel);
-            return Ok(Resolved { root, rel, abs });
+            let abs = self.roots[root_id].canonical.join(&rel);
+            return Ok(Resolved { root_id, rel, abs });
         }
         let abs = if rel.is_empty() {
-            self.roots[root].canonical.clone()
+            self.roots[root_id].canonical.clone()
         } else {
-            self.roots[root].canonical.join(&rel)
+            self.roots[root_id].canonical.join(&rel)
         };
         match abs.canonicalize() {
-            Ok(real) if real.starts_with(&self.roots[root].canonical) => {
-                Ok(Resolved { root, rel, abs })
+            Ok(real) if real.starts_with(&self.roots[root_id].canonical) => {
+                Ok(Resolved { root_id, rel, abs })
             }
             Ok(_) => Err(PathError::SymlinkEscape(path.to_string())),
             Err(_) if abs.symlink_metadata().is_ok() => {
@@ -222,11 +230,11 @@ impl Roots {
     /// Opens a root-relative file for reading, beneath its root (`open_beneath`):
     /// the only way a tool turns a path into an open file.
     /// A remote root's file is fetched whole into memory (never to disk).
-    pub fn open(&self, root: usize, rel: &str) -> Result<std::fs::File, PathError> {
-        if let Some(opened) = self.open_remote(root, rel) {
+    pub fn open(&self, root_id: RootId, rel: &str) -> Result<std::fs::File, PathError> {
+        if let Some(opened) = self.open_remote(root_id, rel) {
             return opened?.to_memory_file().map_err(|e| unreadable(rel, &e));
         }
-        open_beneath(&self.roots[root].canonical, rel).map_err(|e| match e {
+        open_beneath(&self.roots[root_id].canonical, rel).map_err(|e| match e {
             OpenError::Escapes => PathError::SymlinkEscape(rel.to_string()),
             OpenError::NotFound | OpenError::NotAFile => PathError::NotFound(rel.to_string()),
             OpenError::Io(e) => PathError::Unreadable {
@@ -238,8 +246,8 @@ impl Roots {
 
     /// Opens a file of a remote root for reading by ranges; `None` for a
     /// local root.
-    pub fn open_remote(&self, root: usize, rel: &str) -> Option<Result<RemoteFile, PathError>> {
-        let remote = self.roots[root].remote.as_ref()?;
+    pub fn open_remote(&self, root_id: RootId, rel: &str) -> Option<Result<RemoteFile, PathError>> {
+        let remote = self.roots[root_id].remote.as_ref()?;
         Some(remote.open(rel, None).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => PathError::NotFound(rel.to_string()),
             _ => unreadable(rel, &e),
@@ -251,37 +259,37 @@ impl Roots {
         &self,
         path: &str,
         resource: Option<&str>,
-    ) -> Result<(usize, String), PathError> {
+    ) -> Result<(RootId, String), PathError> {
         check_text(path)?;
-        let forced_root = resource.map(|r| self.resource(r)).transpose()?;
+        let forced_root_id = resource.map(|r| self.resource(r)).transpose()?;
         if looks_like_url(path) {
-            let (root, rel) = self
+            let (root_id, rel) = self
                 .locate_url(path)
                 .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
-            if forced_root.is_some_and(|f| f != root) {
+            if forced_root_id.is_some_and(|f| f != root_id) {
                 return Err(PathError::OutsideRoots(path.to_string()));
             }
-            return Ok((root, normalized_relative(&rel)?));
+            return Ok((root_id, normalized_relative(&rel)?));
         }
         if path.starts_with('/') {
-            let (root, rel) = self
+            let (root_id, rel) = self
                 .locate(Path::new(path))
                 .ok_or_else(|| PathError::OutsideRoots(path.to_string()))?;
-            if forced_root.is_some_and(|f| f != root) {
+            if forced_root_id.is_some_and(|f| f != root_id) {
                 return Err(PathError::OutsideRoots(path.to_string()));
             }
-            return Ok((root, rel));
+            return Ok((root_id, rel));
         }
         let rel = normalized_relative(path)?;
-        if let Some(root) = forced_root {
-            return Ok((root, rel));
+        if let Some(root_id) = forced_root_id {
+            return Ok((root_id, rel));
         }
-        if let Some(root) = self.sole() {
-            return Ok((root, rel));
+        if let Some(root_id) = self.sole() {
+            return Ok((root_id, rel));
         }
         let (first, rest) = rel.split_once('/').unwrap_or((rel.as_str(), ""));
-        match self.index_of(first) {
-            Some(root) => Ok((root, rest.to_string())),
+        match self.id_of(first) {
+            Some(root_id) => Ok((root_id, rest.to_string())),
             None => Err(PathError::Ambiguous {
                 path: path.to_string(),
                 available: self.names(),
@@ -292,8 +300,8 @@ impl Roots {
     /// The remote root whose URL `url` lies beneath (the deepest, when several
     /// do), and the path relative to it; never a root of another scheme,
     /// host, port or bucket.
-    pub fn locate_url(&self, url: &str) -> Option<(usize, String)> {
-        let mut best: Option<(usize, usize, String)> = None;
+    pub fn locate_url(&self, url: &str) -> Option<(RootId, String)> {
+        let mut best: Option<(RootId, usize, String)> = None;
         for (i, root) in self.roots.iter().enumerate() {
             let Some(remote) = &root.remote else { continue };
             if let Some(Ok(rel)) = remote.url.rel_of(url) {
@@ -308,13 +316,13 @@ impl Roots {
 
     /// The root containing an absolute path (configured or canonical form), lexically.
     /// `..` components make it `None`.
-    pub fn locate(&self, abs: &Path) -> Option<(usize, String)> {
+    pub fn locate(&self, abs: &Path) -> Option<(RootId, String)> {
         if abs.components().any(|c| c == Component::ParentDir) {
             return None;
         }
         let abs = normalize_lexically(abs);
         // The deepest matching root wins when roots nest.
-        let mut best: Option<(usize, usize, String)> = None;
+        let mut best: Option<(RootId, usize, String)> = None;
         for (i, root) in self.roots.iter().enumerate() {
             for base in [&root.canonical, &root.dir] {
                 if let Ok(rest) = abs.strip_prefix(base) {
@@ -335,12 +343,12 @@ fn remote_root(
     name: String,
     url: &str,
     settings: &crate::remote::Settings,
-) -> anyhow::Result<Root> {
+) -> anyhow::Result<DataRoot> {
     let parsed = RootUrl::parse(url).map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
     let remote = RemoteRoot::new(parsed, settings.clone())
         .map_err(|e| anyhow::anyhow!("root '{name}': {e}"))?;
     let shown = PathBuf::from(remote.url.to_string());
-    Ok(Root {
+    Ok(DataRoot {
         name,
         dir: shown.clone(),
         canonical: shown,
@@ -447,9 +455,9 @@ mod tests {
         let f = fixture();
         let abs = f.base.join("data/sub/b.root");
         let r = f.roots.resolve(abs.to_str().unwrap(), None).unwrap();
-        assert_eq!((r.root, r.rel.as_str()), (0, "sub/b.root"));
+        assert_eq!((r.root_id, r.rel.as_str()), (0, "sub/b.root"));
         let r = f.roots.resolve("docs/n.md", None).unwrap();
-        assert_eq!((r.root, r.rel.as_str()), (1, "n.md"));
+        assert_eq!((r.root_id, r.rel.as_str()), (1, "n.md"));
         let r = f.roots.resolve("./sub//b.root", Some("data")).unwrap();
         assert_eq!(r.rel, "sub/b.root");
         assert_eq!(r.abs, abs);
@@ -471,14 +479,17 @@ mod tests {
         f.roots.set_aside("data");
         assert_eq!(f.roots.sole(), Some(1));
         let r = f.roots.resolve("n.md", None).unwrap();
-        assert_eq!((r.root, r.rel.as_str()), (1, "n.md"));
+        assert_eq!((r.root_id, r.rel.as_str()), (1, "n.md"));
         // The root set aside is still reached by absolute path or by name.
         let abs = f.base.join("data/a.root");
         assert_eq!(
-            f.roots.resolve(abs.to_str().unwrap(), None).unwrap().root,
+            f.roots
+                .resolve(abs.to_str().unwrap(), None)
+                .unwrap()
+                .root_id,
             0
         );
-        assert_eq!(f.roots.resolve("a.root", Some("data")).unwrap().root, 0);
+        assert_eq!(f.roots.resolve("a.root", Some("data")).unwrap().root_id, 0);
     }
 
     #[test]
@@ -581,10 +592,10 @@ mod tests {
             ("inner".into(), f.base.join("data")),
         ])
         .unwrap();
-        let (root, rel) = nested.locate(&f.base.join("data/sub/b.root")).unwrap();
-        assert_eq!((root, rel.as_str()), (1, "sub/b.root"));
-        let (root, rel) = nested.locate(&f.base.join("docs/n.md")).unwrap();
-        assert_eq!((root, rel.as_str()), (0, "docs/n.md"));
+        let (root_id, rel) = nested.locate(&f.base.join("data/sub/b.root")).unwrap();
+        assert_eq!((root_id, rel.as_str()), (1, "sub/b.root"));
+        let (root_id, rel) = nested.locate(&f.base.join("docs/n.md")).unwrap();
+        assert_eq!((root_id, rel.as_str()), (0, "docs/n.md"));
         assert_eq!(nested.locate(Path::new("/elsewhere")), None);
     }
 

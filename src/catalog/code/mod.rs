@@ -142,10 +142,10 @@ impl Catalog {
     /// Fills the symbol index from the `code_file` table (at open).
     pub(super) fn load_symbols(&self) -> anyhow::Result<()> {
         let mut located = std::collections::HashMap::new();
-        for root in 0..self.roots.list().len() {
-            for (rel, entry) in self.files.under(root, "") {
+        for root_id in 0..self.roots.list().len() {
+            for (rel, entry) in self.files.under(root_id, "") {
                 if entry.kind == Kind::Code && !entry.failed {
-                    located.insert(entry.id, (root, rel));
+                    located.insert(entry.id, (root_id, rel));
                 }
             }
         }
@@ -158,12 +158,18 @@ impl Catalog {
         let mut relations = Vec::new();
         let mut symbols = Vec::new();
         for (id, file) in files {
-            let Some((root, rel)) = located.remove(&id) else {
+            let Some((root_id, rel)) = located.remove(&id) else {
                 continue;
             };
             let file_refs = refs.remove(&id).unwrap_or_default();
-            relations.push(FileRelations::new(id, root, rel.clone(), &file, file_refs));
-            symbols.push((id, root, rel, file));
+            relations.push(FileRelations::new(
+                id,
+                root_id,
+                rel.clone(),
+                &file,
+                file_refs,
+            ));
+            symbols.push((id, root_id, rel, file));
         }
         self.relations.load(relations.into_iter());
         self.symbols.load(symbols.into_iter());

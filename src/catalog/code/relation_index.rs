@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use crate::formats::code::{Base, CodeFile, CodeRefs, Include, Language, Reference, SymbolKind};
+use crate::roots::RootId;
 
 /// One class with a body and the bases it names.
 #[derive(Debug, Clone)]
@@ -24,11 +25,11 @@ pub struct ClassEntry {
     pub bases: Vec<Base>,
 }
 
-/// What the index keeps of one source file.
+/// What the relation index keeps of one source file.
 #[derive(Debug)]
 pub struct FileRelations {
     pub id: u64,
-    pub root: usize,
+    pub root_id: RootId,
     pub rel: String,
     pub language: Language,
     pub refs: CodeRefs,
@@ -58,7 +59,7 @@ pub fn last_part(name: &str) -> &str {
 }
 
 impl FileRelations {
-    pub fn new(id: u64, root: usize, rel: String, file: &CodeFile, refs: CodeRefs) -> Self {
+    pub fn new(id: u64, root_id: RootId, rel: String, file: &CodeFile, refs: CodeRefs) -> Self {
         let classes = file
             .class_info
             .iter()
@@ -75,7 +76,7 @@ impl FileRelations {
             .collect();
         FileRelations {
             id,
-            root,
+            root_id,
             rel,
             language: file.language,
             refs,
@@ -173,7 +174,7 @@ impl RelationIndex {
                 (f, uses)
             })
             .collect();
-        out.sort_by(|a, b| (a.0.root, &a.0.rel).cmp(&(b.0.root, &b.0.rel)));
+        out.sort_by(|a, b| (a.0.root_id, &a.0.rel).cmp(&(b.0.root_id, &b.0.rel)));
         out
     }
 
@@ -189,7 +190,7 @@ impl RelationIndex {
                     .collect()
             })
             .unwrap_or_default();
-        out.sort_by(|a: &Arc<FileRelations>, b| (a.root, &a.rel).cmp(&(b.root, &b.rel)));
+        out.sort_by(|a: &Arc<FileRelations>, b| (a.root_id, &a.rel).cmp(&(b.root_id, &b.rel)));
         out
     }
 
@@ -206,7 +207,7 @@ impl RelationIndex {
     pub fn all(&self) -> Vec<Arc<FileRelations>> {
         let inner = self.inner.read().expect("relation index lock");
         let mut out: Vec<_> = inner.files.values().cloned().collect();
-        out.sort_by(|a, b| (a.root, &a.rel).cmp(&(b.root, &b.rel)));
+        out.sort_by(|a, b| (a.root_id, &a.rel).cmp(&(b.root_id, &b.rel)));
         out
     }
 

@@ -16,10 +16,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use crate::formats::code::{CodeFile, Language, Symbol, SymbolKind};
+use crate::roots::RootId;
 
 /// One file's symbols as the index keeps them.
 struct IndexedFile {
-    root: usize,
+    root_id: RootId,
     rel: String,
     language: Language,
     symbols: Vec<Symbol>,
@@ -89,7 +90,7 @@ impl MatchRank {
 
 #[derive(Debug, Clone)]
 pub struct SymbolHit {
-    pub root: usize,
+    pub root_id: RootId,
     pub rel: String,
     pub language: Language,
     pub symbol: Symbol,
@@ -101,7 +102,7 @@ impl SymbolIndex {
     pub fn load(&self, files: impl Iterator<Item = (u64, usize, String, CodeFile)>) {
         let mut inner = self.inner.write().expect("symbol index lock");
         inner.files = files
-            .map(|(id, root, rel, file)| (id, Arc::new(indexed(root, rel, file))))
+            .map(|(id, root_id, rel, file)| (id, Arc::new(indexed(root_id, rel, file))))
             .collect();
         inner.lookup = None;
     }
@@ -114,11 +115,11 @@ impl SymbolIndex {
         }
     }
 
-    pub fn insert(&self, file_id: u64, root: usize, rel: &str, file: CodeFile) {
+    pub fn insert(&self, file_id: u64, root_id: RootId, rel: &str, file: CodeFile) {
         let mut inner = self.inner.write().expect("symbol index lock");
         inner
             .files
-            .insert(file_id, Arc::new(indexed(root, rel.to_string(), file)));
+            .insert(file_id, Arc::new(indexed(root_id, rel.to_string(), file)));
         inner.lookup = None;
     }
 
@@ -157,9 +158,9 @@ impl SymbolIndex {
     }
 }
 
-fn indexed(root: usize, rel: String, file: CodeFile) -> IndexedFile {
+fn indexed(root_id: RootId, rel: String, file: CodeFile) -> IndexedFile {
     IndexedFile {
-        root,
+        root_id,
         rel,
         language: file.language,
         symbols: file.symbols,
@@ -336,7 +337,7 @@ impl Search<'_> {
         }
         self.seen.insert(entry);
         self.hits.push(SymbolHit {
-            root: file.root,
+            root_id: file.root_id,
             rel: file.rel.clone(),
             language: file.language,
             symbol: symbol.clone(),

@@ -14,11 +14,11 @@
 //! show. The tantivy index is derived from these tables and is reconciled with
 //! them whenever the catalog opens.
 
-#[cfg(test)]
-mod index_tests;
 pub mod query;
 mod search;
 mod text_index;
+#[cfg(test)]
+mod text_index_tests;
 mod tokenizer;
 mod vocabulary;
 
@@ -432,7 +432,7 @@ impl Catalog {
         }
     }
 
-    /// Makes every change applied so far searchable (the end of an index sync
+    /// Makes every change applied so far searchable (the end of a sync
     /// calls it; `apply` alone commits the text index only now and then).
     pub fn flush_text(&self) {
         use std::sync::atomic::Ordering;

@@ -1,6 +1,6 @@
 //! Documents: PDF, Markdown and plain text (`.txt`, `.log`, `.rst`), read into
 //! what quarry keeps of them: the text page by page, a table of contents and
-//! metadata. `check` is the cheap header test of the index's validation; `read`
+//! metadata. `check` is the cheap header test of the indexer's validation; `read`
 //! is the full extraction. Nothing here knows of the catalog or of MCP.
 
 mod isolated;

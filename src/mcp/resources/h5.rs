@@ -14,6 +14,7 @@ use crate::catalog::hdf5::{HDF5_ALIASES, HDF5_OBJECTS};
 use crate::formats::Kind;
 use crate::formats::hdf5::{Attribute, DatasetInfo, Entry, Object};
 use crate::mcp::tools::Context;
+use crate::roots::RootId;
 
 pub const SCHEME: &str = "h5://";
 pub const TEMPLATE: &str = "h5://{+file}{?path}";
@@ -134,8 +135,8 @@ fn short(text: &str) -> String {
 }
 
 /// An HDF5 file the catalog knows.
-pub struct KnownFile {
-    pub root: usize,
+pub struct KnownHdf5File {
+    pub root_id: RootId,
     pub rel: String,
     /// Absolute path (under the root's canonical folder).
     pub abs: String,
@@ -143,9 +144,13 @@ pub struct KnownFile {
 }
 
 /// Finds the file of a URI in the catalog (its path judged as every tool path).
-pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, ResourceError> {
+pub fn known_hdf5_file(
+    ctx: &Context,
+    uri: &str,
+    file: &str,
+) -> Result<KnownHdf5File, ResourceError> {
     let roots = ctx.catalog.roots();
-    let (root, rel) = roots
+    let (root_id, rel) = roots
         .resolve_lexically(file, None)
         .map_err(ResourceError::Refused)?;
     let not_found = |why: String| ResourceError::NotFound {
@@ -154,7 +159,7 @@ pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, Res
     };
     let record = ctx
         .catalog
-        .record(root, &rel)
+        .record(root_id, &rel)
         .map_err(|e| ResourceError::Internal(e.to_string()))?
         .ok_or_else(|| not_found(format!("'{file}' is not an HDF5 file quarry has indexed")))?;
     if record.info.kind != Kind::Hdf5 {
@@ -168,13 +173,13 @@ pub fn known_file(ctx: &Context, uri: &str, file: &str) -> Result<KnownFile, Res
             "'{file}' cannot be read: {why}"
         )));
     }
-    Ok(KnownFile {
-        abs: roots.list()[root]
+    Ok(KnownHdf5File {
+        abs: roots.list()[root_id]
             .canonical
             .join(&rel)
             .to_string_lossy()
             .into_owned(),
-        root,
+        root_id,
         rel,
         id: record.id,
     })
@@ -371,7 +376,7 @@ fn external_data_json(d: &DatasetInfo) -> Map<String, Value> {
 }
 
 /// The JSON `resources/read` returns for an object.
-pub fn object_json(file: &KnownFile, uri: &str, o: &Object) -> Value {
+pub fn object_json(file: &KnownHdf5File, uri: &str, o: &Object) -> Value {
     let mut out = json!({
         "uri": uri,
         "file": file.abs,
@@ -435,7 +440,7 @@ pub fn object_json(file: &KnownFile, uri: &str, o: &Object) -> Value {
 /// Reads a resource URI from the catalog.
 pub fn read(ctx: &Context, uri: &str) -> Result<Value, ResourceError> {
     let parsed = parse_uri(uri).map_err(ResourceError::BadUri)?;
-    let file = known_file(ctx, uri, &parsed.file)?;
+    let file = known_hdf5_file(ctx, uri, &parsed.file)?;
     let object = locate(ctx, file.id, &parsed.path)?.ok_or_else(|| ResourceError::NotFound {
         uri: uri.to_string(),
         why: format!("no object '{}' in {}", parsed.path, file.abs),

@@ -3,13 +3,13 @@
 
 use super::{Contents, ResourceError};
 use crate::mcp::tools::Context;
-use crate::rag::Dataset;
+use crate::rag::RagDataset;
 
 pub const SCHEME: &str = "raptor://";
 pub const TEMPLATE: &str = "raptor://{dataset_id}/nodes/{node_id}";
 
 /// The URI of node `i` of a dataset.
-pub fn node_uri(ds: &Dataset, i: usize) -> String {
+pub fn node_uri(ds: &RagDataset, i: usize) -> String {
     format!("{SCHEME}{}/nodes/{}", ds.name, ds.node_id(i))
 }
 

@@ -19,6 +19,7 @@ use crate::formats::code::{
 use crate::job::Job;
 use crate::mcp::budget::{Budget, Cut, mark_offset, set};
 use crate::mcp::response::{ToolError, ToolOutput};
+use crate::roots::RootId;
 
 macro_rules! schema {
     ($name:literal) => {
@@ -135,8 +136,8 @@ fn parse_file(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<Tool
         targets,
         &ctx.budget("parse_file"),
         ("errors", offset),
-        |root, rel| {
-            let f = code_file(ctx, root, rel)?;
+        |root_id, rel| {
+            let f = code_file(ctx, root_id, rel)?;
             let mut m = Map::new();
             m.insert("class_count".into(), f.classes().count().into());
             m.insert("function_count".into(), f.functions().count().into());
@@ -199,8 +200,8 @@ fn list_symbols(
         targets,
         &ctx.budget(tool),
         (field, offset),
-        |root, rel| {
-            let f = code_file(ctx, root, rel)?;
+        |root_id, rel| {
+            let f = code_file(ctx, root_id, rel)?;
             let symbols = f.symbols.iter().filter(|s| keep(s)).map(symbol_json);
             Ok(Map::from_iter([(field.to_string(), symbols.collect())]))
         },
@@ -243,11 +244,11 @@ impl TreeCache {
     }
 }
 
-fn parsed_source(ctx: &Context, root: usize, rel: &str) -> Result<Arc<ParsedSource>, String> {
+fn parsed_source(ctx: &Context, root_id: RootId, rel: &str) -> Result<Arc<ParsedSource>, String> {
     let key = ctx
         .catalog
         .files()
-        .under(root, rel)
+        .under(root_id, rel)
         .into_iter()
         .find(|(p, _)| p == rel)
         .map(|(_, e)| (e.id, e.fingerprint));
@@ -255,7 +256,7 @@ fn parsed_source(ctx: &Context, root: usize, rel: &str) -> Result<Arc<ParsedSour
         let file = ctx
             .catalog
             .roots()
-            .open(root, rel)
+            .open(root_id, rel)
             .map_err(|e| e.to_string())?;
         let name = rel.rsplit('/').next().unwrap_or(rel);
         code::read_and_parse(name, file).map_err(|e| format!("Failed to parse file: {e}"))
@@ -302,42 +303,48 @@ fn execute_query(
     let whole = ctx.budget(tool);
     let budget = Budget::new(whole.cap.saturating_sub(400), tool);
     let mut compile_error: Option<QueryError> = None;
-    let out = for_each_file(job, targets, &budget, ("matches", offset), |root, rel| {
-        let source = parsed_source(ctx, root, rel)?;
-        let query = compiled
-            .entry(source.language)
-            .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
-        let query = match query {
-            Ok(q) => q,
-            Err(e) => {
-                compile_error = Some(e.clone());
-                return Err(e.to_string());
-            }
-        };
-        let limits = QueryLimits {
-            max_captures: remaining,
-            budget: deadline.saturating_duration_since(Instant::now()),
-        };
-        let run = query.run(&source, limits, &|| job.is_stopped());
-        remaining -= run.captures.len();
-        truncated |= run.truncated;
-        timed_out |= run.timed_out;
-        // A capture longer than the whole budget is never shown whole: it is
-        // cut here, before its JSON is built.
-        let matches: Vec<Value> = run
-            .captures
-            .iter()
-            .map(|c| {
-                json!({
-                    "capture_name": c.capture_name, "text": clipped(&c.text, budget.cap),
-                    "line": c.line, "column": c.column,
+    let out = for_each_file(
+        job,
+        targets,
+        &budget,
+        ("matches", offset),
+        |root_id, rel| {
+            let source = parsed_source(ctx, root_id, rel)?;
+            let query = compiled
+                .entry(source.language)
+                .or_insert_with(|| CompiledQuery::compile(source.language, &args.query));
+            let query = match query {
+                Ok(q) => q,
+                Err(e) => {
+                    compile_error = Some(e.clone());
+                    return Err(e.to_string());
+                }
+            };
+            let limits = QueryLimits {
+                max_captures: remaining,
+                budget: deadline.saturating_duration_since(Instant::now()),
+            };
+            let run = query.run(&source, limits, &|| job.is_stopped());
+            remaining -= run.captures.len();
+            truncated |= run.truncated;
+            timed_out |= run.timed_out;
+            // A capture longer than the whole budget is never shown whole: it is
+            // cut here, before its JSON is built.
+            let matches: Vec<Value> = run
+                .captures
+                .iter()
+                .map(|c| {
+                    json!({
+                        "capture_name": c.capture_name, "text": clipped(&c.text, budget.cap),
+                        "line": c.line, "column": c.column,
+                    })
                 })
-            })
-            .collect();
-        let mut m = Map::new();
-        m.insert("matches".into(), matches.into());
-        Ok(m)
-    });
+                .collect();
+            let mut m = Map::new();
+            m.insert("matches".into(), matches.into());
+            Ok(m)
+        },
+    );
     // A query that compiles for no file's language is the caller's error.
     let all_failed_to_compile = !compiled.is_empty() && compiled.values().all(|c| c.is_err());
     if let Some(e) = compile_error.filter(|_| single || all_failed_to_compile) {
@@ -447,7 +454,7 @@ fn find_symbol(
         .skip(offset)
         .map(|h| {
             let mut v = symbol_json(&h.symbol);
-            v["filepath"] = roots[h.root]
+            v["filepath"] = roots[h.root_id]
                 .canonical
                 .join(&h.rel)
                 .to_string_lossy()
@@ -516,7 +523,7 @@ fn get_outline(
             "Use find_classes or find_functions on a folder",
         ));
     }
-    let file = code_file(ctx, resolved.root, &resolved.rel).map_err(|why| {
+    let file = code_file(ctx, resolved.root_id, &resolved.rel).map_err(|why| {
         ToolError::new(
             "parse_failed",
             why,

@@ -15,6 +15,7 @@ use crate::job::Job;
 use crate::mcp::budget::{Budget, Cut, mark_offset, set};
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::roots::PathError;
+use crate::roots::RootId;
 
 const DEFAULT_PATTERNS: [&str; 6] = ["*.cpp", "*.hpp", "*.h", "*.cc", "*.cxx", "*.py"];
 /// Most files one call covers; a larger directory answers `truncated`.
@@ -30,7 +31,7 @@ pub(super) enum PathArg {
 /// One file a call covers: how the result names it, and where it is.
 pub(super) struct Target {
     pub(super) display: String,
-    pub(super) place: Result<(usize, String), String>,
+    pub(super) place: Result<(RootId, String), String>,
 }
 
 /// The files a `filepath` argument names: one file (single-file result shape) or
@@ -76,12 +77,12 @@ pub(super) fn targets(
                 .map_err(|e| path_error(&path, &e))?;
             if resolved.abs.is_dir() {
                 let (files, truncated) =
-                    folder_files(ctx, resolved.root, &resolved.rel, recursive, &globs);
+                    folder_files(ctx, resolved.root_id, &resolved.rel, recursive, &globs);
                 Ok(Targets::Many { files, truncated })
             } else {
                 Ok(Targets::Single(Target {
                     display: path,
-                    place: Ok((resolved.root, resolved.rel)),
+                    place: Ok((resolved.root_id, resolved.rel)),
                 }))
             }
         }
@@ -90,11 +91,11 @@ pub(super) fn targets(
             for path in paths.into_iter().take(MAX_FILES + 1) {
                 let place = match roots.resolve(&path, None) {
                     Ok(r) if r.abs.is_dir() => {
-                        let (inner, _) = folder_files(ctx, r.root, &r.rel, recursive, &globs);
+                        let (inner, _) = folder_files(ctx, r.root_id, &r.rel, recursive, &globs);
                         files.extend(inner);
                         continue;
                     }
-                    Ok(r) => Ok((r.root, r.rel)),
+                    Ok(r) => Ok((r.root_id, r.rel)),
                     Err(e) => Err(path_error(&path, &e).message),
                 };
                 files.push(Target {
@@ -112,15 +113,15 @@ pub(super) fn targets(
 /// The indexed source files in a folder that match the patterns, in path order.
 fn folder_files(
     ctx: &Context,
-    root: usize,
+    root_id: RootId,
     rel: &str,
     recursive: bool,
     globs: &[Glob],
 ) -> (Vec<Target>, bool) {
     let multi_root = ctx.catalog.roots().sole().is_none();
-    let root_name = &ctx.catalog.roots().list()[root].name;
+    let root_name = &ctx.catalog.roots().list()[root_id].name;
     let mut out = Vec::new();
-    for (path, entry) in ctx.catalog.files().under(root, rel) {
+    for (path, entry) in ctx.catalog.files().under(root_id, rel) {
         if entry.kind != Kind::Code {
             continue;
         }
@@ -140,7 +141,7 @@ fn folder_files(
         };
         out.push(Target {
             display,
-            place: Ok((root, path)),
+            place: Ok((root_id, path)),
         });
     }
     (out, false)
@@ -148,8 +149,11 @@ fn folder_files(
 
 /// A source file's symbols: from the catalog when it is indexed, parsed now when
 /// it is not indexed yet (written a moment ago).
-pub(super) fn code_file(ctx: &Context, root: usize, rel: &str) -> Result<CodeFile, String> {
-    let record = ctx.catalog.record(root, rel).map_err(|e| e.to_string())?;
+pub(super) fn code_file(ctx: &Context, root_id: RootId, rel: &str) -> Result<CodeFile, String> {
+    let record = ctx
+        .catalog
+        .record(root_id, rel)
+        .map_err(|e| e.to_string())?;
     match record {
         Some(r) if r.info.kind == Kind::Code => match r.info.status {
             FileStatus::Failed(why) => Err(format!("Failed to parse file: {why}")),
@@ -163,7 +167,7 @@ pub(super) fn code_file(ctx: &Context, root: usize, rel: &str) -> Result<CodeFil
             let file = ctx
                 .catalog
                 .roots()
-                .open(root, rel)
+                .open(root_id, rel)
                 .map_err(|e| e.to_string())?;
             let name = rel.rsplit('/').next().unwrap_or(rel);
             code::read(name, file)
@@ -183,15 +187,15 @@ pub(super) fn for_each_file(
     targets: Targets,
     budget: &Budget,
     (list, offset): (&str, usize),
-    mut per_file: impl FnMut(usize, &str) -> Result<Map<String, Value>, String>,
+    mut per_file: impl FnMut(RootId, &str) -> Result<Map<String, Value>, String>,
 ) -> Result<ToolOutput, ToolError> {
     let tool = budget.operation;
     match targets {
         Targets::Single(t) => {
-            let (root, rel) = t
+            let (root_id, rel) = t
                 .place
                 .map_err(|m| ToolError::new("file_not_found", m, "Check the path"))?;
-            let mut fields = per_file(root, &rel).map_err(|why| {
+            let mut fields = per_file(root_id, &rel).map_err(|why| {
                 ToolError::new(
                     "parse_failed",
                     why,
@@ -226,7 +230,7 @@ pub(super) fn for_each_file(
                 job.progress(done as u64, Some(total as u64));
                 let mut entry = Map::new();
                 entry.insert("filepath".into(), t.display.into());
-                match t.place.and_then(|(root, rel)| per_file(root, &rel)) {
+                match t.place.and_then(|(root_id, rel)| per_file(root_id, &rel)) {
                     Ok(fields) => {
                         entry.extend(fields);
                         entry.insert("success".into(), true.into());

@@ -86,7 +86,7 @@ struct GraphArgs {
     offset: Option<i64>,
 }
 
-type FileKey = (usize, String);
+type FileKey = (crate::roots::RootId, String);
 
 /// Every resolved include edge of the project: (from, to, line).
 fn include_edges(
@@ -97,10 +97,10 @@ fn include_edges(
     let mut outside = 0;
     for f in files {
         for inc in &f.includes {
-            match resolver.resolve(f.root, &f.rel, f.language, inc) {
+            match resolver.resolve(f.root_id, &f.rel, f.language, inc) {
                 Resolution::Files(to) => {
                     for t in to {
-                        edges.push(((f.root, f.rel.clone()), t, inc.line));
+                        edges.push(((f.root_id, f.rel.clone()), t, inc.line));
                     }
                 }
                 _ => outside += 1,
@@ -206,8 +206,8 @@ fn get_include_graph(
     let (shown, included_by, cycles_shown, focus) = match &args.filepath {
         None => (edges.clone(), Vec::new(), all_cycles, None),
         Some(path) => {
-            let (root, rel) = one_file(ctx, tool, path)?;
-            let key = (root, rel);
+            let (root_id, rel) = one_file(ctx, tool, path)?;
+            let key = (root_id, rel);
             let down = reachable(&edges, &key, depth, false);
             let up = reachable(&edges, &key, depth, true);
             let mine: Vec<_> = all_cycles
@@ -302,7 +302,7 @@ struct HierarchyArgs {
     offset: Option<i64>,
 }
 
-/// A class found in the index.
+/// A class found in the relation index.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct ClassAt {
     qualified_name: String,
@@ -321,7 +321,7 @@ fn classes_named(all: &[Arc<FileRelations>], name: &str) -> Vec<ClassAt> {
             if c.name == *last && ends_alike(&parts(&c.qualified_name), &wanted) {
                 out.push(ClassAt {
                     qualified_name: c.qualified_name.clone(),
-                    file: (f.root, f.rel.clone()),
+                    file: (f.root_id, f.rel.clone()),
                     line: c.line,
                 });
             }
@@ -373,7 +373,7 @@ fn get_class_hierarchy(
             for c in &frontier {
                 let Some(f) = all
                     .iter()
-                    .find(|f| (f.root, &f.rel) == (c.file.0, &c.file.1))
+                    .find(|f| (f.root_id, &f.rel) == (c.file.0, &c.file.1))
                 else {
                     continue;
                 };
@@ -431,7 +431,7 @@ fn get_class_hierarchy(
                             ));
                             let x = ClassAt {
                                 qualified_name: e.qualified_name.clone(),
-                                file: (f.root, f.rel.clone()),
+                                file: (f.root_id, f.rel.clone()),
                                 line: e.line,
                             };
                             if classes.insert(x.clone()) {
@@ -606,7 +606,7 @@ fn callers_of(
             out.push((
                 caller,
                 name.to_string(),
-                (file.root, file.rel.clone()),
+                (file.root_id, file.rel.clone()),
                 r.line,
             ));
         }
@@ -636,13 +636,13 @@ fn callees_of(ctx: &Context, name: &str) -> Vec<(String, String, FileKey, u32)> 
         if s.kind.is_class() || s.name != *last || !parts(&s.qualified_name).ends_with(&wanted) {
             continue;
         }
-        if !done.insert((h.root, h.rel.clone(), s.qualified_name.clone())) {
+        if !done.insert((h.root_id, h.rel.clone(), s.qualified_name.clone())) {
             continue;
         }
         let Some(file) = ctx
             .catalog
             .files()
-            .under(h.root, &h.rel)
+            .under(h.root_id, &h.rel)
             .into_iter()
             .find(|(p, _)| *p == h.rel)
             .and_then(|(_, e)| ctx.catalog.relations().file(e.id))
@@ -663,7 +663,7 @@ fn callees_of(ctx: &Context, name: &str) -> Vec<(String, String, FileKey, u32)> 
             out.push((
                 s.qualified_name.clone(),
                 callee,
-                (file.root, file.rel.clone()),
+                (file.root_id, file.rel.clone()),
                 line,
             ));
         }

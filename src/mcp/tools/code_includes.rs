@@ -8,11 +8,12 @@ use std::collections::{HashMap, HashSet};
 
 use super::Context;
 use crate::formats::code::{Include, Language};
+use crate::roots::RootId;
 
 /// Where an include leads.
 pub(super) enum Resolution {
     /// Project files (a Python `from pkg import a, b` may reach several).
-    Files(Vec<(usize, String)>),
+    Files(Vec<(RootId, String)>),
     /// Several project files end in the path and no rule picks one.
     Ambiguous(usize),
     /// Not a project file (a system or third-party header, a module
@@ -23,24 +24,27 @@ pub(super) enum Resolution {
 /// Resolves includes against the indexed source files.
 pub(super) struct IncludeResolver<'c> {
     ctx: &'c Context,
-    /// Every indexed source file, as (root, relative path).
-    known: HashSet<(usize, String)>,
+    /// Every indexed source file, as (root id, relative path).
+    known: HashSet<(RootId, String)>,
     /// File name -> the files of that name.
-    by_name: HashMap<String, Vec<(usize, String)>>,
+    by_name: HashMap<String, Vec<(RootId, String)>>,
 }
 
 impl<'c> IncludeResolver<'c> {
     pub(super) fn new(ctx: &'c Context) -> Self {
         let mut known = HashSet::new();
-        let mut by_name: HashMap<String, Vec<(usize, String)>> = HashMap::new();
-        for root in 0..ctx.catalog.roots().list().len() {
-            for (rel, entry) in ctx.catalog.files().under(root, "") {
+        let mut by_name: HashMap<String, Vec<(RootId, String)>> = HashMap::new();
+        for root_id in 0..ctx.catalog.roots().list().len() {
+            for (rel, entry) in ctx.catalog.files().under(root_id, "") {
                 if entry.kind != crate::formats::Kind::Code {
                     continue;
                 }
                 let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-                by_name.entry(name).or_default().push((root, rel.clone()));
-                known.insert((root, rel));
+                by_name
+                    .entry(name)
+                    .or_default()
+                    .push((root_id, rel.clone()));
+                known.insert((root_id, rel));
             }
         }
         IncludeResolver {
@@ -52,34 +56,34 @@ impl<'c> IncludeResolver<'c> {
 
     /// How a file is named in graph answers: its path in its root, with
     /// the root's name first when there are several roots.
-    pub(super) fn display(&self, (root, rel): &(usize, String)) -> String {
+    pub(super) fn display(&self, (root_id, rel): &(RootId, String)) -> String {
         let roots = self.ctx.catalog.roots();
         if roots.sole().is_some() {
             rel.clone()
         } else {
-            format!("{}/{rel}", roots.list()[*root].name)
+            format!("{}/{rel}", roots.list()[*root_id].name)
         }
     }
 
-    fn has(&self, root: usize, rel: &str) -> Option<(usize, String)> {
-        let key = (root, normalise(rel)?);
+    fn has(&self, root_id: RootId, rel: &str) -> Option<(RootId, String)> {
+        let key = (root_id, normalise(rel)?);
         self.known.contains(&key).then_some(key)
     }
 
     pub(super) fn resolve(
         &self,
-        root: usize,
+        root_id: RootId,
         from: &str,
         language: Language,
         inc: &Include,
     ) -> Resolution {
         match language {
-            Language::Cpp => self.resolve_cpp(root, from, inc),
-            Language::Python => self.resolve_python(root, from, inc),
+            Language::Cpp => self.resolve_cpp(root_id, from, inc),
+            Language::Python => self.resolve_python(root_id, from, inc),
         }
     }
 
-    fn resolve_cpp(&self, root: usize, from: &str, inc: &Include) -> Resolution {
+    fn resolve_cpp(&self, root_id: RootId, from: &str, inc: &Include) -> Resolution {
         let folder = from.rsplit_once('/').map_or("", |(d, _)| d);
         let mut tries = Vec::new();
         if !inc.system {
@@ -90,14 +94,14 @@ impl<'c> IncludeResolver<'c> {
         }
         tries.push(inc.path.clone());
         for t in &tries {
-            if let Some(hit) = self.has(root, t) {
+            if let Some(hit) = self.has(root_id, t) {
                 return Resolution::Files(vec![hit]);
             }
         }
         // The project's folders: a unique file whose path ends in the include.
         let name = inc.path.rsplit('/').next().unwrap_or(&inc.path);
         let suffix = format!("/{}", inc.path);
-        let candidates: Vec<&(usize, String)> = self
+        let candidates: Vec<&(RootId, String)> = self
             .by_name
             .get(name)
             .map(|v| {
@@ -113,7 +117,7 @@ impl<'c> IncludeResolver<'c> {
         }
     }
 
-    fn resolve_python(&self, root: usize, from: &str, inc: &Include) -> Resolution {
+    fn resolve_python(&self, root_id: RootId, from: &str, inc: &Include) -> Resolution {
         let dots = inc.path.chars().take_while(|&c| c == '.').count();
         let module = inc.path[dots..].replace('.', "/");
         let bases: Vec<String> = if dots > 0 {
@@ -140,12 +144,12 @@ impl<'c> IncludeResolver<'c> {
             let at = join_path(base, &module);
             let module_file = [format!("{at}.py"), join_path(&at, "__init__.py")]
                 .into_iter()
-                .find_map(|p| self.has(root, &p));
+                .find_map(|p| self.has(root_id, &p));
             let Some(found) = module_file else { continue };
             files.push(found);
             // `from pkg import mod` imports the module pkg/mod.py too.
             for name in &inc.names {
-                if let Some(sub) = self.has(root, &format!("{}.py", join_path(&at, name))) {
+                if let Some(sub) = self.has(root_id, &format!("{}.py", join_path(&at, name))) {
                     files.push(sub);
                 }
             }

@@ -18,6 +18,7 @@ use crate::formats::code::{Access, Language, Reference, Role};
 use crate::job::Job;
 use crate::mcp::budget::{Cut, mark_offset, set};
 use crate::mcp::response::{ToolError, ToolOutput};
+use crate::roots::RootId;
 
 macro_rules! schema {
     ($name:literal) => {
@@ -263,7 +264,7 @@ fn reference_json(ctx: &Context, f: &Found, lines: &mut LineReader, scoped: bool
     let r = &f.reference;
     let refs = &f.file.refs;
     let mut v = json!({
-        "filepath": absolute(ctx, f.file.root, &f.file.rel),
+        "filepath": absolute(ctx, f.file.root_id, &f.file.rel),
         "line": r.line,
         "column": r.column,
         "role": r.role.as_str(),
@@ -285,8 +286,8 @@ fn reference_json(ctx: &Context, f: &Found, lines: &mut LineReader, scoped: bool
     v
 }
 
-pub(super) fn absolute(ctx: &Context, root: usize, rel: &str) -> String {
-    ctx.catalog.roots().list()[root]
+pub(super) fn absolute(ctx: &Context, root_id: RootId, rel: &str) -> String {
+    ctx.catalog.roots().list()[root_id]
         .canonical
         .join(rel)
         .to_string_lossy()
@@ -328,11 +329,11 @@ fn read_lines(ctx: &Context, file: &FileRelations) -> Option<Vec<String>> {
     let entry = ctx
         .catalog
         .files()
-        .under(file.root, &file.rel)
+        .under(file.root_id, &file.rel)
         .into_iter()
         .find(|(p, _)| *p == file.rel)?
         .1;
-    let mut f = ctx.catalog.roots().open(file.root, &file.rel).ok()?;
+    let mut f = ctx.catalog.roots().open(file.root_id, &file.rel).ok()?;
     let meta = f.metadata().ok()?;
     if crate::catalog::fingerprint(&meta) != entry.fingerprint
         || meta.len() > crate::formats::code::MAX_SOURCE_BYTES
@@ -351,12 +352,12 @@ struct SummaryArgs {
     offset: Option<i64>,
 }
 
-/// The one file a `filepath` names: (root, relative path).
+/// The one file a `filepath` names: (root id, relative path).
 pub(super) fn one_file(
     ctx: &Context,
     tool: &str,
     filepath: &str,
-) -> Result<(usize, String), ToolError> {
+) -> Result<(RootId, String), ToolError> {
     let resolved = ctx
         .catalog
         .roots()
@@ -369,7 +370,7 @@ pub(super) fn one_file(
             "list_files(kind='code') lists the source files; get_include_graph() covers every file",
         ));
     }
-    Ok((resolved.root, resolved.rel))
+    Ok((resolved.root_id, resolved.rel))
 }
 
 fn parse_failed(why: String) -> ToolError {
@@ -388,8 +389,8 @@ fn get_file_summary(
     let tool = "get_file_summary";
     let args: SummaryArgs = parse_args(tool, args)?;
     let offset = checked_offset(tool, "offset", args.offset)?;
-    let (root, rel) = one_file(ctx, tool, &args.filepath)?;
-    let file = code_file(ctx, root, &rel).map_err(parse_failed)?;
+    let (root_id, rel) = one_file(ctx, tool, &args.filepath)?;
+    let file = code_file(ctx, root_id, &rel).map_err(parse_failed)?;
     let resolver = IncludeResolver::new(ctx);
     let includes: Vec<Value> = file
         .includes
@@ -402,7 +403,7 @@ fn get_file_summary(
             if !inc.names.is_empty() {
                 v["names"] = json!(inc.names);
             }
-            match resolver.resolve(root, &rel, file.language, inc) {
+            match resolver.resolve(root_id, &rel, file.language, inc) {
                 Resolution::Files(files) => {
                     v["resolved"] = json!(
                         files
@@ -470,8 +471,8 @@ fn extract_interface(
 ) -> Result<ToolOutput, ToolError> {
     let tool = "extract_interface";
     let args: InterfaceArgs = parse_args(tool, args)?;
-    let (root, rel) = one_file(ctx, tool, &args.filepath)?;
-    let file = code_file(ctx, root, &rel).map_err(parse_failed)?;
+    let (root_id, rel) = one_file(ctx, tool, &args.filepath)?;
+    let file = code_file(ctx, root_id, &rel).map_err(parse_failed)?;
     let wanted = parts(args.name.trim());
     let class = file.class_info.iter().find(|c| {
         file.symbols

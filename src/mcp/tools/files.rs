@@ -124,7 +124,7 @@ fn checked_glob(pattern: &str) -> Result<Glob, ToolError> {
 }
 
 fn file_json(ctx: &Context, f: &FileMatch) -> Value {
-    let root = &ctx.catalog.roots().list()[f.root];
+    let root = &ctx.catalog.roots().list()[f.root_id];
     let mut v = json!({
         "path": root.canonical.join(&f.rel).to_string_lossy(),
         "size_bytes": f.entry.size,
@@ -162,7 +162,7 @@ fn list_suggestions(
     if let Some(first) = shown.first()
         && let Some(tool) = next_tool_for(ctx, first.entry.kind)
     {
-        let path = ctx.catalog.roots().list()[first.root]
+        let path = ctx.catalog.roots().list()[first.root_id]
             .canonical
             .join(&first.rel);
         if first.entry.kind == Kind::Hdf5 {

@@ -13,7 +13,7 @@ use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
 use crate::job::Job;
 use crate::mcp::budget::{self, Cut};
-use crate::mcp::resources::h5::{self, KnownFile};
+use crate::mcp::resources::h5::{self, KnownHdf5File};
 use crate::mcp::resources::{self, ResourceError};
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -56,10 +56,10 @@ left out of the rest.",
 pub(super) fn dataset_of(
     ctx: &Context,
     uri: &str,
-) -> Result<(KnownFile, String, DatasetInfo), ToolError> {
+) -> Result<(KnownHdf5File, String, DatasetInfo), ToolError> {
     let parsed =
         h5::parse_uri(uri).map_err(|why| resources::tool_error(ResourceError::BadUri(why)))?;
-    let file = h5::known_file(ctx, uri, &parsed.file).map_err(resources::tool_error)?;
+    let file = h5::known_hdf5_file(ctx, uri, &parsed.file).map_err(resources::tool_error)?;
     let missing = || {
         resources::tool_error(ResourceError::NotFound {
             uri: uri.to_string(),
@@ -116,7 +116,7 @@ fn refused(uri: &str, why: String) -> ToolError {
     )
 }
 
-pub(super) fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolError {
+pub(super) fn format_error(file: &KnownHdf5File, uri: &str, e: FormatError) -> ToolError {
     match e {
         FormatError::Refused(why) => refused(uri, why),
         FormatError::UnsupportedFilter(why) => ToolError::new(
@@ -141,10 +141,10 @@ pub(super) fn format_error(file: &KnownFile, uri: &str, e: FormatError) -> ToolE
 }
 
 /// Opens the file beneath its root (a link swapped in since indexing cannot lead out).
-pub(super) fn open_file(ctx: &Context, file: &KnownFile) -> Result<std::fs::File, ToolError> {
+pub(super) fn open_file(ctx: &Context, file: &KnownHdf5File) -> Result<std::fs::File, ToolError> {
     ctx.catalog
         .roots()
-        .open(file.root, &file.rel)
+        .open(file.root_id, &file.rel)
         .map_err(|e| ToolError::from_path(&e))
 }
 
@@ -393,7 +393,7 @@ fn find_datasets(
             return Err(ToolError::stopped(job));
         }
         let uri0 = h5::uri_of(&abs, "/");
-        let Ok(file) = h5::known_file(ctx, &uri0, &abs) else {
+        let Ok(file) = h5::known_hdf5_file(ctx, &uri0, &abs) else {
             continue;
         };
         let objects: Vec<Object> = ctx

@@ -3,6 +3,7 @@
 //! the file.
 
 use crate::job::Job;
+use crate::roots::RootId;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -15,7 +16,7 @@ use crate::catalog::{FileRecord, FileStatus, decode};
 use crate::formats::Kind;
 use crate::formats::root::{RootFile, latest};
 use crate::glob::Glob;
-use crate::index::root::tree_stats_rows;
+use crate::indexing::root::tree_stats_rows;
 use crate::mcp::budget::mark_offset;
 use crate::mcp::response::{ToolError, ToolOutput};
 
@@ -59,8 +60,8 @@ const LIMIT_DEFAULT: usize = 100;
 const LIMIT_MAX: usize = 1000;
 
 /// A ROOT file the catalog knows: where it is and its record.
-pub(super) struct Known {
-    pub(super) root: usize,
+pub(super) struct KnownRootFile {
+    pub(super) root_id: RootId,
     pub(super) rel: String,
     /// The root's canonical folder (the file is `rel` beneath it).
     pub(super) root_dir: std::path::PathBuf,
@@ -68,9 +69,9 @@ pub(super) struct Known {
 }
 
 /// Finds a ROOT file in the catalog by a tool path, without touching the disk.
-pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolError> {
+pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile, ToolError> {
     let roots = ctx.catalog.roots();
-    let (root, rel) = roots
+    let (root_id, rel) = roots
         .resolve_lexically(path, None)
         .map_err(|e| ToolError::from_path(&e))?;
     let not_found = || {
@@ -82,7 +83,7 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
     };
     let record = ctx
         .catalog
-        .record(root, &rel)
+        .record(root_id, &rel)
         .map_err(ToolError::internal)?
         .ok_or_else(not_found)?;
     if record.info.kind != Kind::Root {
@@ -102,9 +103,9 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<Known, ToolEr
             "Verify the file's integrity (was it copied completely?); quarry re-reads it when it changes",
         ));
     }
-    Ok(Known {
-        root_dir: roots.list()[root].canonical.clone(),
-        root,
+    Ok(KnownRootFile {
+        root_dir: roots.list()[root_id].canonical.clone(),
+        root_id,
         rel,
         record,
     })
@@ -117,7 +118,7 @@ pub(super) struct Opened {
     pub(super) fingerprint: u64,
 }
 
-impl Known {
+impl KnownRootFile {
     /// The file's absolute path (for messages).
     pub(super) fn abs(&self) -> std::path::PathBuf {
         self.root_dir.join(&self.rel)
@@ -126,7 +127,7 @@ impl Known {
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
     pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
-        if let Some(remote) = ctx.catalog.roots().open_remote(self.root, &self.rel) {
+        if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
             // Read by ranges; the version is what the storage says now.
             let remote = remote.map_err(|e| ToolError::from_path(&e))?;
             let fingerprint = remote.meta().fingerprint();
@@ -144,7 +145,7 @@ impl Known {
         let file = ctx
             .catalog
             .roots()
-            .open(self.root, &self.rel)
+            .open(self.root_id, &self.rel)
             .map_err(|e| ToolError::from_path(&e))?;
         // The descriptor's own identity: the file may have been rewritten
         // since the catalog saw it, and only this names what is read.
@@ -166,7 +167,7 @@ impl Known {
         prefix: &[u8],
     ) -> Result<Option<Vec<T>>, ToolError> {
         ctx.catalog
-            .rows_of_version(table, (self.root, &self.rel), fingerprint, prefix)
+            .rows_of_version(table, (self.root_id, &self.rel), fingerprint, prefix)
             .map_err(ToolError::internal)
     }
 }
@@ -269,7 +270,11 @@ fn tree_json(t: &TreeRow) -> Value {
     v
 }
 
-pub(super) fn find_tree(ctx: &Context, file: &Known, tree: &str) -> Result<TreeRow, ToolError> {
+pub(super) fn find_tree(
+    ctx: &Context,
+    file: &KnownRootFile,
+    tree: &str,
+) -> Result<TreeRow, ToolError> {
     let trees: Vec<TreeRow> = rows(ctx, ROOT_TREES, file.record.id, b"")?;
     let wanted = tree.split(';').next().unwrap_or(tree).trim_matches('/');
     if let Some(t) = trees.iter().find(|t| t.path == wanted) {
@@ -393,7 +398,7 @@ fn list_branches(
 fn tree_stats(
     ctx: &Context,
     job: &Job,
-    file: &Known,
+    file: &KnownRootFile,
     tree: &TreeRow,
     branches: usize,
 ) -> Result<Vec<StatsRow>, ToolError> {
@@ -402,9 +407,9 @@ fn tree_stats(
         return Ok(cached);
     }
     let opened = file.open(ctx)?;
-    let root = &opened.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
-    let computed = tree_stats_rows(root, &keys, &tree.path, job).map_err(|e| {
+    let root_file = &opened.file;
+    let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
+    let computed = tree_stats_rows(root_file, &keys, &tree.path, job).map_err(|e| {
         // Stopped work is not the file's fault (and leaves nothing to store).
         if job.is_stopped() {
             ToolError::stopped(job)
@@ -417,7 +422,7 @@ fn tree_stats(
         // since the catalog saw it, the catalog describes another version and
         // keeps none of these (add_rows refuses them).
         ctx.catalog
-            .add_rows(file.root, &file.rel, opened.fingerprint, &computed)
+            .add_rows(file.root_id, &file.rel, opened.fingerprint, &computed)
             .map_err(ToolError::internal)?;
     }
     computed
@@ -512,8 +517,8 @@ pub(super) fn stored_histogram(
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root = file.open(ctx)?.file;
-    let keys = root.walk().map_err(|e| corrupted(&file.abs(), &e))?;
+    let root_file = file.open(ctx)?.file;
+    let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),
         Some(cycle) => keys
@@ -521,7 +526,7 @@ pub(super) fn stored_histogram(
             .find(|k| k.path() == row.path && k.key.cycle == cycle),
     }
     .ok_or_else(|| ToolError::internal("the histogram is in the catalog but not in the file"))?;
-    let h = root
+    let h = root_file
         .histogram(&key.key)
         .map_err(|e| corrupted(&file.abs(), &e))?;
     Ok((h, row.clone()))
@@ -617,7 +622,7 @@ fn read_histogram(
 /// (ROOT keeps earlier cycles of an object written again).
 fn wanted_cycle(
     ctx: &Context,
-    file: &Known,
+    file: &KnownRootFile,
     row: &HistogramRow,
     asked: &str,
 ) -> Result<i16, ToolError> {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Context;
-use super::root::{Known, Opened, corrupted, find_tree, known_root_file};
+use super::root::{KnownRootFile, Opened, corrupted, find_tree, known_root_file};
 use super::root_dataset_files::dataset_files;
 use crate::analysis::dataset::{Member, align, alignment, first_entries, layout_signature};
 use crate::analysis::prune::BasketSpan;
@@ -80,7 +80,7 @@ pub(super) enum Named {
 /// the version read, the tree, and the order lining its columns up with the
 /// first member's (none when they already are).
 pub(super) struct Part {
-    pub(super) known: Known,
+    pub(super) known: KnownRootFile,
     pub(super) row: TreeRow,
     pub(super) file: Option<RootFile>,
     pub(super) fingerprint: u64,
@@ -181,7 +181,7 @@ pub(super) fn plan_tree(ctx: &Context, r: &Reading<'_>) -> Result<OpenTree, Tool
     gather(ctx, r, layout_part)
 }
 
-type Loader = fn(&Context, Known, TreeRow) -> Result<Part, ToolError>;
+type Loader = fn(&Context, KnownRootFile, TreeRow) -> Result<Part, ToolError>;
 
 fn gather(ctx: &Context, r: &Reading<'_>, load: Loader) -> Result<OpenTree, ToolError> {
     let (files, named, tree) = resolve(ctx, r)?;
@@ -352,7 +352,7 @@ fn resolve(ctx: &Context, r: &Reading<'_>) -> Result<(Vec<String>, Named, String
 
 /// Opens a member's file and finds its tree: parsed once per version of the
 /// file (the cache is keyed by the open descriptor's identity).
-fn open_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolError> {
+fn open_part(ctx: &Context, known: KnownRootFile, row: TreeRow) -> Result<Part, ToolError> {
     let Opened { file, fingerprint } = known.open(ctx)?;
     let key = (known.record.id, fingerprint, row.path.clone());
     let tree = cached_tree(key, || {
@@ -395,7 +395,7 @@ fn read_object(
 /// opened. The tree a call parsed from the same version of the file serves
 /// as well; a layout decoded is kept apart from them (its embedded baskets
 /// are headers only, which a read must never get).
-fn layout_part(ctx: &Context, known: Known, row: TreeRow) -> Result<Part, ToolError> {
+fn layout_part(ctx: &Context, known: KnownRootFile, row: TreeRow) -> Result<Part, ToolError> {
     // The catalog keeps no layout of an RNTuple: its anchor, header and
     // footer are read instead (no pages).
     if row.kind == TREE_KIND_RNTUPLE {
@@ -692,7 +692,7 @@ mod tests {
         }
     }
 
-    /// Depth first, as the index numbers rows: a(0) a/x(1) a/x/p(2) a/y(3) b(4).
+    /// Depth first, as indexing numbers rows: a(0) a/x(1) a/x/p(2) a/y(3) b(4).
     #[test]
     fn branches_are_numbered_depth_first() {
         let tree = Tree {

@@ -12,6 +12,7 @@ use crate::catalog::{FileQuery, KindSet};
 use crate::formats::Kind;
 use crate::glob::Glob;
 use crate::mcp::response::ToolError;
+use crate::roots::RootId;
 
 /// Characters that make a string a glob.
 pub(super) const GLOB_CHARS: [char; 6] = ['*', '?', '[', ']', '{', '}'];
@@ -74,7 +75,7 @@ pub(super) fn saved_files(ctx: &Context, d: &SavedDataset) -> Result<Vec<String>
 /// by its text), in root then path order, each once.
 fn listed_files(ctx: &Context, paths: &[String]) -> Result<Vec<String>, ToolError> {
     let roots = ctx.catalog.roots();
-    let mut files: Vec<(usize, String)> = paths
+    let mut files: Vec<(RootId, String)> = paths
         .iter()
         .map(|p| {
             roots
@@ -86,18 +87,18 @@ fn listed_files(ctx: &Context, paths: &[String]) -> Result<Vec<String>, ToolErro
     files.dedup();
     Ok(files
         .into_iter()
-        .map(|(root, rel)| shown_path(ctx, root, &rel))
+        .map(|(root_id, rel)| shown_path(ctx, root_id, &rel))
         .collect())
 }
 
 /// A file as tools show it: root-relative, with the root's name first when
 /// there are several roots (what `path` arguments take back).
-pub(super) fn shown_path(ctx: &Context, root: usize, rel: &str) -> String {
+pub(super) fn shown_path(ctx: &Context, root_id: RootId, rel: &str) -> String {
     let roots = ctx.catalog.roots();
     if roots.sole().is_some() {
         rel.to_string()
     } else {
-        format!("{}/{rel}", roots.list()[root].name)
+        format!("{}/{rel}", roots.list()[root_id].name)
     }
 }
 
@@ -123,14 +124,13 @@ pub(super) fn glob_files(
         return Err(outside());
     }
     let (selected, pattern): (Vec<usize>, String) = if pattern.starts_with('/') {
-        let (root, rest) = absolute_glob(ctx, pattern).ok_or_else(outside)?;
-        (vec![root], rest)
+        let (root_id, rest) = absolute_glob(ctx, pattern).ok_or_else(outside)?;
+        (vec![root_id], rest)
     } else {
         match pattern.split_once('/') {
-            Some((first, rest)) if roots.sole().is_none() && roots.index_of(first).is_some() => (
-                vec![roots.index_of(first).expect("a root")],
-                rest.to_string(),
-            ),
+            Some((first, rest)) if roots.sole().is_none() && roots.id_of(first).is_some() => {
+                (vec![roots.id_of(first).expect("a root")], rest.to_string())
+            }
             _ => ((0..roots.list().len()).collect(), pattern.to_string()),
         }
     };
@@ -141,32 +141,35 @@ pub(super) fn glob_files(
         glob: Some(&glob),
         limit: MAX_FILES + 1,
     });
-    let mut files: Vec<(usize, String)> =
-        found.files.into_iter().map(|f| (f.root, f.rel)).collect();
+    let mut files: Vec<(RootId, String)> = found
+        .files
+        .into_iter()
+        .map(|f| (f.root_id, f.rel))
+        .collect();
     files.sort();
     Ok(files
         .into_iter()
-        .map(|(root, rel)| shown_path(ctx, root, &rel))
+        .map(|(root_id, rel)| shown_path(ctx, root_id, &rel))
         .collect())
 }
 
-/// An absolute glob as (root, pattern relative to it): the folders before the
+/// An absolute glob as (root id, pattern relative to it): the folders before the
 /// first component with a wildcard must lie in a root.
-fn absolute_glob(ctx: &Context, pattern: &str) -> Option<(usize, String)> {
+fn absolute_glob(ctx: &Context, pattern: &str) -> Option<(RootId, String)> {
     let parts: Vec<&str> = pattern.split('/').collect();
     let literal = parts.iter().position(|c| c.contains(GLOB_CHARS))?;
     let folder = parts[..literal].join("/");
-    let (root, rel) = ctx
-        .catalog
-        .roots()
-        .locate(std::path::Path::new(if folder.is_empty() {
-            "/"
-        } else {
-            &folder
-        }))?;
+    let (root_id, rel) =
+        ctx.catalog
+            .roots()
+            .locate(std::path::Path::new(if folder.is_empty() {
+                "/"
+            } else {
+                &folder
+            }))?;
     let rest = parts[literal..].join("/");
     Some((
-        root,
+        root_id,
         if rel.is_empty() {
             rest
         } else {

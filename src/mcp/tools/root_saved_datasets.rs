@@ -215,7 +215,7 @@ fn define_dataset(
     }
     let files = files_of(ctx, tool, args.files)?;
     let define = defines_of(tool, args.define)?;
-    let now = crate::index::now_ms();
+    let now = crate::indexing::now_ms();
     let previous = ctx
         .catalog
         .dataset(&args.name)

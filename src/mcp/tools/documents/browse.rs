@@ -2,6 +2,7 @@
 //! catalog's in-memory file list (no database read, no file opened).
 
 use crate::job::Job;
+use crate::roots::RootId;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
@@ -35,8 +36,8 @@ pub fn list_collections(
         cut_listing(ctx, &mut out, offset);
         return Ok(out);
     }
-    let (root, rel) = resolve(ctx, path, collection_not_found)?;
-    let snap = ctx.catalog.files().snapshot(root);
+    let (root_id, rel) = resolve(ctx, path, collection_not_found)?;
+    let snap = ctx.catalog.files().snapshot(root_id);
     let listing = Listing::of(&snap, &rel);
     if listing.is_file {
         return Err(ToolError::new(
@@ -62,7 +63,7 @@ pub fn list_collections(
             };
             json!({
                 "name": name,
-                "path": tool_path(ctx, root, &child_rel),
+                "path": tool_path(ctx, root_id, &child_rel),
                 "document_count": child.documents,
                 "subcollection_count": child.subcollections.len(),
             })
@@ -72,10 +73,10 @@ pub fn list_collections(
         .documents
         .iter()
         .skip(offset)
-        .map(|&i| document_json(ctx, root, snap.rel(i), snap.entry(i)))
+        .map(|&i| document_json(ctx, root_id, snap.rel(i), snap.entry(i)))
         .collect();
     let mut out = ToolOutput::new(json!({
-        "current_path": tool_path(ctx, root, &rel),
+        "current_path": tool_path(ctx, root_id, &rel),
         "collections": collections,
         "documents": documents,
     }));
@@ -209,10 +210,10 @@ impl Listing {
     }
 }
 
-fn document_json(ctx: &Context, root: usize, rel: &str, entry: &FileEntry) -> Value {
+fn document_json(ctx: &Context, root_id: RootId, rel: &str, entry: &FileEntry) -> Value {
     let mut v = json!({
         "name": name_of(rel),
-        "path": tool_path(ctx, root, rel),
+        "path": tool_path(ctx, root_id, rel),
         "size_bytes": entry.size,
         "modified": iso8601_ns(entry.mtime_ns),
     });
@@ -269,14 +270,14 @@ pub fn find_document(
         ));
     }
     let mut found: Vec<(f64, usize, String, FileEntry)> = Vec::new();
-    for root in 0..ctx.catalog.roots().list().len() {
-        let snap = ctx.catalog.files().snapshot(root);
+    for root_id in 0..ctx.catalog.roots().list().len() {
+        let snap = ctx.catalog.files().snapshot(root_id);
         for i in 0..snap.len() {
             if snap.entry(i).kind != Kind::Document {
                 continue;
             }
             if let Some(score) = name_score(snap.name(i), &query) {
-                found.push((score, root, snap.rel(i).to_string(), *snap.entry(i)));
+                found.push((score, root_id, snap.rel(i).to_string(), *snap.entry(i)));
             }
         }
     }
@@ -288,9 +289,9 @@ pub fn find_document(
         .iter()
         .skip(offset)
         .take(limit)
-        .map(|(score, root, rel, entry)| {
-            let mut v = document_json(ctx, *root, rel, entry);
-            v["collection"] = json!(tool_path(ctx, *root, parent_of(rel)));
+        .map(|(score, root_id, rel, entry)| {
+            let mut v = document_json(ctx, *root_id, rel, entry);
+            v["collection"] = json!(tool_path(ctx, *root_id, parent_of(rel)));
             v["score"] = json!(score);
             v
         })

@@ -22,6 +22,7 @@ use crate::catalog::{FileRecord, Snapshot};
 use crate::formats::{Kind, kind_from_name};
 use crate::mcp::response::ToolError;
 use crate::roots::PathError;
+use crate::roots::RootId;
 
 pub static TOOLS: &[ToolDef] = &[
     ToolDef {
@@ -92,19 +93,19 @@ of contents.",
 ];
 
 /// The path a tool shows for a root-relative path (see the module comment).
-fn tool_path(ctx: &Context, root: usize, rel: &str) -> String {
+fn tool_path(ctx: &Context, root_id: RootId, rel: &str) -> String {
     let roots = ctx.catalog.roots();
     match roots.sole() {
-        Some(sole) if sole == root => rel.to_string(),
+        Some(sole) if sole == root_id => rel.to_string(),
         // Beside a sole root, a root set aside (the ingest folder) cannot be told
         // apart by a name prefix: its files are shown by their absolute paths.
-        Some(_) => roots.list()[root]
+        Some(_) => roots.list()[root_id]
             .dir
             .join(rel)
             .to_string_lossy()
             .into_owned(),
         None => {
-            let name = &roots.list()[root].name;
+            let name = &roots.list()[root_id].name;
             if rel.is_empty() {
                 name.clone()
             } else {
@@ -117,8 +118,8 @@ fn tool_path(ctx: &Context, root: usize, rel: &str) -> String {
 /// The tool path of a catalog path ("root name/relative path").
 fn tool_path_of_catalog_path(ctx: &Context, catalog_path: &str) -> String {
     let (name, rel) = catalog_path.split_once('/').unwrap_or((catalog_path, ""));
-    match ctx.catalog.roots().index_of(name) {
-        Some(root) => tool_path(ctx, root, rel),
+    match ctx.catalog.roots().id_of(name) {
+        Some(root_id) => tool_path(ctx, root_id, rel),
         None => catalog_path.to_string(),
     }
 }
@@ -139,7 +140,7 @@ fn resolve(
     ctx: &Context,
     path: &str,
     missing: impl Fn(&str) -> ToolError,
-) -> Result<(usize, String), ToolError> {
+) -> Result<(RootId, String), ToolError> {
     ctx.catalog
         .roots()
         .resolve_lexically(path, None)
@@ -185,7 +186,7 @@ find them with find_document() or list_collections(); list_files(kind='all') sho
 
 /// A document the catalog knows, with its stored metadata.
 struct KnownDocument {
-    root: usize,
+    root_id: RootId,
     rel: String,
     record: FileRecord,
     /// `Err` holds the error recorded when the document failed to index.
@@ -194,13 +195,13 @@ struct KnownDocument {
 
 /// Finds a document by tool path in the catalog (the file is not touched).
 fn known_document(ctx: &Context, path: &str) -> Result<KnownDocument, ToolError> {
-    let (root, rel) = resolve(ctx, path, document_not_found)?;
+    let (root_id, rel) = resolve(ctx, path, document_not_found)?;
     if rel.is_empty() {
         return Err(document_not_found(path));
     }
     let record = ctx
         .catalog
-        .record(root, &rel)
+        .record(root_id, &rel)
         .map_err(ToolError::internal)?;
     let Some(record) = record else {
         let name = name_of(&rel);
@@ -227,7 +228,7 @@ fn known_document(ctx: &Context, path: &str) -> Result<KnownDocument, ToolError>
             .ok_or_else(|| "the catalog holds no text for it".to_string()),
     };
     Ok(KnownDocument {
-        root,
+        root_id,
         rel,
         record,
         meta,
@@ -287,8 +288,8 @@ enum Entry {
 }
 
 /// Finds out what `rel` is by two binary searches of the root's file list.
-fn entry_at(ctx: &Context, root: usize, rel: &str) -> Entry {
-    let snap = ctx.catalog.files().snapshot(root);
+fn entry_at(ctx: &Context, root_id: RootId, rel: &str) -> Entry {
+    let snap = ctx.catalog.files().snapshot(root_id);
     let at = first_at_or_after(&snap, rel);
     if at < snap.len() && snap.rel(at) == rel {
         return Entry::File;

@@ -41,7 +41,7 @@ pub fn read_document(
     let cap = ctx.settings.limits.max_document_read_chars;
     let mut content =
         assemble(ctx, &doc, meta, &pages, offset, cap).map_err(ToolError::internal)?;
-    let path = tool_path(ctx, doc.root, &doc.rel);
+    let path = tool_path(ctx, doc.root_id, &doc.rel);
     let build = |content: &Content| {
         let char_count = content.text.chars().count();
         let mut out = ToolOutput::new(json!({
@@ -191,7 +191,7 @@ pub fn get_document_info(
         .catalog
         .document_toc(doc.record.id)
         .map_err(ToolError::internal)?;
-    let path = tool_path(ctx, doc.root, &doc.rel);
+    let path = tool_path(ctx, doc.root_id, &doc.rel);
     let tool = "get_document_info";
     let offset = checked_offset(tool, "offset", args.offset)?;
     let entries = &toc[offset.min(toc.len())..];
@@ -199,7 +199,7 @@ pub fn get_document_info(
         let mut data = json!({
             "name": name_of(&doc.rel),
             "path": path,
-            "collection": tool_path(ctx, doc.root, parent_of(&doc.rel)),
+            "collection": tool_path(ctx, doc.root_id, parent_of(&doc.rel)),
             "format": meta.format,
             "size_bytes": doc.record.info.size,
             "size_human": human_size(doc.record.info.size),

@@ -141,12 +141,12 @@ fn resolve_scope(ctx: &Context, scope: &ScopeArg) -> Result<Scope, ToolError> {
         "global" => Ok(Scope::All),
         "collection" if path.is_empty() && ctx.catalog.roots().sole().is_none() => Ok(Scope::All),
         "collection" => {
-            let (root, rel) = resolve(ctx, path, scope_not_found)?;
-            let name = &ctx.catalog.roots().list()[root].name;
+            let (root_id, rel) = resolve(ctx, path, scope_not_found)?;
+            let name = &ctx.catalog.roots().list()[root_id].name;
             if rel.is_empty() {
                 return Ok(Scope::Folder(name.clone()));
             }
-            match entry_at(ctx, root, &rel) {
+            match entry_at(ctx, root_id, &rel) {
                 Entry::Folder => Ok(Scope::Folder(format!("{name}/{rel}"))),
                 Entry::File => Err(ToolError::new(
                     "NOT_A_DIRECTORY",
@@ -173,7 +173,7 @@ fn resolve_scope(ctx: &Context, scope: &ScopeArg) -> Result<Scope, ToolError> {
             if let Err(why) = &doc.meta {
                 return Err(filter_failed(path, why));
             }
-            let name = &ctx.catalog.roots().list()[doc.root].name;
+            let name = &ctx.catalog.roots().list()[doc.root_id].name;
             Ok(Scope::Document(format!("{name}/{}", doc.rel)))
         }
         other => Err(ToolError::invalid_arguments(

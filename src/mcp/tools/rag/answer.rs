@@ -12,7 +12,7 @@ use crate::job::Job;
 use crate::mcp::budget::Budget;
 use crate::mcp::response::{ToolError, ToolOutput};
 use crate::mcp::tools::{Context, checked_offset, parse_args};
-use crate::rag::Dataset;
+use crate::rag::RagDataset;
 use crate::rag::answer::evidence;
 use crate::rag::llm::{LlmConfig, LlmError, Prompt, Source, answer_prompt, summary_prompt};
 use crate::rag::retrieve::retrieve;
@@ -22,7 +22,7 @@ use crate::rag::summary::{SUMMARY_TOKENS, summarise};
 const DEFAULT_TEMPERATURE: f64 = 0.7;
 
 /// A source's label for the model: document, page and line.
-fn label(ds: &Dataset, i: usize) -> String {
+fn label(ds: &RagDataset, i: usize) -> String {
     let n = &ds.nodes[i];
     match n.pieces.first() {
         Some(p) => format!(
@@ -36,7 +36,7 @@ fn label(ds: &Dataset, i: usize) -> String {
 }
 
 /// The numbered sources shown to the model and returned beside its text.
-fn sources_json(ds: &Dataset, nodes: &[usize]) -> Vec<Value> {
+fn sources_json(ds: &RagDataset, nodes: &[usize]) -> Vec<Value> {
     nodes
         .iter()
         .enumerate()

@@ -72,7 +72,7 @@ pub fn ingest_document(
         front["source"], front["tags"], args.file_content
     );
     let digest = xxhash_rust::xxh64::xxh64(text.as_bytes(), 0);
-    let name = format!("{}-{digest:016x}.md", crate::index::now_ms());
+    let name = format!("{}-{digest:016x}.md", crate::indexing::now_ms());
     crate::roots::create_beneath(dir, &args.dataset_id, &name, text.as_bytes()).map_err(|e| {
         ToolError::new(
             "write_failed",

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::{Context, Effects, ToolDef, Toolset};
 use crate::job::{Job, Stop};
 use crate::mcp::response::ToolError;
-use crate::rag::{Dataset, Rag};
+use crate::rag::{Rag, RagDataset};
 
 macro_rules! rag_tool {
     ($name:literal, $title:literal, $description:literal, $handler:path) => {
@@ -155,7 +155,7 @@ fn engine(ctx: &Context) -> Result<&Arc<Rag>, ToolError> {
 
 /// The dataset named `id`, or `dataset_not_found` naming list_datasets; a view
 /// built for the call stops when `job` does.
-fn dataset(ctx: &Context, id: &str, job: &Job) -> Result<Arc<Dataset>, ToolError> {
+fn dataset(ctx: &Context, id: &str, job: &Job) -> Result<Arc<RagDataset>, ToolError> {
     let rag = engine(ctx)?;
     if !rag.has_dataset(id) {
         return Err(ToolError::new(
@@ -180,7 +180,7 @@ fn stopped_or_internal(e: anyhow::Error, job: &Job) -> ToolError {
 
 /// The node with public id `id`, or `node_not_found` naming the tools that
 /// list node ids.
-fn node(ctx: &Context, id: &str) -> Result<(Arc<Dataset>, usize), ToolError> {
+fn node(ctx: &Context, id: &str) -> Result<(Arc<RagDataset>, usize), ToolError> {
     engine(ctx)?
         .find_node(id)
         .map_err(ToolError::internal)?
@@ -197,7 +197,7 @@ pub use crate::mcp::resources::raptor::node_uri;
 
 /// A node's summary for listings: id, uri, level, kind, document, first
 /// source, tokens, and optionally its text.
-fn node_brief(ds: &Dataset, i: usize, with_text: bool) -> Value {
+fn node_brief(ds: &RagDataset, i: usize, with_text: bool) -> Value {
     let n = &ds.nodes[i];
     let first = n.pieces.first();
     let mut v = json!({
@@ -218,7 +218,7 @@ fn node_brief(ds: &Dataset, i: usize, with_text: bool) -> Value {
 }
 
 /// A node's sentences with their sources.
-fn sources(ds: &Dataset, i: usize) -> Value {
+fn sources(ds: &RagDataset, i: usize) -> Value {
     let n = &ds.nodes[i];
     n.pieces
         .iter()

@@ -128,7 +128,7 @@ pub(super) fn options(args: &RetrieveArgs, default_expand: usize) -> Result<Opti
 /// A hit for listings. rag_retrieve shows the node's text once, in its
 /// `content` item, so its hits leave it out (`with_text` false); the leaves
 /// listed under a summary (`expanded`) keep theirs.
-fn hit_json(ds: &crate::rag::Dataset, hit: &Hit, with_text: bool) -> Value {
+fn hit_json(ds: &crate::rag::RagDataset, hit: &Hit, with_text: bool) -> Value {
     let mut v = node_brief(ds, hit.node, with_text);
     v["score"] = json!(round4(hit.score));
     if !hit.leaves.is_empty() {

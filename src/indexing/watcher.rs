@@ -12,7 +12,7 @@
 //! event arrives. Registering folder by folder also means that one folder that
 //! cannot be watched (unreadable, or the inotify limit reached) is skipped with a
 //! warning instead of turning live updates off for the whole root. Which paths an
-//! event may bring into the catalog is decided by the index (`observe_tree`), which
+//! event may bring into the catalog is decided by the indexer (`observe_tree`), which
 //! refuses any path that passes through a link.
 
 use std::collections::HashMap;
@@ -54,7 +54,7 @@ pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher>
     let (tx, rx) = mpsc::channel();
     let mut watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
     // Remote roots have no events to follow: they are listed again on a
-    // schedule (`engine`).
+    // schedule (`daemon`).
     for root in indexer
         .catalog()
         .roots()
@@ -78,7 +78,7 @@ pub fn start(indexer: Arc<Indexer>, settle: Duration) -> anyhow::Result<Watcher>
 }
 
 /// Watches `dir` and every real folder below it, each on its own; links are not
-/// followed and hidden folders are left out (the index ignores them too). A
+/// followed and hidden folders are left out (the indexer ignores them too). A
 /// folder that cannot be watched is skipped with a warning.
 fn watch_tree(watcher: &mut RecommendedWatcher, dir: &Path) {
     let walk = ignore::WalkBuilder::new(dir)
@@ -183,8 +183,8 @@ impl Debouncer {
             let activity = self.indexer.catalog().activity();
             let w = self.waiting.entry(path).or_insert_with_key(|path| {
                 let pending = pending_kind(&self.indexer, path);
-                if let Some((root, kind)) = pending {
-                    activity.add_pending(root, kind, 1);
+                if let Some((root_id, kind)) = pending {
+                    activity.add_pending(root_id, kind, 1);
                 }
                 Waiting {
                     last_event: now,
@@ -226,11 +226,11 @@ impl Debouncer {
         let activity = self.indexer.catalog().activity();
         for path in settled {
             if let Some(Waiting {
-                pending: Some((root, kind)),
+                pending: Some((root_id, kind)),
                 ..
             }) = self.waiting.remove(&path)
             {
-                activity.finish_pending(root, kind, 1);
+                activity.finish_pending(root_id, kind, 1);
             }
         }
     }
@@ -238,7 +238,7 @@ impl Debouncer {
 
 /// The root and kind a changed path will be indexed as, judged by its name.
 fn pending_kind(indexer: &Indexer, path: &std::path::Path) -> Option<(usize, Kind)> {
-    let (root, _) = indexer.catalog().roots().locate(path)?;
+    let (root_id, _) = indexer.catalog().roots().locate(path)?;
     let kind = kind_from_name(path.file_name()?.to_str()?)?;
-    Some((root, kind))
+    Some((root_id, kind))
 }

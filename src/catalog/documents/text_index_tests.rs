@@ -16,7 +16,7 @@ fn open(dir: &Path) -> Catalog {
     Catalog::open(&dir.join("catalog"), &roots).unwrap()
 }
 
-/// Applies a batch and makes it searchable, as the end of an index sync does.
+/// Applies a batch and makes it searchable, as the end of a sync does.
 fn apply(c: &Catalog, changes: &[Change]) -> anyhow::Result<()> {
     c.apply(changes)?;
     c.flush_text();
@@ -25,7 +25,7 @@ fn apply(c: &Catalog, changes: &[Change]) -> anyhow::Result<()> {
 
 fn upsert(rel: &str, text: &str, fingerprint: u64) -> Change {
     Change::Upsert {
-        root: 0,
+        root_id: 0,
         rel: rel.into(),
         file: FileInfo {
             kind: Kind::Document,
@@ -308,7 +308,7 @@ fn changed_and_removed_documents_leave_the_index() {
     apply(
         &c,
         &[Change::Remove {
-            root: 0,
+            root_id: 0,
             rel: "a.md".into(),
         }],
     )
@@ -366,7 +366,7 @@ fn stored_text_reads_back_by_lines_and_pages() {
         .map(|i| format!("line {i} of page one\n"))
         .collect();
     let change = Change::Upsert {
-        root: 0,
+        root_id: 0,
         rel: "book.pdf".into(),
         file: FileInfo {
             kind: Kind::Document,

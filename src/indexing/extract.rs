@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::catalog::KindRow;
 use crate::formats::{FormatError, Kind};
 use crate::panics::catch_quietly;
-use crate::roots::{OpenError, Root, open_beneath};
+use crate::roots::{DataRoot, OpenError, open_beneath};
 
 /// What extracting one file gave.
 #[derive(Debug, PartialEq)]
@@ -29,10 +29,10 @@ const BACKOFF: [Duration; 4] = [
 ];
 
 /// Extracts what the catalog keeps of the file `rel` of kind `kind` under the
-/// root `root` (opened beneath it), retrying transient I/O errors. A remote
+/// data root `root` (opened beneath it), retrying transient I/O errors. A remote
 /// file must still be the version `listed` (size, modification time) that its
 /// listing saw, or it is deferred until listed again.
-pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extracted {
+pub fn extract(kind: Kind, root: &DataRoot, rel: &str, listed: (u64, i64)) -> Extracted {
     let mut attempt = 0;
     loop {
         match extract_once(kind, root, rel, listed) {
@@ -55,7 +55,7 @@ pub fn extract(kind: Kind, root: &Root, rel: &str, listed: (u64, i64)) -> Extrac
 
 fn extract_once(
     kind: Kind,
-    root: &Root,
+    root: &DataRoot,
     rel: &str,
     listed: (u64, i64),
 ) -> Result<Vec<KindRow>, FormatError> {
@@ -161,8 +161,8 @@ mod tests {
             "pdf-extract-0.12.1/src/lib.rs:1237"
         );
         assert_eq!(
-            short_location("src/index/root.rs:10"),
-            "src/index/root.rs:10"
+            short_location("src/indexing/root.rs:10"),
+            "src/indexing/root.rs:10"
         );
     }
 }

@@ -1,8 +1,8 @@
-//! The index pipeline: finds files in the roots, extracts what each kind keeps,
-//! and writes it to the catalog in batched transactions. A full scan and a
-//! watcher-driven update are the same operation (`sync`) over a root or a subtree:
-//! observe what is on disk, diff against the catalog's mirror, extract what is new
-//! or changed, drop what is gone.
+//! Indexing, the pipeline that fills the catalog: finds files in the data roots,
+//! extracts what each kind keeps, and writes it to the catalog in batched
+//! transactions. A full scan and a watcher-driven update are the same operation
+//! (`sync`) over a root or a subtree: observe what is on disk, diff against the
+//! catalog's mirror, extract what is new or changed, drop what is gone.
 
 pub mod code;
 pub mod documents;
@@ -25,7 +25,8 @@ pub use walk::{Exclusions, Found, Observed, Skipped};
 
 use crate::catalog::{Catalog, Change, FileInfo, FileStatus};
 use crate::formats::Kind;
-use crate::roots::Root;
+use crate::roots::DataRoot;
+use crate::roots::RootId;
 
 /// When branch statistics are computed and cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -53,7 +54,7 @@ pub struct IndexOptions {
 
 /// Told how a sync advances (for `rebuild`'s progress bar).
 pub trait Progress: Sync {
-    fn found(&self, _root: &str, _to_index: usize) {}
+    fn found(&self, _root_name: &str, _to_index: usize) {}
     fn indexed(&self, _files: usize) {}
 }
 
@@ -87,12 +88,12 @@ impl SyncSummary {
 pub enum DocumentEvent {
     /// A document was indexed (new or changed; possibly failed).
     Indexed {
-        root: usize,
+        root_id: RootId,
         rel: String,
         fingerprint: u64,
     },
     /// Files of this root were removed.
-    Removed { root: usize },
+    Removed { root_id: RootId },
 }
 
 pub struct Indexer {
@@ -107,7 +108,7 @@ pub struct Indexer {
     stats_queue: Mutex<Option<std::sync::mpsc::Sender<stats_pass::Queued>>>,
     /// Files whose extraction met only transient errors, to try again
     /// (`retry_deferred`).
-    deferred: Mutex<BTreeSet<(usize, String)>>,
+    deferred: Mutex<BTreeSet<(RootId, String)>>,
     /// Told of committed document changes (the RAG pass), once set.
     document_listener: Mutex<Option<std::sync::mpsc::Sender<DocumentEvent>>>,
 }
@@ -148,10 +149,10 @@ impl Indexer {
         {
             let queue = self.stats_queue.lock().expect("stats queue");
             let tx = queue.as_ref().expect("just set");
-            for root in 0..self.catalog.roots().list().len() {
-                for (rel, e) in self.catalog.files().under(root, "") {
+            for root_id in 0..self.catalog.roots().list().len() {
+                for (rel, e) in self.catalog.files().under(root_id, "") {
                     if e.kind == Kind::Root && !e.failed {
-                        let _ = tx.send((root, rel, e.fingerprint));
+                        let _ = tx.send((root_id, rel, e.fingerprint));
                     }
                 }
             }
@@ -184,36 +185,40 @@ impl Indexer {
     /// Brings every root's catalog entries up to date with the disk.
     pub fn scan_all(&self, progress: &dyn Progress) -> anyhow::Result<SyncSummary> {
         let mut total = SyncSummary::default();
-        for root in 0..self.catalog.roots().list().len() {
-            total.add(self.scan_root(root, progress)?);
+        for root_id in 0..self.catalog.roots().list().len() {
+            total.add(self.scan_root(root_id, progress)?);
         }
         Ok(total)
     }
 
-    pub fn scan_root(&self, root: usize, progress: &dyn Progress) -> anyhow::Result<SyncSummary> {
+    pub fn scan_root(
+        &self,
+        root_id: RootId,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<SyncSummary> {
         let activity = self.catalog.activity();
-        activity.set_scanning(root, true);
-        let result = self.sync(root, "", progress, true).and_then(|summary| {
+        activity.set_scanning(root_id, true);
+        let result = self.sync(root_id, "", progress, true).and_then(|summary| {
             self.catalog
-                .set_scan_completed(root, now_ms())
+                .set_scan_completed(root_id, now_ms())
                 .map(|()| summary)
         });
-        activity.set_scanning(root, false);
+        activity.set_scanning(root_id, false);
         result
     }
 
     /// Re-examines absolute paths the watcher reported (files or folders, present
     /// or gone).
     pub fn reconcile(&self, paths: &[PathBuf]) -> anyhow::Result<SyncSummary> {
-        let targets: BTreeSet<(usize, String)> = paths
+        let targets: BTreeSet<(RootId, String)> = paths
             .iter()
             .filter_map(|p| self.catalog.roots().locate(p))
             .filter(|(_, rel)| !self.exclusions.excludes_rel(rel))
             .collect();
         let mut total = SyncSummary::default();
-        for (root, rel) in targets {
+        for (root_id, rel) in targets {
             // The watcher already counts these paths as pending.
-            total.add(self.sync(root, &rel, &Quiet, false)?);
+            total.add(self.sync(root_id, &rel, &Quiet, false)?);
         }
         Ok(total)
     }
@@ -227,8 +232,8 @@ impl Indexer {
     pub fn retry_deferred(&self) -> anyhow::Result<SyncSummary> {
         let files = std::mem::take(&mut *self.deferred.lock().expect("deferred files"));
         let mut total = SyncSummary::default();
-        for (root, rel) in files {
-            total.add(self.sync(root, &rel, &Quiet, false)?);
+        for (root_id, rel) in files {
+            total.add(self.sync(root_id, &rel, &Quiet, false)?);
         }
         Ok(total)
     }
@@ -239,16 +244,16 @@ impl Indexer {
     pub fn sync_noted_changes(&self) -> anyhow::Result<SyncSummary> {
         let mut total = SyncSummary::default();
         let roots = self.catalog.roots();
-        for (root, spec) in roots.list().iter().enumerate() {
+        for (root_id, spec) in roots.list().iter().enumerate() {
             let Some(remote) = &spec.remote else { continue };
             for rel in remote.take_changed() {
-                total.add(self.sync(root, &rel, &Quiet, false)?);
+                total.add(self.sync(root_id, &rel, &Quiet, false)?);
             }
         }
         Ok(total)
     }
 
-    /// Whether a path is one the index ignores.
+    /// Whether a path is one the indexer ignores.
     pub fn ignores(&self, abs: &Path) -> bool {
         self.exclusions.excludes_abs(abs)
             || self
@@ -262,18 +267,18 @@ impl Indexer {
     /// `track_pending`, the files it extracts count as pending meanwhile.
     pub fn sync(
         &self,
-        root: usize,
+        root_id: RootId,
         rel: &str,
         progress: &dyn Progress,
         track_pending: bool,
     ) -> anyhow::Result<SyncSummary> {
         let _one_at_a_time = self.sync_lock.lock().expect("sync lock");
-        let spec = &self.catalog.roots().list()[root];
+        let spec = &self.catalog.roots().list()[root_id];
         let found = walk::observe_tree(spec, rel, &self.exclusions, self.options.threads);
         if let Some(why) = found.unlisted {
             // A remote root that did not answer: what the catalog holds stays
             // (nothing is known to be gone); the next listing tries again.
-            tracing::debug!("sync of root {root} skipped: {why}");
+            tracing::debug!("sync of root {root_id} skipped: {why}");
             return Ok(SyncSummary::default());
         }
         let skipped: Vec<(String, String)> = found
@@ -281,9 +286,14 @@ impl Indexer {
             .into_iter()
             .map(|s| (s.rel, s.reason))
             .collect();
-        self.catalog.replace_skipped(root, rel, &skipped)?;
+        self.catalog.replace_skipped(root_id, rel, &skipped)?;
         let observed = found.files;
-        let known: HashMap<String, _> = self.catalog.files().under(root, rel).into_iter().collect();
+        let known: HashMap<String, _> = self
+            .catalog
+            .files()
+            .under(root_id, rel)
+            .into_iter()
+            .collect();
 
         let mut summary = SyncSummary::default();
         let mut to_index = Vec::new();
@@ -303,7 +313,7 @@ impl Indexer {
             .keys()
             .filter(|k| !seen.contains(*k))
             .map(|k| Change::Remove {
-                root,
+                root_id,
                 rel: k.clone(),
             })
             .collect();
@@ -311,15 +321,15 @@ impl Indexer {
         progress.found(&spec.name, to_index.len());
         self.catalog.apply(&removals)?;
         if !removals.is_empty() {
-            self.tell_documents(std::iter::once(DocumentEvent::Removed { root }));
+            self.tell_documents(std::iter::once(DocumentEvent::Removed { root_id }));
         }
 
         if track_pending {
-            self.mark_pending(root, &to_index);
+            self.mark_pending(root_id, &to_index);
         }
         let mut stored = 0;
         let outcome = self.extract_and_store(
-            root,
+            root_id,
             &to_index,
             &mut summary,
             progress,
@@ -333,38 +343,38 @@ impl Indexer {
         // After a failed transaction, what was never stored is no longer pending.
         if track_pending {
             for o in &to_index[stored..] {
-                self.catalog.activity().finish_pending(root, o.kind, 1);
+                self.catalog.activity().finish_pending(root_id, o.kind, 1);
             }
         }
         outcome?;
         Ok(summary)
     }
 
-    fn mark_pending(&self, root: usize, files: &[Observed]) {
+    fn mark_pending(&self, root_id: RootId, files: &[Observed]) {
         let mut by_kind: BTreeMap<Kind, u64> = BTreeMap::new();
         for o in files {
             *by_kind.entry(o.kind).or_default() += 1;
         }
         for (&kind, &n) in &by_kind {
-            self.catalog.activity().add_pending(root, kind, n);
+            self.catalog.activity().add_pending(root_id, kind, n);
         }
     }
 
     fn extract_and_store(
         &self,
-        root: usize,
+        root_id: RootId,
         files: &[Observed],
         summary: &mut SyncSummary,
         progress: &dyn Progress,
         track_pending: bool,
         stored: &mut usize,
     ) -> anyhow::Result<()> {
-        let base = self.catalog.roots().list()[root].clone();
+        let base = self.catalog.roots().list()[root_id].clone();
         for chunk in batches(files, self.options.batch.max(1), MAX_BATCH_BYTES) {
             let outcomes: Vec<Option<Change>> = self.pool.install(|| {
                 chunk
                     .par_iter()
-                    .map(|o| extract_change(root, &base, o))
+                    .map(|o| extract_change(root_id, &base, o))
                     .collect()
             });
             for (o, c) in chunk.iter().zip(&outcomes) {
@@ -374,7 +384,7 @@ impl Indexer {
                         self.deferred
                             .lock()
                             .expect("deferred files")
-                            .insert((root, o.rel.clone()));
+                            .insert((root_id, o.rel.clone()));
                     }
                     Some(Change::Upsert { file, .. }) if file.status.is_failed() => {
                         summary.failed += 1
@@ -384,11 +394,11 @@ impl Indexer {
             }
             let changes: Vec<Change> = outcomes.into_iter().flatten().collect();
             self.catalog.apply(&changes)?;
-            self.queue_stats(root, &changes);
+            self.queue_stats(root_id, &changes);
             self.tell_documents(changes.iter().filter_map(|c| match c {
                 Change::Upsert { rel, file, .. } if file.kind == Kind::Document => {
                     Some(DocumentEvent::Indexed {
-                        root,
+                        root_id,
                         rel: rel.clone(),
                         fingerprint: file.fingerprint,
                     })
@@ -397,7 +407,7 @@ impl Indexer {
             }));
             if track_pending {
                 for o in chunk {
-                    self.catalog.activity().finish_pending(root, o.kind, 1);
+                    self.catalog.activity().finish_pending(root_id, o.kind, 1);
                 }
             }
             *stored += chunk.len();
@@ -409,7 +419,7 @@ impl Indexer {
 
 impl Indexer {
     /// Hands freshly indexed ROOT files to the statistics pass, if it runs.
-    fn queue_stats(&self, root: usize, changes: &[Change]) {
+    fn queue_stats(&self, root_id: RootId, changes: &[Change]) {
         let queue = self.stats_queue.lock().expect("stats queue");
         let Some(tx) = queue.as_ref() else { return };
         for c in changes {
@@ -417,7 +427,7 @@ impl Indexer {
                 && file.kind == Kind::Root
                 && !file.status.is_failed()
             {
-                let _ = tx.send((root, rel.clone(), file.fingerprint));
+                let _ = tx.send((root_id, rel.clone(), file.fingerprint));
             }
         }
     }
@@ -462,7 +472,7 @@ fn batches(
 
 /// The catalog change for one observed file; `None` when a transient error
 /// outlasted the retries (nothing is recorded, the file is tried again later).
-fn extract_change(root: usize, base: &Root, o: &Observed) -> Option<Change> {
+fn extract_change(root_id: RootId, base: &DataRoot, o: &Observed) -> Option<Change> {
     let (status, rows) = match extract(o.kind, base, &o.rel, (o.size, o.mtime_ns)) {
         Extracted::Rows(rows) => (FileStatus::Ok, rows),
         Extracted::Failed(msg) => (FileStatus::Failed(msg), Vec::new()),
@@ -472,7 +482,7 @@ fn extract_change(root: usize, base: &Root, o: &Observed) -> Option<Change> {
         }
     };
     Some(Change::Upsert {
-        root,
+        root_id,
         rel: o.rel.clone(),
         file: FileInfo {
             kind: o.kind,

@@ -354,7 +354,7 @@ pub fn file_stats_rows(file: File) -> Result<Vec<KindRow>, FormatError> {
         |k: &&PathedKey| k.key.class_name == "TTree" || k.key.class_name == ANCHOR_CLASS;
     for k in keys.iter().filter(tree_like) {
         let stats = tree_stats_rows(&file, &keys, &k.path(), &Job::default());
-        // An RNTuple the index could not read has no rows to add to.
+        // An RNTuple the indexer could not read has no rows to add to.
         if k.key.class_name == ANCHOR_CLASS && stats.is_err() {
             continue;
         }

@@ -1,28 +1,30 @@
-//! The running pieces of a serving quarry, wired together: the catalog, the
-//! indexer with its initial scan in the background, the watcher, and the MCP
-//! server over them.
+//! The daemon: the running pieces of a serving quarry, wired together: the
+//! catalog, the indexer with its initial scan in the background, the watcher,
+//! and the MCP server over them. (Not an engine: the engines are the compute
+//! layers, `analysis`, `fit`, `h5export`, `executor` and `rag`.)
 
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::config::Settings;
-use crate::index::{Indexer, Quiet, watcher};
+use crate::indexing::{Indexer, Quiet, watcher};
 use crate::mcp::QuarryServer;
 use crate::mcp::tools::Context;
 use crate::mcp::tools::Toolset;
 
-pub struct Engine {
+/// What `quarry serve` and an owning `quarry mcp` keep running.
+pub struct Daemon {
     pub catalog: Arc<Catalog>,
     pub indexer: Arc<Indexer>,
     pub rag: Arc<crate::rag::Rag>,
     _watcher: Option<watcher::Watcher>,
 }
 
-impl Engine {
+impl Daemon {
     /// Starts following the roots: the watcher first (so nothing that changes
     /// during the scan is missed), then the initial scan on its own thread. Tools
     /// answer from the catalog meanwhile; index_status tells how far it got.
-    pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Engine> {
+    pub fn start(settings: &Settings, catalog: Catalog) -> anyhow::Result<Daemon> {
         settings.apply_to_process();
         let catalog = Arc::new(catalog);
         let indexer = Arc::new(Indexer::new(catalog.clone(), settings.index.clone())?);
@@ -33,8 +35,8 @@ impl Engine {
         if settings.server.toolsets.contains(&Toolset::Rag) {
             indexer.set_document_listener(rag.start_pass()?);
         }
-        for root in 0..catalog.roots().list().len() {
-            catalog.activity().set_scanning(root, true);
+        for root_id in 0..catalog.roots().list().len() {
+            catalog.activity().set_scanning(root_id, true);
         }
         let watcher = match watcher::start(indexer.clone(), settings.settle) {
             Ok(w) => Some(w),
@@ -66,7 +68,7 @@ impl Engine {
                 }
             })?;
         relist_remote_roots(&indexer)?;
-        Ok(Engine {
+        Ok(Daemon {
             catalog,
             indexer,
             rag,
@@ -116,8 +118,8 @@ fn relist_remote_roots(indexer: &Arc<Indexer>) -> anyhow::Result<()> {
         .spawn(move || {
             loop {
                 std::thread::sleep(every);
-                for &(root, _) in &remote {
-                    if let Err(e) = indexer.scan_root(root, &Quiet) {
+                for &(root_id, _) in &remote {
+                    if let Err(e) = indexer.scan_root(root_id, &Quiet) {
                         tracing::warn!("listing a remote root again failed: {e:#}");
                     }
                 }

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use crate::catalog::fingerprint;
 use crate::formats::{self, Kind};
 use crate::roots::{
-    MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenError, Root, open_beneath, rel_string,
+    DataRoot, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenError, open_beneath, rel_string,
 };
 
 /// A file as found on disk.
@@ -41,7 +41,7 @@ pub struct Found {
     pub unlisted: Option<String>,
 }
 
-/// Which paths of a root the index never looks at: hidden names (dot files, editor
+/// Which paths of a root the indexer never looks at: hidden names (dot files, editor
 /// swap files, `.git`) and quarry's own folders when they sit inside a root.
 #[derive(Debug, Clone, Default)]
 pub struct Exclusions {
@@ -75,7 +75,7 @@ fn mtime_ns(meta: &Metadata) -> i64 {
 
 /// Looks at one path: `None` when it is not a file quarry indexes (a folder, a link
 /// leaving the root, an unknown kind, gone).
-pub fn observe(root: &Root, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Observed> {
+pub fn observe(root: &DataRoot, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Observed> {
     if ex.excludes_rel(rel) || ex.excludes_abs(abs) {
         return None;
     }
@@ -113,7 +113,7 @@ pub fn observe(root: &Root, abs: &Path, rel: &str, ex: &Exclusions) -> Option<Ob
 /// `rel` may come from the watcher, which reports paths by name: a path whose
 /// folders pass through a link (`link/secret.md`, with `link` leading out of the
 /// root) names nothing here, just as the walk never descends into linked folders.
-pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> Found {
+pub fn observe_tree(root: &DataRoot, rel: &str, ex: &Exclusions, threads: usize) -> Found {
     if let Some(remote) = &root.remote {
         return observe_remote(remote, rel, ex);
     }
@@ -137,7 +137,7 @@ pub fn observe_tree(root: &Root, rel: &str, ex: &Exclusions, threads: usize) -> 
 
 /// Whether every folder on the way from the root to `rel` is a real folder (no
 /// link among them): its canonical form is itself.
-fn folders_are_real(root: &Root, rel: &str) -> bool {
+fn folders_are_real(root: &DataRoot, rel: &str) -> bool {
     let Some((parent, _)) = rel.rsplit_once('/') else {
         return true;
     };
@@ -145,7 +145,7 @@ fn folders_are_real(root: &Root, rel: &str) -> bool {
     dir.canonicalize().is_ok_and(|real| real == dir)
 }
 
-fn walk_folder(root: &Root, folder: &Path, ex: &Exclusions, threads: usize) -> Found {
+fn walk_folder(root: &DataRoot, folder: &Path, ex: &Exclusions, threads: usize) -> Found {
     let (tx, rx) = mpsc::channel();
     let (skip_tx, skip_rx) = mpsc::channel();
     let skip = ex.clone();
@@ -239,7 +239,7 @@ fn observe_remote(remote: &crate::remote::RemoteRoot, rel: &str, ex: &Exclusions
 /// The root-relative name tools would use for `path`, or why it has none: a name
 /// that is not UTF-8 cannot be written in a tool's JSON arguments, and a path over
 /// the tool path limit would be refused by every tool.
-fn addressable_rel(root: &Root, path: &Path) -> Result<String, Skipped> {
+fn addressable_rel(root: &DataRoot, path: &Path) -> Result<String, Skipped> {
     let rest = path.strip_prefix(&root.canonical).unwrap_or(path);
     let Some(rel) = rel_string(rest) else {
         return Err(Skipped {
@@ -261,7 +261,7 @@ fn addressable_rel(root: &Root, path: &Path) -> Result<String, Skipped> {
 
 /// A walk error as a skipped path: a folder that cannot be read (its files are not
 /// indexed), a path the system cannot resolve.
-fn skipped_by_error(root: &Root, e: &ignore::Error) -> Option<Skipped> {
+fn skipped_by_error(root: &DataRoot, e: &ignore::Error) -> Option<Skipped> {
     let (path, why) = error_path(e)?;
     let rest = path.strip_prefix(&root.canonical).unwrap_or(path);
     Some(Skipped {

@@ -1,5 +1,5 @@
 //! The eager statistics pass: a background thread that computes the branch
-//! statistics of each ROOT file the index hands it, one file at a time, and
+//! statistics of each ROOT file the indexer hands it, one file at a time, and
 //! stores them under the identity of the version it read.
 //!
 //! One file's failure is that file's alone: a panic in the reader is caught,
@@ -15,18 +15,19 @@ use std::sync::mpsc::Receiver;
 use crate::catalog::{Catalog, KindRow, fingerprint};
 use crate::formats::FormatError;
 use crate::panics::panic_message;
+use crate::roots::RootId;
 use crate::roots::{OpenError, open_beneath};
 use crate::transient::is_transient;
 
-/// A file queued for statistics: root, path, and the fingerprint the index
-/// recorded for it.
-pub(super) type Queued = (usize, String, u64);
+/// A file queued for statistics: root id, path, and the fingerprint the
+/// indexer recorded for it.
+pub(super) type Queued = (RootId, String, u64);
 
 /// What computing one file's statistics came to.
 enum Outcome {
     /// Rows of the version with this fingerprint.
     Rows(u64, Vec<KindRow>),
-    /// The file is gone or has changed since it was queued: the index re-queues
+    /// The file is gone or has changed since it was queued: the indexer re-queues
     /// it when it has indexed the new version.
     Moved,
     /// The system's passing shortage (descriptors, memory): not the file's fault.
@@ -37,14 +38,14 @@ enum Outcome {
 
 /// Runs the pass over `queue` until every sender is gone.
 pub(super) fn run(catalog: Arc<Catalog>, queue: Receiver<Queued>) {
-    for (root, rel, queued) in queue {
-        if catalog.has_stats(root, &rel) {
+    for (root_id, rel, queued) in queue {
+        if catalog.has_stats(root_id, &rel) {
             continue;
         }
-        let name = &catalog.roots().list()[root].name;
-        match guarded(&catalog, root, &rel, queued) {
-            Outcome::Rows(version, rows) => match catalog.add_rows(root, &rel, version, &rows) {
-                Ok(_) => catalog.activity().clear_stats_failure(root, &rel),
+        let name = &catalog.roots().list()[root_id].name;
+        match guarded(&catalog, root_id, &rel, queued) {
+            Outcome::Rows(version, rows) => match catalog.add_rows(root_id, &rel, version, &rows) {
+                Ok(_) => catalog.activity().clear_stats_failure(root_id, &rel),
                 Err(e) => tracing::warn!("storing statistics of {name}/{rel}: {e:#}"),
             },
             Outcome::Moved => tracing::debug!("{name}/{rel} changed before its statistics"),
@@ -55,30 +56,32 @@ pub(super) fn run(catalog: Arc<Catalog>, queue: Receiver<Queued>) {
                 tracing::warn!("statistics of {name}/{rel} failed: {why}");
                 catalog
                     .activity()
-                    .note_stats_failure(root, &rel, version, &why);
+                    .note_stats_failure(root_id, &rel, version, &why);
             }
         }
     }
 }
 
 /// `compute`, with a panic turned into the file's failure.
-fn guarded(catalog: &Catalog, root: usize, rel: &str, queued: u64) -> Outcome {
-    catch_unwind(AssertUnwindSafe(|| compute(catalog, root, rel, queued))).unwrap_or_else(|panic| {
-        Outcome::Failed(
-            queued,
-            format!("the statistics panicked: {}", panic_message(panic.as_ref())),
-        )
-    })
+fn guarded(catalog: &Catalog, root_id: RootId, rel: &str, queued: u64) -> Outcome {
+    catch_unwind(AssertUnwindSafe(|| compute(catalog, root_id, rel, queued))).unwrap_or_else(
+        |panic| {
+            Outcome::Failed(
+                queued,
+                format!("the statistics panicked: {}", panic_message(panic.as_ref())),
+            )
+        },
+    )
 }
 
 /// Opens the file beneath its root and computes its statistics, if it is still
 /// the version queued (the descriptor's identity says which version is read).
-fn compute(catalog: &Catalog, root: usize, rel: &str, queued: u64) -> Outcome {
-    let base = &catalog.roots().list()[root].canonical;
+fn compute(catalog: &Catalog, root_id: RootId, rel: &str, queued: u64) -> Outcome {
+    let base = &catalog.roots().list()[root_id].canonical;
     let file = match open_beneath(base, rel) {
         Ok(f) => f,
         // The path no longer names the file indexed (gone, or replaced by a
-        // folder or a link leading out): the index's next look settles it.
+        // folder or a link leading out): the indexer's next look settles it.
         Err(OpenError::NotFound | OpenError::NotAFile | OpenError::Escapes) => {
             return Outcome::Moved;
         }
@@ -119,7 +122,7 @@ fn injected_fault(rel: &str) {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::index::{IndexOptions, Indexer, Quiet, StatsMode};
+    use crate::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
     use crate::roots::Roots;
 
     fn test_file(name: &str) -> Vec<u8> {
