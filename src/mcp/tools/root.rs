@@ -132,11 +132,11 @@ impl KnownRootFile {
             let remote = remote.map_err(|e| ToolError::from_path(&e))?;
             let fingerprint = remote.meta().fingerprint();
             if fingerprint != self.record.info.fingerprint
-                && let Some(root) = &ctx.catalog.roots().list()[self.root].remote
+                && let Some(remote_root) = &ctx.catalog.roots().list()[self.root_id].remote
             {
                 // The catalog describes another version: indexed again now
                 // rather than at the next scheduled listing.
-                root.note_changed(&self.rel);
+                remote_root.note_changed(&self.rel);
             }
             let file = RootFile::from_source(std::sync::Arc::new(remote))
                 .map_err(|e| corrupted(&self.abs(), &e))?;
