@@ -12,31 +12,12 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::remote::{FaultProxy, Nginx, Over, free_port};
+use common::remote::{FaultProxy, Nginx, Over, free_port, uproot_histogram};
 use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The fixture's first histogram of `file` (uproot + numpy's counts).
-fn uproot_histogram(file: &str) -> (Value, Value) {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("tests/fixtures/root/selections.json")).unwrap(),
-    )
-    .unwrap();
-    let f = doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == format!("testdata/root/{file}"))
-        .unwrap();
-    let h = &f["histograms"][0];
-    assert!(h.get("cut").is_none() && h.get("weights").is_none());
-    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
-        "bins": h["bins"], "range": h["range"]});
-    (args, h["bin_counts"].clone())
 }
 
 fn remote_status(status: &Value) -> Value {

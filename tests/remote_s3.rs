@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::remote::{Over, moto_server};
+use common::remote::{Over, moto_server, uproot_histogram, uproot_histogram_with_cut};
 use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
@@ -88,27 +88,6 @@ async fn s3_paths_are_urls_in_the_bucket_and_files_are_read() {
     assert!(remote["bytes_fetched"].as_u64().unwrap() > 0, "{status}");
     server.assert_read_by_ranges();
     client.cancel().await.unwrap();
-}
-
-/// The fixture's first histogram of `file` (uproot + numpy's counts).
-fn uproot_histogram(file: &str) -> (Value, Value) {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let f = doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == format!("testdata/root/{file}"))
-        .unwrap();
-    let h = &f["histograms"][0];
-    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
-        "bins": h["bins"], "range": h["range"]});
-    (args, h["bin_counts"].clone())
 }
 
 /// The S3 faults of issue #32 through a fault-injecting proxy in front of
@@ -352,32 +331,6 @@ async fn s3_buckets_are_addressed_virtual_hosted_or_path_style() {
         }
         assert!(requests.iter().any(|(l, _)| l.contains("list-type=2")));
     }
-}
-
-/// The fixture's histogram of `file` that has a cut (uproot + numpy).
-fn uproot_histogram_with_cut(file: &str) -> (Value, Value) {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let f = doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == format!("testdata/root/{file}"))
-        .unwrap();
-    let h = f["histograms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["cut"].is_string())
-        .unwrap();
-    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
-        "bins": h["bins"], "range": h["range"], "selection": h["cut"]});
-    (args, h["bin_counts"].clone())
 }
 
 /// An object replaced after it was indexed, with the next scheduled listing

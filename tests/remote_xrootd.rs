@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::remote::{Over, free_port};
+use common::remote::{Over, free_port, uproot_histogram, uproot_histogram_with_cut};
 use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
@@ -124,27 +124,6 @@ async fn indexing_over_xrootd_reads_metadata_not_baskets() {
     .await;
     assert!(v["data"]["entries"].as_u64().unwrap() > 0, "{v}");
     client.cancel().await.unwrap();
-}
-
-/// The fixture's first histogram of `file` (uproot + numpy's counts).
-fn uproot_histogram(file: &str) -> (Value, Value) {
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let f = doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == format!("testdata/root/{file}"))
-        .unwrap();
-    let h = &f["histograms"][0];
-    let args = json!({"path": format!("root/{file}"), "tree": f["tree"], "branch": h["value"],
-        "bins": h["bins"], "range": h["range"]});
-    (args, h["bin_counts"].clone())
 }
 
 /// The server stopped under a daemon holding pooled connections to it: a
@@ -380,36 +359,6 @@ async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
         "the file was never replaced"
     );
     client.cancel().await.unwrap();
-}
-
-/// The fixture's histogram of `file` that has a cut (uproot + numpy).
-fn uproot_histogram_with_cut(file: &str) -> (Value, Value) {
-    let (mut args, _) = uproot_histogram(file);
-    let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let f = doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == format!("testdata/root/{file}"))
-        .unwrap();
-    let h = f["histograms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["cut"].is_string())
-        .unwrap();
-    for key in ["bins", "range"] {
-        args[key] = h[key].clone();
-    }
-    args["branch"] = h["value"].clone();
-    args["selection"] = h["cut"].clone();
-    (args, h["bin_counts"].clone())
 }
 
 /// A real redirector and data server pair (Debian's xrootd and cmsd, one

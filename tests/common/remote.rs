@@ -509,3 +509,43 @@ impl XrootdCluster {
         std::fs::read_to_string(file).unwrap_or_default()
     }
 }
+
+/// The uproot fixture's histogram of the test data's ROOT file `file`
+/// (`tests/fixtures/root/selections.json`, from `scripts/fixtures/root_selections.py`): the
+/// call's arguments and numpy's bin counts, for its first histogram (no cut, no weights)
+/// or its first with a cut.
+fn fixture_histogram(file: &str, with_cut: bool) -> (serde_json::Value, serde_json::Value) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/root/selections.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let f = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == format!("testdata/root/{file}"))
+        .unwrap_or_else(|| panic!("no fixture for {file}"));
+    let histograms = f["histograms"].as_array().unwrap();
+    let h = if with_cut {
+        histograms.iter().find(|h| h["cut"].is_string()).unwrap()
+    } else {
+        let h = &histograms[0];
+        assert!(h.get("cut").is_none() && h.get("weights").is_none());
+        h
+    };
+    let mut args = serde_json::json!({"path": format!("root/{file}"), "tree": f["tree"],
+        "branch": h["value"], "bins": h["bins"], "range": h["range"]});
+    if with_cut {
+        args["selection"] = h["cut"].clone();
+    }
+    (args, h["bin_counts"].clone())
+}
+
+/// The fixture's first histogram of `file` (see `fixture_histogram`).
+pub fn uproot_histogram(file: &str) -> (serde_json::Value, serde_json::Value) {
+    fixture_histogram(file, false)
+}
+
+/// The fixture's first histogram of `file` that has a cut (see `fixture_histogram`).
+pub fn uproot_histogram_with_cut(file: &str) -> (serde_json::Value, serde_json::Value) {
+    fixture_histogram(file, true)
+}
