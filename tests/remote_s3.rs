@@ -226,26 +226,7 @@ async fn an_object_replaced_between_listing_and_reading_is_indexed_as_it_is_now(
         }))
     });
     let client = s.mcp().await;
-    let started = std::time::Instant::now();
-    loop {
-        let (v, is_error) = call(&client, "inspect_file", json!({"path": "root/f.root"})).await;
-        if !is_error {
-            // Whatever the catalog says describes one version whole: the
-            // old one's histograms at the old size never show beside the new
-            // size, nor the new one's folders at the old size.
-            let d = &v["data"];
-            let histograms = !d["histograms"].as_array().unwrap().is_empty();
-            assert!(!histograms, "the listed version was stored: {v}");
-            assert_eq!(d["size_bytes"], new.len(), "{v}");
-            assert!(!d["directories"].as_array().unwrap().is_empty(), "{v}");
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(40),
-            "never indexed: {v}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    common::remote::wait_indexed_as_replaced(&client, new.len()).await;
     assert!(
         proxy.faults().before_ranged.is_none(),
         "the object was never replaced"

@@ -335,25 +335,7 @@ async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
     }
     relay.set(|f| f.before_open = Some(Box::new(move || std::fs::rename(&aside, &file).unwrap())));
     let client = s.mcp().await;
-    let started = std::time::Instant::now();
-    loop {
-        let (v, is_error) = call(&client, "inspect_file", json!({"path": "root/f.root"})).await;
-        if !is_error {
-            let d = &v["data"];
-            assert!(
-                d["histograms"].as_array().unwrap().is_empty(),
-                "the listed version was stored: {v}"
-            );
-            assert_eq!(d["size_bytes"], new.len(), "{v}");
-            assert!(!d["directories"].as_array().unwrap().is_empty(), "{v}");
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(40),
-            "never indexed: {v}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    common::remote::wait_indexed_as_replaced(&client, new.len()).await;
     assert!(
         relay.faults().before_open.is_none(),
         "the file was never replaced"

@@ -549,3 +549,31 @@ pub fn uproot_histogram(file: &str) -> (serde_json::Value, serde_json::Value) {
 pub fn uproot_histogram_with_cut(file: &str) -> (serde_json::Value, serde_json::Value) {
     fixture_histogram(file, true)
 }
+
+/// Waits (40 s at most) until the catalog describes `root/f.root` as the version of
+/// `new_len` bytes that replaced it between listing and reading: the new file's folders at
+/// the new size, never the listed version's histograms, nor a mix of the two.
+pub async fn wait_indexed_as_replaced(client: &super::Client, new_len: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        let (v, is_error) = super::call(
+            client,
+            "inspect_file",
+            serde_json::json!({"path": "root/f.root"}),
+        )
+        .await;
+        if !is_error {
+            let d = &v["data"];
+            let histograms = !d["histograms"].as_array().unwrap().is_empty();
+            assert!(!histograms, "the listed version was stored: {v}");
+            assert_eq!(d["size_bytes"], new_len, "{v}");
+            assert!(!d["directories"].as_array().unwrap().is_empty(), "{v}");
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "never indexed: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
