@@ -342,6 +342,12 @@ async fn stats_find_and_resource_listing() {
     )
     .await;
     assert_eq!(v["data"]["total_matched"], 3, "{v}");
+    // A pattern with a `/` matches the whole path, written with its leading `/` (as the
+    // answers show paths) or without: the fixture script makes layer0..2 in that group.
+    for pattern in ["detector/layers/*", "/detector/layers/*"] {
+        let v = ok(&client, "find_datasets", json!({"name": pattern})).await;
+        assert_eq!(v["data"]["total_matched"], 3, "{pattern}: {v}");
+    }
     let v = ok(
         &client,
         "find_datasets",

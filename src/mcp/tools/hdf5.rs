@@ -378,14 +378,22 @@ fn find_datasets(
         FIND_LIMIT_MAX,
         "narrow the search with `name` or `dtype`",
     )?;
-    let glob = |p: &Option<String>| {
-        p.as_deref()
-            .map(|p| Glob::new(p).map_err(|e| ToolError::invalid_arguments("find_datasets", e)))
+    let glob = |p: Option<&str>| {
+        p.map(|p| Glob::new(p).map_err(|e| ToolError::invalid_arguments("find_datasets", e)))
             .transpose()
     };
-    let (name, attribute) = (glob(&args.name)?, glob(&args.attribute)?);
-    let offset = checked_offset("find_datasets", "offset", args.offset)?;
     let on_path = args.name.as_deref().is_some_and(|n| n.contains('/'));
+    // A path pattern is matched against the path without its leading `/`, so that one
+    // written as the answers show paths (`/detector/*`) matches too.
+    let name_pattern = args.name.as_deref().map(|n| {
+        if on_path {
+            n.trim_start_matches('/')
+        } else {
+            n
+        }
+    });
+    let (name, attribute) = (glob(name_pattern)?, glob(args.attribute.as_deref())?);
+    let offset = checked_offset("find_datasets", "offset", args.offset)?;
     let mut found = Vec::new();
     let mut matched = 0usize;
     for (abs, _) in h5::files(ctx) {
