@@ -66,7 +66,7 @@ pub struct CallArgs {
     /// The tool to call (`quarry tools` lists them).
     pub tool: String,
     /// Arguments as key=value; values are read as JSON where they parse
-    /// (5, true, [0,100]), else as strings.
+    /// (5, true, [0,100]), else as strings; the tool's string arguments keep their text.
     #[arg(value_name = "KEY=VALUE")]
     pub pairs: Vec<String>,
     /// Arguments as one JSON object (key=value pairs are applied over it).

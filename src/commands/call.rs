@@ -37,7 +37,11 @@ pub fn run(args: CallArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let arguments = parse_arguments(&args.pairs, args.args.as_deref())?;
+    let arguments = parse_arguments(
+        &args.pairs,
+        args.args.as_deref(),
+        &string_arguments(&args.tool),
+    )?;
     let endpoint = Settings::endpoint(&args.serve)?;
     let reply = call(&endpoint, &args.tool, arguments)?;
     if reply.is_error {
@@ -140,11 +144,32 @@ fn in_process(
     )
 }
 
+/// The arguments the tool's input schema declares as strings: `key=value` keeps the text
+/// of these (`node_id=49.3` is the id "49.3", not the number 49.3).
+fn string_arguments(tool: &str) -> Vec<String> {
+    let Some(def) = crate::mcp::tools::all().find(|d| d.name == tool) else {
+        return Vec::new();
+    };
+    let schema: Value = serde_json::from_str(def.input_schema).unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|properties| {
+            properties
+                .iter()
+                .filter(|(_, p)| p["type"] == "string")
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `key=value` pairs over an optional JSON object. A value is read as JSON when
-/// it parses (numbers, booleans, arrays, objects, null), else taken as a string.
+/// it parses (numbers, booleans, arrays, objects, null), else taken as a string;
+/// for the `strings` keys (the tool's string arguments) it is always a string.
 pub fn parse_arguments(
     pairs: &[String],
     json: Option<&str>,
+    strings: &[String],
 ) -> Result<Map<String, Value>, UsageError> {
     let mut arguments = match json {
         None => Map::new(),
@@ -159,8 +184,11 @@ pub fn parse_arguments(
             .split_once('=')
             .filter(|(k, _)| !k.is_empty())
             .ok_or_else(|| UsageError(format!("'{pair}' is not key=value")))?;
-        let value =
-            serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        let value = match serde_json::from_str(value) {
+            Ok(Value::String(text)) => Value::String(text),
+            Ok(parsed) if !strings.iter().any(|s| s == key) => parsed,
+            _ => Value::String(value.to_string()),
+        };
         arguments.insert(key.to_string(), value);
     }
     Ok(arguments)
@@ -186,7 +214,7 @@ mod tests {
             "name=\"42\"",
         ]
         .map(String::from);
-        let args = parse_arguments(&pairs, Some(r#"{"kind": "all", "limit": 1}"#)).unwrap();
+        let args = parse_arguments(&pairs, Some(r#"{"kind": "all", "limit": 1}"#), &[]).unwrap();
         assert_eq!(
             Value::Object(args),
             json!({"kind": "all", "limit": 5, "include_stats": true, "pattern": "*HZZ*",
@@ -196,9 +224,24 @@ mod tests {
 
     #[test]
     fn malformed_arguments_are_usage_errors() {
-        assert!(parse_arguments(&["nokey".into()], None).is_err());
-        assert!(parse_arguments(&["=v".into()], None).is_err());
-        assert!(parse_arguments(&[], Some("[1]")).is_err());
-        assert!(parse_arguments(&[], Some("{")).is_err());
+        assert!(parse_arguments(&["nokey".into()], None, &[]).is_err());
+        assert!(parse_arguments(&["=v".into()], None, &[]).is_err());
+        assert!(parse_arguments(&[], Some("[1]"), &[]).is_err());
+        assert!(parse_arguments(&[], Some("{"), &[]).is_err());
+    }
+
+    /// rag_path_to_root's `node_id` is a string in its schema: `node_id=49.3` is the
+    /// node "49.3" (it was sent as a number and refused); its `limit`-like numbers and a
+    /// quoted string are read as before.
+    #[test]
+    fn a_string_argument_keeps_its_text() {
+        let strings = string_arguments("rag_path_to_root");
+        assert!(strings.iter().any(|s| s == "node_id"), "{strings:?}");
+        let pairs = ["node_id=49.3", "other=7", "quoted=\"x\""].map(String::from);
+        let args = parse_arguments(&pairs, None, &strings).unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"node_id": "49.3", "other": 7, "quoted": "x"})
+        );
     }
 }
