@@ -12,7 +12,7 @@ use quarry::formats::root::{RootFile, is_histogram};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(file) = RootFile::from_bytes(data.to_vec()) else { return };
-    let _ = file.streamers();
+    let _ = file.described_classes();
     let Ok(keys) = file.walk() else { return };
     for k in keys {
         let _ = file.object(&k.key);

@@ -287,6 +287,13 @@ impl RootFile {
         Ok(tree)
     }
 
+    /// How many classes the file's streamer info record describes. A tree reads the
+    /// record only when one of its branches needs a class layout; this reads it
+    /// regardless (the fuzz target parses every record it is given this way).
+    pub fn described_classes(&self) -> Result<usize, FormatError> {
+        Ok(self.streamers()?.class_count())
+    }
+
     /// The file's class layouts (its streamer info record).
     fn streamers(&self) -> Result<&Streamers, FormatError> {
         self.streamers

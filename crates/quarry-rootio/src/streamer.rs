@@ -40,6 +40,11 @@ pub struct Streamers {
 }
 
 impl Streamers {
+    /// How many classes the record describes (each with one or more versions).
+    pub fn class_count(&self) -> usize {
+        self.classes.len()
+    }
+
     /// The member `name` of `class`: the element at position `id` when its name
     /// matches (the branch's own pointer into the layout), else the member of that
     /// name in the newest layout that has one.
