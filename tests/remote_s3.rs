@@ -158,15 +158,7 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
     proxy.set(|f| f.down = false);
     let v = ok(&client, "compute_histogram", args).await;
     assert_eq!(v["data"]["bin_counts"], want);
-    let after = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
-    assert_eq!(after["data"]["files"], indexed["data"]["files"]);
-    let status = ok(&client, "index_status", json!({})).await;
-    for kind in ["root", "document", "code", "hdf5"] {
-        assert_eq!(
-            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
-            "{status}"
-        );
-    }
+    common::remote::assert_catalog_kept(&client, &indexed).await;
     client.cancel().await.unwrap();
 }
 

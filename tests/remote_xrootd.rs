@@ -302,15 +302,7 @@ async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_u
     relay.set(|f| f.down = false);
     let v = ok(&client, "compute_histogram", args).await;
     assert_eq!(v["data"]["bin_counts"], want);
-    let after = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
-    assert_eq!(after["data"]["files"], indexed["data"]["files"]);
-    let status = ok(&client, "index_status", json!({})).await;
-    for kind in ["root", "document", "code", "hdf5"] {
-        assert_eq!(
-            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
-            "{status}"
-        );
-    }
+    common::remote::assert_catalog_kept(&client, &indexed).await;
     client.cancel().await.unwrap();
 }
 
@@ -377,10 +369,7 @@ async fn the_acceptance_passes_through_a_real_redirector_and_its_data_server() {
         "{paths:?}"
     );
     let status = ok(&client, "index_status", json!({})).await;
-    let root = &status["data"]["roots"][0];
-    for kind in ["root", "document", "code", "hdf5"] {
-        assert_eq!(root["kinds"][kind]["failed"], 0, "{status}");
-    }
+    common::remote::assert_no_failed_kinds(&status);
     assert!(remote(&status)["last_error"].is_null(), "{status}");
     let v = ok(&client, "compute_histogram", args).await;
     assert_eq!(v["data"]["bin_counts"], want);

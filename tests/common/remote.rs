@@ -577,3 +577,23 @@ pub async fn wait_indexed_as_replaced(client: &super::Client, new_len: usize) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// No kind of the first data root has a failed file (`status`: an `index_status` answer).
+pub fn assert_no_failed_kinds(status: &serde_json::Value) {
+    for kind in ["root", "document", "code", "hdf5"] {
+        assert_eq!(
+            status["data"]["roots"][0]["kinds"][kind]["failed"], 0,
+            "{status}"
+        );
+    }
+}
+
+/// After a fault: the catalog lists the files it listed before (`indexed`, a `list_files`
+/// answer) and no kind has a failed file.
+pub async fn assert_catalog_kept(client: &super::Client, indexed: &serde_json::Value) {
+    let all = serde_json::json!({"kind": "all", "limit": 1000});
+    let after = super::call_ok(client, "list_files", all).await;
+    assert_eq!(after["data"]["files"], indexed["data"]["files"]);
+    let status = super::call_ok(client, "index_status", serde_json::json!({})).await;
+    assert_no_failed_kinds(&status);
+}
