@@ -90,6 +90,18 @@ async fn s3_paths_are_urls_in_the_bucket_and_files_are_read() {
     client.cancel().await.unwrap();
 }
 
+/// A fault-injecting proxy in front of moto (on `moto_port`), made the endpoint the
+/// sandbox's quarry reaches S3 at.
+fn through_fault_proxy(s: &mut Sandbox, moto_port: u16) -> common::remote::FaultProxy {
+    let proxy = common::remote::FaultProxy::new(moto_port);
+    for (k, v) in &mut s.env {
+        if k == "AWS_ENDPOINT_URL_S3" {
+            *v = proxy.url.trim_end_matches('/').to_string();
+        }
+    }
+    proxy
+}
+
 /// The S3 faults of issue #32 through a fault-injecting proxy in front of
 /// moto: 503 Slow Down (S3's throttling) then recovery, responses cut short,
 /// and the server going away in the middle of a read. Throttling and cut
@@ -106,12 +118,7 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
     let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
         unreachable!()
     };
-    let proxy = common::remote::FaultProxy::new(moto.port);
-    for (k, v) in &mut s.env {
-        if k == "AWS_ENDPOINT_URL_S3" {
-            *v = proxy.url.trim_end_matches('/').to_string();
-        }
-    }
+    let proxy = through_fault_proxy(&mut s, moto.port);
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let indexed = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
@@ -205,12 +212,7 @@ async fn an_object_replaced_between_listing_and_reading_is_indexed_as_it_is_now(
         unreachable!()
     };
     let moto = std::sync::Arc::new(moto);
-    let proxy = common::remote::FaultProxy::new(moto.port);
-    for (k, v) in &mut s.env {
-        if k == "AWS_ENDPOINT_URL_S3" {
-            *v = proxy.url.trim_end_matches('/').to_string();
-        }
-    }
+    let proxy = through_fault_proxy(&mut s, moto.port);
     let (m, replacement) = (moto.clone(), new.clone());
     proxy.set(|f| {
         f.before_ranged = Some(Box::new(move || {
