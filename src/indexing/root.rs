@@ -323,17 +323,31 @@ pub fn tree_stats_rows(
     // Branches in parallel, each read basket by basket: decompression and the
     // summing of each basket's values then keep every core busy (one branch's
     // baskets in parallel would leave the cores idle while each is summed).
+    let branches: Vec<&Branch> = all.iter().map(|(_, b)| *b).collect();
+    stats_rows_in_parallel(&branches, tree_path, job, |b| branch_stats(file, b, job))
+}
+
+/// Statistics rows of a tree's columns (a TTree's branches, an RNTuple's
+/// columns), one column per task on every core, each keyed by its position
+/// like the tree's `root_branches` rows. Reports progress in columns to
+/// `job`; a stop is an error, as partial statistics are never rows.
+pub(super) fn stats_rows_in_parallel<C: Sync>(
+    columns: &[C],
+    tree_path: &str,
+    job: &Job,
+    stats_of: impl Fn(&C) -> StatsRow + Sync,
+) -> Result<Vec<KindRow>, FormatError> {
     use rayon::prelude::*;
     let done = std::sync::atomic::AtomicU64::new(0);
-    let total = all.len() as u64;
-    let rows = all
+    let total = columns.len() as u64;
+    let rows = columns
         .par_iter()
         .enumerate()
-        .map(|(i, (_, b))| {
+        .map(|(i, column)| {
             if job.is_stopped() {
                 return Err(stopped());
             }
-            let stats = branch_stats(file, b, job);
+            let stats = stats_of(column);
             let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             job.progress(finished, Some(total));
             Ok(row(ROOT_STATS, branch_key(tree_path, i as u32), &stats))

@@ -6,8 +6,8 @@
 
 use crate::catalog::KindRow;
 use crate::catalog::root::{
-    BranchRow, NtupleRow, ROOT_BRANCHES, ROOT_STATS, ROOT_TREES, StatsRow, TREE_KIND_RNTUPLE,
-    TreeRow, branch_key,
+    BranchRow, NtupleRow, ROOT_BRANCHES, ROOT_TREES, StatsRow, TREE_KIND_RNTUPLE, TreeRow,
+    branch_key,
 };
 use crate::formats::FormatError;
 use crate::formats::root::{
@@ -15,7 +15,7 @@ use crate::formats::root::{
 };
 use crate::job::Job;
 
-use super::root::{ChunkStats, row, stopped};
+use super::root::{ChunkStats, row, stats_rows_in_parallel, stopped};
 
 /// The `root_trees` and `root_branches` rows of the RNTuple anchored at
 /// `key` (found at `key_path`, `order`-th in the file).
@@ -98,27 +98,9 @@ pub(super) fn ntuple_stats_rows(
     job: &Job,
 ) -> Result<Vec<KindRow>, FormatError> {
     let nt = file.rntuple(key)?;
-    use rayon::prelude::*;
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let total = nt.columns.len() as u64;
-    let rows = nt
-        .columns
-        .par_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if job.is_stopped() {
-                return Err(stopped());
-            }
-            let stats = column_stats(file, &nt, c, job);
-            let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            job.progress(finished, Some(total));
-            Ok(row(ROOT_STATS, branch_key(tree_path, i as u32), &stats))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if job.is_stopped() {
-        return Err(stopped());
-    }
-    Ok(rows)
+    stats_rows_in_parallel(&nt.columns, tree_path, job, |c| {
+        column_stats(file, &nt, c, job)
+    })
 }
 
 /// A column's statistics, a chunk at a time; an unreadable column's row
