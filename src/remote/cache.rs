@@ -276,6 +276,23 @@ impl BlockCache {
         }
     }
 
+    /// Drops every block of `file` kept in memory (a version found replaced:
+    /// nothing will read it again, and its blocks would only crowd out others).
+    pub fn forget(&self, file: u64) {
+        let mut inner = self.inner.lock().expect("block cache");
+        let gone: Vec<(BlockKey, usize, u64)> = inner
+            .blocks
+            .iter()
+            .filter(|((f, _), _)| *f == file)
+            .map(|(key, (data, used))| (*key, data.len(), *used))
+            .collect();
+        for (key, len, used) in gone {
+            inner.blocks.remove(&key);
+            inner.by_use.remove(&used);
+            inner.bytes -= len;
+        }
+    }
+
     /// Bytes held now.
     pub fn bytes(&self) -> usize {
         self.inner.lock().expect("block cache").bytes
@@ -301,6 +318,12 @@ mod tests {
         assert_eq!(cache.get(2, 0).unwrap()[0], 9);
         // Another version of the file is another key.
         assert!(cache.get(3, 0).is_none());
+        // A version forgotten leaves the others' blocks.
+        cache.forget(2);
+        assert!(cache.get(2, 0).is_none());
+        assert_eq!(cache.get(1, 0).unwrap()[0], 0);
+        assert_eq!(cache.bytes(), 20);
+        cache.put(2, 0, block(9));
         // A block larger than the whole cache is not kept.
         cache.put(4, 0, vec![0u8; 31].into());
         assert!(cache.get(4, 0).is_none());

@@ -349,6 +349,7 @@ impl RemoteRoot {
             meta,
             fetched_bytes: AtomicU64::new(0),
             fetched_requests: AtomicU64::new(0),
+            changed_flag: None,
         })
     }
 }
@@ -397,9 +398,18 @@ pub struct RemoteFile {
     key: u64,
     fetched_bytes: AtomicU64,
     fetched_requests: AtomicU64,
+    /// Raised when a read finds the file replaced (`reporting_changes_to`).
+    changed_flag: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl RemoteFile {
+    /// This file, raising `flag` when a read finds it is no longer the
+    /// version opened (a tool call then runs again on the new version).
+    pub fn reporting_changes_to(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> RemoteFile {
+        self.changed_flag = Some(flag);
+        self
+    }
+
     pub fn meta(&self) -> &Meta {
         &self.meta
     }
@@ -425,6 +435,11 @@ impl RemoteFile {
                 .note_error(&format!("reading {}: {e}", self.url()));
             if is_changed(e) {
                 self.root.note_changed(&self.rel);
+                // The version is gone: its blocks will never be read again.
+                self.root.cache().forget(self.key);
+                if let Some(flag) = &self.changed_flag {
+                    flag.store(true, Ordering::Relaxed);
+                }
             }
         }
         let got = got?;

@@ -26,20 +26,224 @@ pub enum Over {
     Xrootd,
 }
 
-/// A server a sandbox's root is served by.
-pub enum Server {
-    Nginx(Nginx),
-    Moto(Moto),
-    Xrootd(Xrootd),
+/// Where a sandbox's root is served (`Sandbox::serve_over`): one of the
+/// servers shared by the tests of this binary (`shared`), and the root's
+/// folder (or S3 prefix) there. A root with its own content is copied to a
+/// folder of its own, removed when this is dropped.
+pub struct Server {
+    kind: SharedServer,
+    /// The root's path on the server, with its trailing slash
+    /// (`testdata/`, `sandbox-3/`): what its URL adds to the server's.
+    pub path: String,
+    own_folder: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy)]
+enum SharedServer {
+    Nginx(&'static Nginx),
+    Moto(&'static Moto),
+    Xrootd(&'static Xrootd),
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(folder) = &self.own_folder {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
 }
 
 impl Server {
+    /// Checks that quarry read this root's files by ranges (nginx, moto) or
+    /// logged in (xrootd logs no paths): the test did not pass on a local copy.
     pub fn assert_read_by_ranges(&self) {
-        match self {
-            Server::Nginx(n) => n.assert_read_by_ranges(),
-            Server::Moto(m) => m.assert_read_by_ranges(),
-            Server::Xrootd(x) => x.assert_logged_in(),
+        match self.kind {
+            SharedServer::Nginx(n) => n.assert_read_by_ranges(&self.path),
+            SharedServer::Moto(m) => m.assert_read_by_ranges(&self.path),
+            SharedServer::Xrootd(x) => x.assert_logged_in(),
         }
+    }
+
+    /// The server's port (a fault proxy's upstream).
+    pub fn port(&self) -> u16 {
+        match self.kind {
+            SharedServer::Nginx(n) => n.port,
+            SharedServer::Moto(m) => m.port,
+            SharedServer::Xrootd(x) => x.port,
+        }
+    }
+
+    /// The root's URL reached on `port` of loopback instead (a proxy or
+    /// relay in front of the server); not for S3, whose URL names no host.
+    pub fn url_through(&self, port: u16) -> String {
+        match self.kind {
+            SharedServer::Nginx(_) => format!("http://127.0.0.1:{port}/{}", self.path),
+            SharedServer::Xrootd(_) => {
+                format!("root://127.0.0.1:{port}/{}/{}", shared::served().display(), self.path)
+            }
+            SharedServer::Moto(_) => panic!("an S3 root is reached through its endpoint"),
+        }
+    }
+}
+
+/// The plain servers every test of this binary that only reads shares: one
+/// xrootd and one nginx serving one folder, and one moto with one bucket,
+/// each started at its first use and killed when the test process exits
+/// (`libc::atexit`; none outlives the binary). The folder holds the test
+/// data as copied (`testdata/`, and `testdata-rntuple/` in the RNTuple
+/// form), and a folder per sandbox with its own content (`sandbox-N/`); the
+/// bucket holds the same under the same prefixes (the TTree form under
+/// `data/`). Tests that change what a server serves (a server stopped, its
+/// state reset) start their own.
+pub mod shared {
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::super::{Form, copy_tree, repo_testdata};
+    use super::{Moto, Nginx, Xrootd, moto_server, readable_by_all};
+
+    /// The bucket of the shared moto.
+    pub const BUCKET: &str = "quarry-test";
+
+    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    static NGINX: OnceLock<Nginx> = OnceLock::new();
+    static XROOTD: OnceLock<Xrootd> = OnceLock::new();
+    static MOTO: OnceLock<Moto> = OnceLock::new();
+    static TESTDATA: [OnceLock<()>; 2] = [OnceLock::new(), OnceLock::new()];
+    static MOTO_TESTDATA: [OnceLock<()>; 2] = [OnceLock::new(), OnceLock::new()];
+    static NEXT_SANDBOX: AtomicUsize = AtomicUsize::new(0);
+
+    /// The temporary folder holding the served folder, made at first use;
+    /// it and the servers go at exit.
+    fn base() -> &'static Path {
+        FOLDER.get_or_init(|| {
+            let dir = tempfile::Builder::new()
+                .prefix("quarry-servers")
+                .tempdir()
+                .unwrap()
+                .keep();
+            std::fs::create_dir(dir.join("served")).unwrap();
+            // SAFETY: registers a plain function, run once at exit.
+            assert_eq!(unsafe { libc::atexit(stop_at_exit) }, 0);
+            dir
+        })
+    }
+
+    /// The folder the shared xrootd and nginx serve.
+    pub fn served() -> PathBuf {
+        base().join("served")
+    }
+
+    /// Kills the shared servers and removes their folders: run by the C
+    /// library at exit, after the tests (a test failing exits so too).
+    extern "C" fn stop_at_exit() {
+        let pids = [
+            NGINX.get().map(|n| n.child.id()),
+            XROOTD.get().map(|x| x.child.id()),
+            MOTO.get().map(|m| m.child.id()),
+        ];
+        for pid in pids.into_iter().flatten() {
+            // SAFETY: kill(2) and waitpid(2) on our own child's id.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
+        }
+        for dir in [
+            NGINX.get().map(|n| n.dir.path().to_path_buf()),
+            XROOTD.get().map(|x| x.dir.path().to_path_buf()),
+            MOTO.get().map(|m| m.log.path().to_path_buf()),
+            FOLDER.get().cloned(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = std::fs::remove_dir_all(&dir);
+            let _ = std::fs::remove_file(&dir);
+        }
+    }
+
+    pub fn nginx() -> &'static Nginx {
+        base();
+        NGINX.get_or_init(|| Nginx::serve(&served()))
+    }
+
+    pub fn xrootd() -> &'static Xrootd {
+        base();
+        XROOTD.get_or_init(|| Xrootd::serve(&served()))
+    }
+
+    /// The shared moto, with its bucket made (`moto_server` found: check
+    /// it first).
+    pub fn moto() -> &'static Moto {
+        base();
+        MOTO.get_or_init(|| {
+            let binary = moto_server().expect("moto_server (check moto_server() first)");
+            Moto::start(&binary, BUCKET)
+        })
+    }
+
+    fn form_index(form: Form) -> usize {
+        match form {
+            Form::TTree => 0,
+            Form::RNTuple => 1,
+        }
+    }
+
+    /// The served folder's copy of the test data in `form`, made once:
+    /// `testdata/` or `testdata-rntuple/`.
+    pub fn testdata(form: Form) -> String {
+        let name = match form {
+            Form::TTree => "testdata",
+            Form::RNTuple => "testdata-rntuple",
+        };
+        TESTDATA[form_index(form)].get_or_init(|| {
+            // Made aside and renamed: a test never sees it half-copied.
+            let aside = base().join(format!("{name}.partial"));
+            std::fs::create_dir(&aside).unwrap();
+            fill_as(form, &aside);
+            let folder = served().join(name);
+            std::fs::rename(&aside, &folder).unwrap();
+            // SAFETY: geteuid(2) has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                readable_by_all(&folder);
+            }
+        });
+        format!("{name}/")
+    }
+
+    /// The test data in `form`, as `Sandbox::with_testdata_as` copies it.
+    fn fill_as(form: Form, into: &Path) {
+        copy_tree(&repo_testdata(), into);
+        if form == Form::RNTuple {
+            for entry in std::fs::read_dir(repo_testdata().join("root")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(copy) = form.source(&format!("testdata/root/{name}")) {
+                    std::fs::copy(copy, into.join("root").join(&name)).unwrap();
+                }
+            }
+        }
+    }
+
+    /// The shared bucket's prefix holding the test data in `form`, uploaded
+    /// once: `data/` (the TTree form) or `data-rntuple/`.
+    pub fn moto_testdata(form: Form) -> String {
+        let prefix = match form {
+            Form::TTree => "data",
+            Form::RNTuple => "data-rntuple",
+        };
+        MOTO_TESTDATA[form_index(form)].get_or_init(|| {
+            let folder = tempfile::tempdir().unwrap();
+            fill_as(form, folder.path());
+            moto().upload(BUCKET, prefix, folder.path());
+        });
+        format!("{prefix}/")
+    }
+
+    /// A new name for a sandbox's own folder or prefix: `sandbox-N`.
+    pub fn sandbox_name() -> String {
+        format!("sandbox-{}", NEXT_SANDBOX.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -198,6 +402,13 @@ impl Moto {
     /// Starts moto on a free loopback port, makes `bucket` and uploads every
     /// file below `folder` under `prefix/`.
     pub fn serve(binary: &Path, bucket: &str, prefix: &str, folder: &Path) -> Moto {
+        let moto = Moto::start(binary, bucket);
+        moto.upload(bucket, prefix, folder);
+        moto
+    }
+
+    /// Starts moto on a free loopback port and makes `bucket`.
+    pub fn start(binary: &Path, bucket: &str) -> Moto {
         let port = free_port();
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(binary)
@@ -219,7 +430,6 @@ impl Moto {
             .put(&format!("{endpoint}/{bucket}"))
             .send_empty()
             .unwrap();
-        upload(&agent, &format!("{endpoint}/{bucket}/{prefix}"), folder);
         Moto {
             child,
             port,
@@ -228,13 +438,26 @@ impl Moto {
         }
     }
 
-    pub fn assert_read_by_ranges(&self) {
+    /// Uploads every file below `folder` as objects under `prefix/` of `bucket`.
+    pub fn upload(&self, bucket: &str, prefix: &str, folder: &Path) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(true)
+            .build()
+            .into();
+        upload(&agent, &format!("{}/{bucket}/{prefix}", self.endpoint), folder);
+    }
+
+    /// Checks that a ranged GET of an object under `prefix` (with its
+    /// trailing slash) reached moto.
+    pub fn assert_read_by_ranges(&self, prefix: &str) {
         let log = std::fs::read_to_string(self.log.path()).unwrap();
+        let object = format!("/{prefix}");
         assert!(
             // werkzeug colours its log: the method follows an escape code.
-            log.lines()
-                .any(|l| l.contains("GET /") && l.contains(" 206 ")),
-            "no ranged request reached moto"
+            log.lines().any(|l| l.contains("GET /")
+                && l.contains(&object)
+                && l.contains(" 206 ")),
+            "no ranged request for {prefix} reached moto"
         );
     }
 }
@@ -297,7 +520,7 @@ impl Nginx {
         let d = dir.path().display();
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-             error_log {d}/error.log;\nevents {{ worker_connections 128; }}\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 1024; }}\n\
              http {{\n access_log {d}/access.log;\n client_body_temp_path {d}/body;\n\
              proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
@@ -329,13 +552,15 @@ impl Nginx {
         }
     }
 
-    /// Checks that quarry read this server's files by ranges (206 answers in
-    /// the access log): the test did not pass on some local copy.
-    pub fn assert_read_by_ranges(&self) {
+    /// Checks that quarry read files below `path` (the folder's path on the
+    /// server, `""` for all) by ranges (206 answers in the access log): the
+    /// test did not pass on some local copy.
+    pub fn assert_read_by_ranges(&self, path: &str) {
+        let below = format!(" /{path}");
         let ranged = self
             .requests()
             .iter()
-            .filter(|l| l.contains("\" 206 "))
+            .filter(|l| l.contains(&below) && l.contains("\" 206 "))
             .count();
         assert!(
             ranged > 0,
@@ -355,37 +580,97 @@ impl Nginx {
 }
 
 impl Sandbox {
-    /// Serves the sandbox's root over `over` from now on: quarry is given its
-    /// URL instead of its folder. The server lives as long as the result.
+    /// Serves the sandbox's root over `over` from now on, from the servers
+    /// the tests share (`shared`): quarry is given its URL instead of its
+    /// folder. A root untouched since `with_testdata` is the servers' copy
+    /// of the test data; any other is copied to a folder (or S3 prefix) of
+    /// its own, and for nginx and xrootd `root` becomes that folder, so that
+    /// later changes to it are served. That folder lives as long as the result.
     pub fn serve_over(&mut self, over: Over) -> Option<Server> {
-        match over {
-            Over::Local => None,
-            Over::Http => {
-                let nginx = Nginx::serve(&self.root);
-                self.url = Some(nginx.url.clone());
-                Some(Server::Nginx(nginx))
+        let pristine = *self.pristine.lock().unwrap();
+        let server = match over {
+            Over::Local => return None,
+            Over::Http | Over::Xrootd => {
+                let kind = if over == Over::Http {
+                    SharedServer::Nginx(shared::nginx())
+                } else {
+                    SharedServer::Xrootd(shared::xrootd())
+                };
+                match pristine {
+                    Some(form) => Server {
+                        kind,
+                        path: shared::testdata(form),
+                        own_folder: None,
+                    },
+                    None => self.own_served_folder(kind),
+                }
             }
             Over::S3 => {
-                let binary = moto_server().expect("moto_server (check moto_server() first)");
-                let moto = Moto::serve(&binary, "quarry-test", "data", &self.root);
-                self.url = Some("s3://quarry-test/data/".into());
-                // Signed with throwaway keys, which moto takes.
-                for (k, v) in [
-                    ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
-                    ("AWS_ACCESS_KEY_ID", "testing"),
-                    ("AWS_SECRET_ACCESS_KEY", "testing"),
-                    ("AWS_REGION", "us-east-1"),
-                ] {
-                    self.env.push((k.into(), v.into()));
+                let moto = shared::moto();
+                let path = match pristine {
+                    Some(form) => shared::moto_testdata(form),
+                    None => {
+                        let prefix = shared::sandbox_name();
+                        moto.upload(shared::BUCKET, &prefix, &self.root);
+                        format!("{prefix}/")
+                    }
+                };
+                self.use_moto(moto);
+                Server {
+                    kind: SharedServer::Moto(moto),
+                    path,
+                    own_folder: None,
                 }
-                Some(Server::Moto(moto))
             }
-            Over::Xrootd => {
-                let xrootd = Xrootd::serve(&self.root);
-                self.url = Some(xrootd.url.clone());
-                Some(Server::Xrootd(xrootd))
-            }
+        };
+        self.url = Some(match server.kind {
+            SharedServer::Moto(_) => format!("s3://{}/{}", shared::BUCKET, server.path),
+            _ => server.url_through(server.port()),
+        });
+        Some(server)
+    }
+
+    /// The root copied to a new folder of the shared servers' folder, made
+    /// the sandbox's root.
+    fn own_served_folder(&mut self, kind: SharedServer) -> Server {
+        let name = shared::sandbox_name();
+        let folder = shared::served().join(&name);
+        std::fs::create_dir(&folder).unwrap();
+        super::copy_tree(&self.root, &folder);
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            readable_by_all(&folder);
         }
+        self.root = folder.clone();
+        Server {
+            kind,
+            path: format!("{name}/"),
+            own_folder: Some(folder),
+        }
+    }
+
+    /// The environment that makes quarry reach S3 at `moto` (signed with
+    /// throwaway keys, which moto takes).
+    pub fn use_moto(&mut self, moto: &Moto) {
+        for (k, v) in [
+            ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+        ] {
+            self.env.retain(|(key, _)| key != k);
+            self.env.push((k.into(), v.into()));
+        }
+    }
+
+    /// Serves the root from a moto of its own, under `s3://quarry-test/data/`
+    /// (a test that resets moto's state); `None` without moto.
+    pub fn serve_over_own_moto(&mut self) -> Option<Moto> {
+        let binary = moto_server()?;
+        let moto = Moto::serve(&binary, shared::BUCKET, "data", &self.root);
+        self.url = Some(format!("s3://{}/data/", shared::BUCKET));
+        self.use_moto(&moto);
+        Some(moto)
     }
 }
 

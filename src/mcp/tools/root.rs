@@ -126,10 +126,14 @@ impl KnownRootFile {
 
     /// Opens the file beneath its root (a link swapped in since indexing cannot
     /// lead out) and reads its ROOT header.
-    pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
+    /// A remote file reports to `job` when a read finds it replaced (the call
+    /// then runs once more on the new version: `tools::invoke`).
+    pub(super) fn open(&self, ctx: &Context, job: &Job) -> Result<Opened, ToolError> {
         if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
             // Read by ranges; the version is what the storage says now.
-            let remote = remote.map_err(|e| ToolError::from_path(&e))?;
+            let remote = remote
+                .map_err(|e| ToolError::from_path(&e))?
+                .reporting_changes_to(job.source_changed_flag());
             let fingerprint = remote.meta().fingerprint();
             if fingerprint != self.record.info.fingerprint
                 && let Some(remote_root) = &ctx.catalog.roots().list()[self.root_id].remote
@@ -406,7 +410,7 @@ fn tree_stats(
     if cached.len() == branches {
         return Ok(cached);
     }
-    let opened = file.open(ctx)?;
+    let opened = file.open(ctx, job)?;
     let root_file = &opened.file;
     let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let computed = tree_stats_rows(root_file, &keys, &tree.path, job).map_err(|e| {
@@ -491,6 +495,7 @@ struct ReadHistogramArgs {
 /// fit_histogram's.
 pub(super) fn stored_histogram(
     ctx: &Context,
+    job: &Job,
     path: &str,
     name: &str,
 ) -> Result<(crate::formats::root::Histogram, HistogramRow), ToolError> {
@@ -517,7 +522,7 @@ pub(super) fn stored_histogram(
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root_file = file.open(ctx)?.file;
+    let root_file = file.open(ctx, job)?.file;
     let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),
@@ -534,11 +539,11 @@ pub(super) fn stored_histogram(
 
 fn read_histogram(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
-    let (h, row) = stored_histogram(ctx, &args.path, &args.name)?;
+    let (h, row) = stored_histogram(ctx, job, &args.path, &args.name)?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
     let tool = "read_histogram";
