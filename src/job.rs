@@ -205,6 +205,17 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     #[test]
+    fn a_source_change_is_seen_once_by_every_clone() {
+        let job = Job::new(None);
+        assert!(!job.take_source_changed());
+        job.limited_to(0..1)
+            .source_changed_flag()
+            .store(true, Ordering::Relaxed);
+        assert!(job.clone().take_source_changed());
+        assert!(!job.take_source_changed(), "taken: lowered again");
+    }
+
+    #[test]
     fn cancel_and_deadline_stop_the_work() {
         let job = Job::new(None);
         assert_eq!(job.stopped(), None);

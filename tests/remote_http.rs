@@ -84,7 +84,10 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
             nginx.path
         ),
         // Another folder of the same server.
-        format!("http://127.0.0.1:{}/root/uproot-histograms.root", nginx.port()),
+        format!(
+            "http://127.0.0.1:{}/root/uproot-histograms.root",
+            nginx.port()
+        ),
         "s3://bucket/root/uproot-histograms.root".to_string(),
         "http://example.org/root/uproot-histograms.root".to_string(),
     ] {
@@ -340,7 +343,10 @@ fn replace(file: &Path, bytes: &[u8], hours: u64) {
 
 /// A root of the file `replaced_a.root` served by nginx through a fault
 /// proxy, indexed: the daemon, the proxy and the file's path on the server.
-async fn replaced_root(s: &mut Sandbox, first: &[u8]) -> (Client, FaultProxy, common::remote::Server) {
+async fn replaced_root(
+    s: &mut Sandbox,
+    first: &[u8],
+) -> (Client, FaultProxy, common::remote::Server) {
     s.write("root/f.root", first);
     let nginx = s.serve_over(Over::Http).unwrap();
     let proxy = FaultProxy::new(nginx.port());
@@ -369,7 +375,11 @@ async fn a_file_replaced_during_a_histogram_is_read_again_at_its_new_version() {
         "the file was never replaced"
     );
     let counts = |c: &Value| -> Vec<f64> {
-        c.as_array().unwrap().iter().map(|n| n.as_f64().unwrap()).collect()
+        c.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_f64().unwrap())
+            .collect()
     };
     assert_eq!(counts(&v["data"]["bin_counts"]), counts(&new_counts), "{v}");
     client.cancel().await.unwrap();

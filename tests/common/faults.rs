@@ -140,7 +140,11 @@ fn relay_http(mut client: TcpStream, upstream_port: u16, faults: &Mutex<Faults>)
             f.served_truncated += 1;
         }
         let hook = if ranged { f.before_ranged.take() } else { None };
-        let every = if ranged { f.before_every_ranged.clone() } else { None };
+        let every = if ranged {
+            f.before_every_ranged.clone()
+        } else {
+            None
+        };
         (answer_503, cut, (hook, every))
     };
     if let Some(hook) = hook.0 {

@@ -79,7 +79,11 @@ impl Server {
         match self.kind {
             SharedServer::Nginx(_) => format!("http://127.0.0.1:{port}/{}", self.path),
             SharedServer::Xrootd(_) => {
-                format!("root://127.0.0.1:{port}/{}/{}", shared::served().display(), self.path)
+                format!(
+                    "root://127.0.0.1:{port}/{}/{}",
+                    shared::served().display(),
+                    self.path
+                )
             }
             SharedServer::Moto(_) => panic!("an S3 root is reached through its endpoint"),
         }
@@ -444,7 +448,11 @@ impl Moto {
             .http_status_as_error(true)
             .build()
             .into();
-        upload(&agent, &format!("{}/{bucket}/{prefix}", self.endpoint), folder);
+        upload(
+            &agent,
+            &format!("{}/{bucket}/{prefix}", self.endpoint),
+            folder,
+        );
     }
 
     /// Checks that a ranged GET of an object under `prefix` (with its
@@ -454,9 +462,8 @@ impl Moto {
         let object = format!("/{prefix}");
         assert!(
             // werkzeug colours its log: the method follows an escape code.
-            log.lines().any(|l| l.contains("GET /")
-                && l.contains(&object)
-                && l.contains(" 206 ")),
+            log.lines()
+                .any(|l| l.contains("GET /") && l.contains(&object) && l.contains(" 206 ")),
             "no ranged request for {prefix} reached moto"
         );
     }

@@ -268,11 +268,18 @@ fn run_on_one_version(
         Err(e) if job.take_source_changed() && !job.is_stopped() => e,
         done => return done,
     };
-    tracing::info!(tool = def.name, "a remote file changed while read: {}", error.message);
+    tracing::info!(
+        tool = def.name,
+        "a remote file changed while read: {}",
+        error.message
+    );
     match (def.handler)(ctx, job, args) {
         Err(e) if job.take_source_changed() => Err(ToolError::new(
             "io_error",
-            format!("the file kept changing on the server while it was read (read again once at its new version, it changed again): {}", e.message),
+            format!(
+                "the file kept changing on the server while it was read (read again once at its new version, it changed again): {}",
+                e.message
+            ),
             "Retry later, once the file has stopped changing; index_status() shows the remote root's last error",
         )),
         done => done,
