@@ -43,8 +43,10 @@ pub struct BlockCache {
 }
 
 /// How a fetch of a block ended: its bytes, or its error's kind and message
-/// (an `io::Error` is not `Clone`, and every waiting reader gets one).
-type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String)>;
+/// (an `io::Error` is not `Clone`, and every waiting reader gets one), and
+/// for a file found changed its URL, so that the waiting readers' calls learn
+/// it too (`super::is_changed`).
+type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String, Option<String>)>;
 
 /// A block on its way: the bytes, or the fetch's error, once it settled.
 #[derive(Default)]
@@ -59,7 +61,10 @@ impl Pending {
         let mut outcome = self.outcome.lock().expect("pending block");
         loop {
             if let Some(got) = outcome.as_ref() {
-                return got.clone().map_err(|(kind, why)| io::Error::new(kind, why));
+                return got.clone().map_err(|(kind, why, changed)| match changed {
+                    Some(url) => super::changed(&url),
+                    None => io::Error::new(kind, why),
+                });
             }
             outcome = self.settled.wait(outcome).expect("pending block");
         }
@@ -94,8 +99,9 @@ impl Claimed<'_> {
 
     /// Every block not settled yet fails with `error`'s kind and message.
     pub fn fail(&mut self, error: &io::Error) {
+        let changed = super::changed_url(error);
         for block in std::mem::take(&mut self.blocks) {
-            let why = (error.kind(), error.to_string());
+            let why = (error.kind(), error.to_string(), changed.clone());
             self.cache.release(self.file, block, Err(why));
         }
     }
