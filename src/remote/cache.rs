@@ -335,4 +335,25 @@ mod tests {
         assert!(cache.get(4, 0).is_none());
         assert_eq!(cache.bytes(), 30);
     }
+
+    /// A reader waiting for another's fetch learns that the file changed when
+    /// that fetch found so, and gets a plain error for any other failure.
+    #[test]
+    fn a_waiting_reader_learns_that_the_file_changed() {
+        let cache = BlockCache::new(1 << 20);
+        for (error, changed) in [
+            (super::super::changed("http://h/f.root"), true),
+            (io::Error::other("the server went away"), false),
+        ] {
+            let (mut mine, _) = cache.claim(7, &[0]);
+            let (_, claims) = cache.claim(7, &[0]);
+            let Claim::Wait(pending) = &claims[0].1 else {
+                panic!("the block is being fetched");
+            };
+            mine.fail(&error);
+            let got = pending.wait().unwrap_err();
+            assert_eq!(super::super::is_changed(&got), changed, "{got}");
+            assert_eq!(got.to_string(), error.to_string());
+        }
+    }
 }
