@@ -116,6 +116,10 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile
 pub(super) struct Opened {
     pub(super) file: RootFile,
     pub(super) fingerprint: u64,
+    /// The bytes' own identity, what a tree parsed from them is cached by:
+    /// the fingerprint, and a remote file's ETag too (an object replaced
+    /// within the same second at the same size has the same fingerprint).
+    pub(super) version: u64,
 }
 
 impl KnownRootFile {
@@ -125,8 +129,7 @@ impl KnownRootFile {
     }
 
     /// Opens the file beneath its root (a link swapped in since indexing cannot
-    /// lead out) and reads its ROOT header.
-    /// A remote file reports to `job` when a read finds it replaced (the call
+    /// lead out) and reads its ROOT header. A remote file reports to `job` when a read finds it replaced (the call
     /// then runs once more on the new version: `tools::invoke`).
     pub(super) fn open(&self, ctx: &Context, job: &Job) -> Result<Opened, ToolError> {
         if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
@@ -135,6 +138,9 @@ impl KnownRootFile {
                 .map_err(|e| ToolError::from_path(&e))?
                 .reporting_changes_to(job.source_changed_flag());
             let fingerprint = remote.meta().fingerprint();
+            let mut version = fingerprint.to_le_bytes().to_vec();
+            version.extend_from_slice(remote.meta().etag.as_deref().unwrap_or("").as_bytes());
+            let version = xxhash_rust::xxh3::xxh3_64(&version);
             if fingerprint != self.record.info.fingerprint
                 && let Some(remote_root) = &ctx.catalog.roots().list()[self.root_id].remote
             {
@@ -144,7 +150,11 @@ impl KnownRootFile {
             }
             let file = RootFile::from_source(std::sync::Arc::new(remote))
                 .map_err(|e| corrupted(&self.abs(), &e))?;
-            return Ok(Opened { file, fingerprint });
+            return Ok(Opened {
+                file,
+                fingerprint,
+                version,
+            });
         }
         let file = ctx
             .catalog
@@ -156,7 +166,11 @@ impl KnownRootFile {
         let meta = file.metadata().map_err(ToolError::internal)?;
         let fingerprint = crate::catalog::fingerprint(&meta);
         let file = RootFile::open(file).map_err(|e| corrupted(&self.abs(), &e))?;
-        Ok(Opened { file, fingerprint })
+        Ok(Opened {
+            file,
+            fingerprint,
+            version: fingerprint,
+        })
     }
 
     /// The rows of `table` under `prefix` that the catalog holds for the version

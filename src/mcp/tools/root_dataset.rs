@@ -363,8 +363,12 @@ fn open_part(
     known: KnownRootFile,
     row: TreeRow,
 ) -> Result<Part, ToolError> {
-    let Opened { file, fingerprint } = known.open(ctx, job)?;
-    let key = (known.record.id, fingerprint, row.path.clone());
+    let Opened {
+        file,
+        fingerprint,
+        version,
+    } = known.open(ctx, job)?;
+    let key = (known.record.id, version, row.path.clone());
     let tree = cached_tree(key, || {
         let keys = file.walk().map_err(|e| corrupted(&known.abs(), &e))?;
         read_object(&file, &keys, &row).map_err(|e| corrupted(&known.abs(), &e))
