@@ -56,6 +56,10 @@ struct Inner {
     sink: Mutex<Option<ProgressSink>>,
     /// What the work is doing, in words (a cluster job's tasks by state).
     note: Mutex<Option<String>>,
+    /// Raised by a remote file this work reads when it finds that file
+    /// replaced under it (`source_changed_flag`): the call may then run once
+    /// more on the new version.
+    source_changed: Arc<AtomicBool>,
 }
 
 impl Default for Job {
@@ -76,6 +80,7 @@ impl Job {
                 last_report_ms: AtomicU64::new(0),
                 sink: Mutex::new(None),
                 note: Mutex::new(None),
+                source_changed: Arc::default(),
             }),
             entries: None,
         }
@@ -137,6 +142,18 @@ impl Job {
         }
     }
 
+    /// The flag a remote file read for this work raises when it finds its
+    /// file is no longer the version it opened.
+    pub fn source_changed_flag(&self) -> Arc<AtomicBool> {
+        self.inner.source_changed.clone()
+    }
+
+    /// Whether a file this work read changed under it since the last call
+    /// (lowered again: a run after it starts with the flag down).
+    pub fn take_source_changed(&self) -> bool {
+        self.inner.source_changed.swap(false, Ordering::Relaxed)
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.stopped().is_some()
     }
@@ -186,6 +203,17 @@ impl Job {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_source_change_is_seen_once_by_every_clone() {
+        let job = Job::new(None);
+        assert!(!job.take_source_changed());
+        job.limited_to(0..1)
+            .source_changed_flag()
+            .store(true, Ordering::Relaxed);
+        assert!(job.clone().take_source_changed());
+        assert!(!job.take_source_changed(), "taken: lowered again");
+    }
 
     #[test]
     fn cancel_and_deadline_stop_the_work() {

@@ -12,7 +12,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::remote::{FaultProxy, Nginx, Over, free_port, uproot_histogram};
+use common::remote::{FaultProxy, Over, free_port, uproot_histogram};
 use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
 use serde_json::{Value, json};
 
@@ -33,11 +33,10 @@ async fn error_code(client: &Client, tool: &str, args: Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     let mut s = Sandbox::with_testdata();
-    let nginx = Nginx::serve(&s.root);
-    s.url = Some(nginx.url.clone());
+    let nginx = s.serve_over(Over::Http).unwrap();
     let client = s.mcp().await;
     wait_indexed(&client).await;
-    let url = &nginx.url;
+    let url = s.url.as_ref().unwrap();
 
     // list_files gives full URLs.
     let v = ok(
@@ -75,12 +74,19 @@ async fn paths_are_urls_beneath_the_root_and_every_kind_is_read() {
     for outside in [
         format!("http://127.0.0.1:{other_port}/root/uproot-histograms.root"),
         format!(
-            "http://localhost:{}/root/uproot-histograms.root",
-            nginx.port
+            "http://localhost:{}/{}root/uproot-histograms.root",
+            nginx.port(),
+            nginx.path
         ),
         format!(
-            "https://127.0.0.1:{}/root/uproot-histograms.root",
-            nginx.port
+            "https://127.0.0.1:{}/{}root/uproot-histograms.root",
+            nginx.port(),
+            nginx.path
+        ),
+        // Another folder of the same server.
+        format!(
+            "http://127.0.0.1:{}/root/uproot-histograms.root",
+            nginx.port()
         ),
         "s3://bucket/root/uproot-histograms.root".to_string(),
         "http://example.org/root/uproot-histograms.root".to_string(),
@@ -144,8 +150,7 @@ async fn indexing_reads_metadata_not_baskets_and_repeated_calls_hit_the_cache() 
     let mut s = Sandbox::new();
     let bytes = std::fs::read(repo().join("tests/data/root/clusters.root")).unwrap();
     s.write("root/clusters.root", &bytes);
-    let nginx = Nginx::serve(&s.root);
-    s.url = Some(nginx.url.clone());
+    let nginx = s.serve_over(Over::Http).unwrap();
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let indexed = remote_status(&ok(&client, "index_status", json!({})).await);
@@ -186,9 +191,9 @@ async fn indexing_reads_metadata_not_baskets_and_repeated_calls_hit_the_cache() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_that_fail_are_retried_or_reported_and_the_daemon_stays_up() {
     let mut s = Sandbox::with_testdata();
-    let nginx = Nginx::serve(&s.root);
-    let proxy = FaultProxy::new(nginx.port);
-    s.url = Some(proxy.url.clone());
+    let nginx = s.serve_over(Over::Http).unwrap();
+    let proxy = FaultProxy::new(nginx.port());
+    s.url = Some(nginx.url_through(proxy.port));
     let client = s.mcp().await;
     wait_indexed(&client).await;
 
@@ -228,11 +233,12 @@ async fn servers_that_fail_are_retried_or_reported_and_the_daemon_stays_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_changed_on_the_server_is_indexed_again_at_the_next_listing() {
     let mut s = Sandbox::new();
-    let file = s.write(
+    s.write(
         "root/f.root",
         &std::fs::read(repo().join("testdata/root/uproot-histograms.root")).unwrap(),
     );
     let _nginx = s.serve_over(Over::Http).unwrap();
+    let file = s.root.join("root/f.root");
     let config = s.tmp.path().join("quarry.toml");
     std::fs::write(&config, "[remote]\nrelist_minutes = 0.01\n").unwrap();
     let client = s
@@ -298,4 +304,115 @@ async fn a_histogram_over_a_remote_file_takes_few_requests() {
         );
         client.cancel().await.unwrap();
     }
+}
+
+/// The two versions of tests/data/root/replaced_{a,b}.root and numpy's
+/// histogram of each (tests/fixtures/root/replaced.json, from
+/// scripts/fixtures/root_replaced.py): the call's arguments, and per version
+/// its bytes and bin counts.
+fn replaced_versions() -> (Value, [(Vec<u8>, Value); 2]) {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/fixtures/root/replaced.json")).unwrap(),
+    )
+    .unwrap();
+    let args = json!({"path": "root/f.root", "tree": doc["tree"], "branch": doc["branch"],
+        "bins": doc["bins"], "range": doc["range"]});
+    let version = |v: &str| {
+        let f = &doc["files"][v];
+        let bytes = std::fs::read(repo().join(f["file"].as_str().unwrap())).unwrap();
+        (bytes, f["bin_counts"].clone())
+    };
+    (args, [version("a"), version("b")])
+}
+
+/// Writes `bytes` aside and renames it over `file` with a modification time
+/// `hours` after now (nginx's ETag is the time and size: each version gets
+/// its own), as a copy tool replaces a file.
+fn replace(file: &Path, bytes: &[u8], hours: u64) {
+    let aside = file.with_extension("new");
+    std::fs::write(&aside, bytes).unwrap();
+    let when = std::time::SystemTime::now() + Duration::from_secs(3600 * hours);
+    std::fs::File::options()
+        .write(true)
+        .open(&aside)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    std::fs::rename(&aside, file).unwrap();
+}
+
+/// A root of the file `replaced_a.root` served by nginx through a fault
+/// proxy, indexed: the daemon, the proxy and the file's path on the server.
+async fn replaced_root(
+    s: &mut Sandbox,
+    first: &[u8],
+) -> (Client, FaultProxy, common::remote::Server) {
+    s.write("root/f.root", first);
+    let nginx = s.serve_over(Over::Http).unwrap();
+    let proxy = FaultProxy::new(nginx.port());
+    s.url = Some(nginx.url_through(proxy.port));
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    (client, proxy, nginx)
+}
+
+/// The file replaced by another version while a histogram reads its
+/// baskets (just before the first ranged request of the call, after the
+/// call opened it): the read finds the new version, and the call runs
+/// again on it, giving numpy's counts for the new file, not the old one's
+/// nor a mix of the two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_replaced_during_a_histogram_is_read_again_at_its_new_version() {
+    let (args, [(old, old_counts), (new, new_counts)]) = replaced_versions();
+    assert_ne!(old_counts, new_counts);
+    let mut s = Sandbox::new();
+    let (client, proxy, _nginx) = replaced_root(&mut s, &old).await;
+    let file = s.root.join("root/f.root");
+    proxy.set(|f| f.before_ranged = Some(Box::new(move || replace(&file, &new, 1))));
+    let v = ok(&client, "compute_histogram", args).await;
+    assert!(
+        proxy.faults().before_ranged.is_none(),
+        "the file was never replaced"
+    );
+    let counts = |c: &Value| -> Vec<f64> {
+        c.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(counts(&v["data"]["bin_counts"]), counts(&new_counts), "{v}");
+    client.cancel().await.unwrap();
+}
+
+/// A file replaced before every ranged request: the call read again once
+/// on the new version meets another one, and fails saying the file kept
+/// changing, with a suggestion naming index_status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_keeps_changing_fails_the_call_saying_so() {
+    let (args, [(old, _), (new, _)]) = replaced_versions();
+    let mut s = Sandbox::new();
+    let (client, proxy, _nginx) = replaced_root(&mut s, &old).await;
+    let file = s.root.join("root/f.root");
+    let swaps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = swaps.clone();
+    proxy.set(|f| {
+        f.before_every_ranged = Some(std::sync::Arc::new(move || {
+            let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            replace(&file, if n % 2 == 1 { &new } else { &old }, n);
+        }))
+    });
+    let (v, is_error) = call(&client, "compute_histogram", args).await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("kept changing"),
+        "{v}"
+    );
+    assert!(
+        v["suggestion"].as_str().unwrap().contains("index_status"),
+        "{v}"
+    );
+    assert!(swaps.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    client.cancel().await.unwrap();
 }

@@ -115,10 +115,8 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
         return;
     }
     let mut s = Sandbox::with_testdata();
-    let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
-        unreachable!()
-    };
-    let proxy = through_fault_proxy(&mut s, moto.port);
+    let moto = s.serve_over(Over::S3).unwrap();
+    let proxy = through_fault_proxy(&mut s, moto.port());
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let indexed = ok(&client, "list_files", json!({"kind": "all", "limit": 1000})).await;
@@ -208,10 +206,8 @@ async fn an_object_replaced_between_listing_and_reading_is_indexed_as_it_is_now(
     let new = std::fs::read(common::repo_testdata().join("root/uproot-nesteddirs.root")).unwrap();
     assert_ne!(old.len(), new.len());
     s.write("root/f.root", &old);
-    let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
-        unreachable!()
-    };
-    let moto = std::sync::Arc::new(moto);
+    // A moto of its own: its state is reset.
+    let moto = std::sync::Arc::new(s.serve_over_own_moto().unwrap());
     let proxy = through_fault_proxy(&mut s, moto.port);
     let (m, replacement) = (moto.clone(), new.clone());
     proxy.set(|f| {
@@ -240,13 +236,11 @@ async fn s3_buckets_are_addressed_virtual_hosted_or_path_style() {
         return;
     }
     let mut s = Sandbox::with_testdata();
-    let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
-        unreachable!()
-    };
+    let moto = s.serve_over(Over::S3).unwrap();
     s.env.retain(|(k, _)| k != "AWS_ENDPOINT_URL_S3");
     let (args, want) = uproot_histogram_with_cut("uproot-HZZ.root");
     for addressing in ["virtual", "default"] {
-        let proxy = common::remote::FaultProxy::new(moto.port);
+        let proxy = common::remote::FaultProxy::new(moto.port());
         let endpoint = format!("localhost:{}", proxy.port);
         let config = s.tmp.path().join(format!("{addressing}.toml"));
         let mut text = format!("[remote]\ns3_endpoint = \"http://{endpoint}\"\n");
@@ -321,9 +315,8 @@ async fn an_object_a_tool_finds_replaced_is_indexed_again_at_once() {
     let old = std::fs::read(common::repo_testdata().join("root/uproot-histograms.root")).unwrap();
     let new = std::fs::read(common::repo_testdata().join("root/uproot-HZZ.root")).unwrap();
     s.write("root/f.root", &old);
-    let Some(common::remote::Server::Moto(moto)) = s.serve_over(Over::S3) else {
-        unreachable!()
-    };
+    // A moto of its own: its state is reset.
+    let moto = s.serve_over_own_moto().unwrap();
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let before = ok(&client, "inspect_file", json!({"path": "root/f.root"})).await;

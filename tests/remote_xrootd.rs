@@ -131,10 +131,10 @@ async fn indexing_over_xrootd_reads_metadata_not_baskets() {
 /// the server is back (same port) the same call gives uproot's counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_stopped_and_started_again_is_reported_then_read() {
+    // A server of its own: it is stopped.
     let mut s = Sandbox::with_testdata();
-    let Some(common::remote::Server::Xrootd(xrootd)) = s.serve_over(Over::Xrootd) else {
-        unreachable!()
-    };
+    let xrootd = common::remote::Xrootd::serve(&s.root);
+    s.url = Some(xrootd.url.clone());
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let port = xrootd.port;
@@ -230,16 +230,12 @@ async fn a_daemon_started_again_reads_from_its_disk_cache_until_the_file_changes
     );
 }
 
-/// A root served through an `XrdRelay` in front of a real xrootd.
-fn relayed(s: &mut Sandbox) -> (common::remote::Xrootd, common::remote::XrdRelay) {
-    let xrootd = common::remote::Xrootd::serve(&s.root);
-    let relay = common::remote::XrdRelay::new(xrootd.port);
-    s.url = Some(format!(
-        "root://127.0.0.1:{}/{}/",
-        relay.port,
-        s.root.display()
-    ));
-    (xrootd, relay)
+/// A root served by the shared xrootd through an `XrdRelay` of its own.
+fn relayed(s: &mut Sandbox) -> (common::remote::Server, common::remote::XrdRelay) {
+    let server = s.serve_over(Over::Xrootd).unwrap();
+    let relay = common::remote::XrdRelay::new(server.port());
+    s.url = Some(server.url_through(relay.port));
+    (server, relay)
 }
 
 /// The XRootD faults of issue #32, put between quarry and a real xrootd by a
@@ -314,11 +310,12 @@ async fn xrootd_faults_are_waited_out_retried_or_reported_and_the_daemon_stays_u
 async fn a_file_replaced_between_listing_and_reading_is_indexed_as_it_is_now() {
     let mut s = Sandbox::new();
     let new = std::fs::read(common::repo_testdata().join("root/uproot-nesteddirs.root")).unwrap();
-    let file = s.write(
+    s.write(
         "root/f.root",
         &std::fs::read(common::repo_testdata().join("root/uproot-histograms.root")).unwrap(),
     );
     let (_xrootd, relay) = relayed(&mut s);
+    let file = s.root.join("root/f.root");
     let aside = s.tmp.path().join("f.root.new");
     std::fs::write(&aside, &new).unwrap();
     {

@@ -43,8 +43,10 @@ pub struct BlockCache {
 }
 
 /// How a fetch of a block ended: its bytes, or its error's kind and message
-/// (an `io::Error` is not `Clone`, and every waiting reader gets one).
-type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String)>;
+/// (an `io::Error` is not `Clone`, and every waiting reader gets one), and
+/// for a file found changed its URL, so that the waiting readers' calls learn
+/// it too (`super::is_changed`).
+type Outcome = Result<Arc<[u8]>, (io::ErrorKind, String, Option<String>)>;
 
 /// A block on its way: the bytes, or the fetch's error, once it settled.
 #[derive(Default)]
@@ -59,7 +61,10 @@ impl Pending {
         let mut outcome = self.outcome.lock().expect("pending block");
         loop {
             if let Some(got) = outcome.as_ref() {
-                return got.clone().map_err(|(kind, why)| io::Error::new(kind, why));
+                return got.clone().map_err(|(kind, why, changed)| match changed {
+                    Some(url) => super::changed(&url),
+                    None => io::Error::new(kind, why),
+                });
             }
             outcome = self.settled.wait(outcome).expect("pending block");
         }
@@ -94,8 +99,9 @@ impl Claimed<'_> {
 
     /// Every block not settled yet fails with `error`'s kind and message.
     pub fn fail(&mut self, error: &io::Error) {
+        let changed = super::changed_url(error);
         for block in std::mem::take(&mut self.blocks) {
-            let why = (error.kind(), error.to_string());
+            let why = (error.kind(), error.to_string(), changed.clone());
             self.cache.release(self.file, block, Err(why));
         }
     }
@@ -276,6 +282,23 @@ impl BlockCache {
         }
     }
 
+    /// Drops every block of `file` kept in memory (a version found replaced:
+    /// nothing will read it again, and its blocks would only crowd out others).
+    pub fn forget(&self, file: u64) {
+        let mut inner = self.inner.lock().expect("block cache");
+        let gone: Vec<(BlockKey, usize, u64)> = inner
+            .blocks
+            .iter()
+            .filter(|((f, _), _)| *f == file)
+            .map(|(key, (data, used))| (*key, data.len(), *used))
+            .collect();
+        for (key, len, used) in gone {
+            inner.blocks.remove(&key);
+            inner.by_use.remove(&used);
+            inner.bytes -= len;
+        }
+    }
+
     /// Bytes held now.
     pub fn bytes(&self) -> usize {
         self.inner.lock().expect("block cache").bytes
@@ -301,9 +324,36 @@ mod tests {
         assert_eq!(cache.get(2, 0).unwrap()[0], 9);
         // Another version of the file is another key.
         assert!(cache.get(3, 0).is_none());
+        // A version forgotten leaves the others' blocks.
+        cache.forget(2);
+        assert!(cache.get(2, 0).is_none());
+        assert_eq!(cache.get(1, 0).unwrap()[0], 0);
+        assert_eq!(cache.bytes(), 20);
+        cache.put(2, 0, block(9));
         // A block larger than the whole cache is not kept.
         cache.put(4, 0, vec![0u8; 31].into());
         assert!(cache.get(4, 0).is_none());
         assert_eq!(cache.bytes(), 30);
+    }
+
+    /// A reader waiting for another's fetch learns that the file changed when
+    /// that fetch found so, and gets a plain error for any other failure.
+    #[test]
+    fn a_waiting_reader_learns_that_the_file_changed() {
+        let cache = BlockCache::new(1 << 20);
+        for (error, changed) in [
+            (super::super::changed("http://h/f.root"), true),
+            (io::Error::other("the server went away"), false),
+        ] {
+            let (mut mine, _) = cache.claim(7, &[0]);
+            let (_, claims) = cache.claim(7, &[0]);
+            let Claim::Wait(pending) = &claims[0].1 else {
+                panic!("the block is being fetched");
+            };
+            mine.fail(&error);
+            let got = pending.wait().unwrap_err();
+            assert_eq!(super::super::is_changed(&got), changed, "{got}");
+            assert_eq!(got.to_string(), error.to_string());
+        }
     }
 }

@@ -349,6 +349,7 @@ impl RemoteRoot {
             meta,
             fetched_bytes: AtomicU64::new(0),
             fetched_requests: AtomicU64::new(0),
+            changed_flag: None,
         })
     }
 }
@@ -388,6 +389,11 @@ fn is_changed(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 
+/// The URL of the file `e` says changed while it was read, if it says so.
+fn changed_url(e: &io::Error) -> Option<String> {
+    e.get_ref()?.downcast_ref::<Changed>().map(|c| c.0.clone())
+}
+
 /// One remote file at one version.
 pub struct RemoteFile {
     root: Arc<RemoteRoot>,
@@ -397,15 +403,35 @@ pub struct RemoteFile {
     key: u64,
     fetched_bytes: AtomicU64,
     fetched_requests: AtomicU64,
+    /// Raised when a read finds the file replaced (`reporting_changes_to`).
+    changed_flag: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl RemoteFile {
+    /// This file, raising `flag` when a read finds it is no longer the
+    /// version opened (a tool call then runs again on the new version).
+    pub fn reporting_changes_to(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> RemoteFile {
+        self.changed_flag = Some(flag);
+        self
+    }
+
     pub fn meta(&self) -> &Meta {
         &self.meta
     }
 
     pub fn url(&self) -> String {
         self.root.url.file_url(&self.rel)
+    }
+
+    /// Notes that a read found the file replaced: the index states it again,
+    /// the version's blocks go (never read again), and the call reading it
+    /// learns it (`reporting_changes_to`).
+    fn found_changed(&self) {
+        self.root.note_changed(&self.rel);
+        self.root.cache().forget(self.key);
+        if let Some(flag) = &self.changed_flag {
+            flag.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Fetches `ranges` (each within the file) straight from storage, counted;
@@ -424,7 +450,7 @@ impl RemoteFile {
             self.root
                 .note_error(&format!("reading {}: {e}", self.url()));
             if is_changed(e) {
-                self.root.note_changed(&self.rel);
+                self.found_changed();
             }
         }
         let got = got?;
@@ -511,7 +537,14 @@ impl RemoteFile {
         // (two threads each waiting for the other's block would never end).
         drop(claimed);
         for (block, pending) in waits {
-            held.insert(block, pending.wait()?);
+            // Another reader's fetch (another call's, the index's) may be
+            // the one that found the file replaced.
+            let data = pending.wait().inspect_err(|e| {
+                if is_changed(e) {
+                    self.found_changed();
+                }
+            })?;
+            held.insert(block, data);
         }
         Ok(held)
     }

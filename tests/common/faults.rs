@@ -26,6 +26,8 @@ pub struct Faults {
     pub down_after: Option<usize>,
     /// Run before the next ranged request is passed on.
     pub before_ranged: Option<Hook>,
+    /// Run before every ranged request is passed on (a file that keeps changing).
+    pub before_every_ranged: Option<Arc<dyn Fn() + Send + Sync>>,
     /// What was served so far.
     pub served_unavailable: usize,
     pub served_truncated: usize,
@@ -138,10 +140,18 @@ fn relay_http(mut client: TcpStream, upstream_port: u16, faults: &Mutex<Faults>)
             f.served_truncated += 1;
         }
         let hook = if ranged { f.before_ranged.take() } else { None };
-        (answer_503, cut, hook)
+        let every = if ranged {
+            f.before_every_ranged.clone()
+        } else {
+            None
+        };
+        (answer_503, cut, (hook, every))
     };
-    if let Some(hook) = hook {
+    if let Some(hook) = hook.0 {
         hook();
+    }
+    if let Some(every) = hook.1 {
+        every();
     }
     if answer_503 {
         let _ = client.write_all(

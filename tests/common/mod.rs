@@ -136,6 +136,10 @@ pub struct Sandbox {
     pub url: Option<String>,
     /// Environment for the quarry it starts (a remote root's credentials).
     pub env: Vec<(String, String)>,
+    /// The form of the repository's test data the root holds as copied, when
+    /// nothing was written to it since (`write`): `serve_over` then serves
+    /// the shared servers' copy instead of the root.
+    pub pristine: std::sync::Mutex<Option<Form>>,
 }
 
 impl Sandbox {
@@ -151,6 +155,7 @@ impl Sandbox {
             tmp,
             url: None,
             env: Vec::new(),
+            pristine: std::sync::Mutex::new(None),
         }
     }
 
@@ -158,6 +163,7 @@ impl Sandbox {
     pub fn with_testdata() -> Sandbox {
         let s = Sandbox::new();
         copy_tree(&repo_testdata(), &s.root);
+        *s.pristine.lock().unwrap() = Some(Form::TTree);
         s
     }
 
@@ -173,6 +179,7 @@ impl Sandbox {
                     std::fs::copy(copy, s.root.join("root").join(&name)).unwrap();
                 }
             }
+            *s.pristine.lock().unwrap() = Some(form);
         }
         s
     }
@@ -189,6 +196,7 @@ impl Sandbox {
     }
 
     pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        *self.pristine.lock().unwrap() = None;
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, bytes).unwrap();

@@ -26,22 +26,71 @@ pub enum Over {
     Xrootd,
 }
 
-/// A server a sandbox's root is served by.
-pub enum Server {
-    Nginx(Nginx),
-    Moto(Moto),
-    Xrootd(Xrootd),
+/// Where a sandbox's root is served (`Sandbox::serve_over`): one of the
+/// servers shared by the tests of this binary (`shared`), and the root's
+/// folder (or S3 prefix) there. A root with its own content is copied to a
+/// folder of its own, removed when this is dropped.
+pub struct Server {
+    kind: SharedServer,
+    /// The root's path on the server, with its trailing slash
+    /// (`testdata/`, `sandbox-3/`): what its URL adds to the server's.
+    pub path: String,
+    own_folder: Option<PathBuf>,
 }
 
-impl Server {
-    pub fn assert_read_by_ranges(&self) {
-        match self {
-            Server::Nginx(n) => n.assert_read_by_ranges(),
-            Server::Moto(m) => m.assert_read_by_ranges(),
-            Server::Xrootd(x) => x.assert_logged_in(),
+#[derive(Clone, Copy)]
+enum SharedServer {
+    Nginx(&'static Nginx),
+    Moto(&'static Moto),
+    Xrootd(&'static Xrootd),
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(folder) = &self.own_folder {
+            let _ = std::fs::remove_dir_all(folder);
         }
     }
 }
+
+impl Server {
+    /// Checks that quarry read this root's files by ranges (nginx, moto) or
+    /// logged in (xrootd logs no paths): the test did not pass on a local copy.
+    pub fn assert_read_by_ranges(&self) {
+        match self.kind {
+            SharedServer::Nginx(n) => n.assert_read_by_ranges(&self.path),
+            SharedServer::Moto(m) => m.assert_read_by_ranges(&self.path),
+            SharedServer::Xrootd(x) => x.assert_logged_in(),
+        }
+    }
+
+    /// The server's port (a fault proxy's upstream).
+    pub fn port(&self) -> u16 {
+        match self.kind {
+            SharedServer::Nginx(n) => n.port,
+            SharedServer::Moto(m) => m.port,
+            SharedServer::Xrootd(x) => x.port,
+        }
+    }
+
+    /// The root's URL reached on `port` of loopback instead (a proxy or
+    /// relay in front of the server); not for S3, whose URL names no host.
+    pub fn url_through(&self, port: u16) -> String {
+        match self.kind {
+            SharedServer::Nginx(_) => format!("http://127.0.0.1:{port}/{}", self.path),
+            SharedServer::Xrootd(_) => {
+                format!(
+                    "root://127.0.0.1:{port}/{}/{}",
+                    shared::served().display(),
+                    self.path
+                )
+            }
+            SharedServer::Moto(_) => panic!("an S3 root is reached through its endpoint"),
+        }
+    }
+}
+
+pub mod shared;
 
 /// A running xrootd exporting one folder (as `nobody` when the tests run as
 /// root: xrootd refuses to run as root).
@@ -198,6 +247,13 @@ impl Moto {
     /// Starts moto on a free loopback port, makes `bucket` and uploads every
     /// file below `folder` under `prefix/`.
     pub fn serve(binary: &Path, bucket: &str, prefix: &str, folder: &Path) -> Moto {
+        let moto = Moto::start(binary, bucket);
+        moto.upload(bucket, prefix, folder);
+        moto
+    }
+
+    /// Starts moto on a free loopback port and makes `bucket`.
+    pub fn start(binary: &Path, bucket: &str) -> Moto {
         let port = free_port();
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(binary)
@@ -219,7 +275,6 @@ impl Moto {
             .put(&format!("{endpoint}/{bucket}"))
             .send_empty()
             .unwrap();
-        upload(&agent, &format!("{endpoint}/{bucket}/{prefix}"), folder);
         Moto {
             child,
             port,
@@ -228,13 +283,29 @@ impl Moto {
         }
     }
 
-    pub fn assert_read_by_ranges(&self) {
+    /// Uploads every file below `folder` as objects under `prefix/` of `bucket`.
+    pub fn upload(&self, bucket: &str, prefix: &str, folder: &Path) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(true)
+            .build()
+            .into();
+        upload(
+            &agent,
+            &format!("{}/{bucket}/{prefix}", self.endpoint),
+            folder,
+        );
+    }
+
+    /// Checks that a ranged GET of an object under `prefix` (with its
+    /// trailing slash) reached moto.
+    pub fn assert_read_by_ranges(&self, prefix: &str) {
         let log = std::fs::read_to_string(self.log.path()).unwrap();
+        let object = format!("/{prefix}");
         assert!(
             // werkzeug colours its log: the method follows an escape code.
             log.lines()
-                .any(|l| l.contains("GET /") && l.contains(" 206 ")),
-            "no ranged request reached moto"
+                .any(|l| l.contains("GET /") && l.contains(&object) && l.contains(" 206 ")),
+            "no ranged request for {prefix} reached moto"
         );
     }
 }
@@ -297,7 +368,7 @@ impl Nginx {
         let d = dir.path().display();
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-             error_log {d}/error.log;\nevents {{ worker_connections 128; }}\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 1024; }}\n\
              http {{\n access_log {d}/access.log;\n client_body_temp_path {d}/body;\n\
              proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
@@ -329,13 +400,15 @@ impl Nginx {
         }
     }
 
-    /// Checks that quarry read this server's files by ranges (206 answers in
-    /// the access log): the test did not pass on some local copy.
-    pub fn assert_read_by_ranges(&self) {
+    /// Checks that quarry read files below `path` (the folder's path on the
+    /// server, `""` for all) by ranges (206 answers in the access log): the
+    /// test did not pass on some local copy.
+    pub fn assert_read_by_ranges(&self, path: &str) {
+        let below = format!(" /{path}");
         let ranged = self
             .requests()
             .iter()
-            .filter(|l| l.contains("\" 206 "))
+            .filter(|l| l.contains(&below) && l.contains("\" 206 "))
             .count();
         assert!(
             ranged > 0,
@@ -355,37 +428,97 @@ impl Nginx {
 }
 
 impl Sandbox {
-    /// Serves the sandbox's root over `over` from now on: quarry is given its
-    /// URL instead of its folder. The server lives as long as the result.
+    /// Serves the sandbox's root over `over` from now on, from the servers
+    /// the tests share (`shared`): quarry is given its URL instead of its
+    /// folder. A root untouched since `with_testdata` is the servers' copy
+    /// of the test data; any other is copied to a folder (or S3 prefix) of
+    /// its own, and for nginx and xrootd `root` becomes that folder, so that
+    /// later changes to it are served. That folder lives as long as the result.
     pub fn serve_over(&mut self, over: Over) -> Option<Server> {
-        match over {
-            Over::Local => None,
-            Over::Http => {
-                let nginx = Nginx::serve(&self.root);
-                self.url = Some(nginx.url.clone());
-                Some(Server::Nginx(nginx))
+        let pristine = *self.pristine.lock().unwrap();
+        let server = match over {
+            Over::Local => return None,
+            Over::Http | Over::Xrootd => {
+                let kind = if over == Over::Http {
+                    SharedServer::Nginx(shared::nginx())
+                } else {
+                    SharedServer::Xrootd(shared::xrootd())
+                };
+                match pristine {
+                    Some(form) => Server {
+                        kind,
+                        path: shared::testdata(form),
+                        own_folder: None,
+                    },
+                    None => self.own_served_folder(kind),
+                }
             }
             Over::S3 => {
-                let binary = moto_server().expect("moto_server (check moto_server() first)");
-                let moto = Moto::serve(&binary, "quarry-test", "data", &self.root);
-                self.url = Some("s3://quarry-test/data/".into());
-                // Signed with throwaway keys, which moto takes.
-                for (k, v) in [
-                    ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
-                    ("AWS_ACCESS_KEY_ID", "testing"),
-                    ("AWS_SECRET_ACCESS_KEY", "testing"),
-                    ("AWS_REGION", "us-east-1"),
-                ] {
-                    self.env.push((k.into(), v.into()));
+                let moto = shared::moto();
+                let path = match pristine {
+                    Some(form) => shared::moto_testdata(form),
+                    None => {
+                        let prefix = shared::sandbox_name();
+                        moto.upload(shared::BUCKET, &prefix, &self.root);
+                        format!("{prefix}/")
+                    }
+                };
+                self.use_moto(moto);
+                Server {
+                    kind: SharedServer::Moto(moto),
+                    path,
+                    own_folder: None,
                 }
-                Some(Server::Moto(moto))
             }
-            Over::Xrootd => {
-                let xrootd = Xrootd::serve(&self.root);
-                self.url = Some(xrootd.url.clone());
-                Some(Server::Xrootd(xrootd))
-            }
+        };
+        self.url = Some(match server.kind {
+            SharedServer::Moto(_) => format!("s3://{}/{}", shared::BUCKET, server.path),
+            _ => server.url_through(server.port()),
+        });
+        Some(server)
+    }
+
+    /// The root copied to a new folder of the shared servers' folder, made
+    /// the sandbox's root.
+    fn own_served_folder(&mut self, kind: SharedServer) -> Server {
+        let name = shared::sandbox_name();
+        let folder = shared::served().join(&name);
+        std::fs::create_dir(&folder).unwrap();
+        super::copy_tree(&self.root, &folder);
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            readable_by_all(&folder);
         }
+        self.root = folder.clone();
+        Server {
+            kind,
+            path: format!("{name}/"),
+            own_folder: Some(folder),
+        }
+    }
+
+    /// The environment that makes quarry reach S3 at `moto` (signed with
+    /// throwaway keys, which moto takes).
+    pub fn use_moto(&mut self, moto: &Moto) {
+        for (k, v) in [
+            ("AWS_ENDPOINT_URL_S3", moto.endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+        ] {
+            self.env.retain(|(key, _)| key != k);
+            self.env.push((k.into(), v.into()));
+        }
+    }
+
+    /// Serves the root from a moto of its own, under `s3://quarry-test/data/`
+    /// (a test that resets moto's state); `None` without moto.
+    pub fn serve_over_own_moto(&mut self) -> Option<Moto> {
+        let binary = moto_server()?;
+        let moto = Moto::serve(&binary, shared::BUCKET, "data", &self.root);
+        self.url = Some(format!("s3://{}/data/", shared::BUCKET));
+        self.use_moto(&moto);
+        Some(moto)
     }
 }
 

@@ -49,7 +49,7 @@ pub const ERROR_CODES: &[ErrorCode] = &[
     ),
     code(
         "io_error",
-        "a remote root could not be reached, or reading the file failed",
+        "a remote root could not be reached, reading the file failed, or a remote file kept changing while read (a call whose file is replaced once runs again on the new version)",
     ),
     code(
         "corrupted_file",

@@ -239,12 +239,51 @@ pub fn invoke(
     mut args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let coerced = arguments::coerce(def, &mut args)?;
-    let mut out = (def.handler)(ctx, job, args)?;
+    let mut out = run_on_one_version(def, ctx, job, args)?;
     if !coerced.is_empty() {
         out.metadata
             .insert("coerced_arguments".into(), serde_json::json!(coerced));
     }
     Ok(out)
+}
+
+/// Runs a tool; when it failed because a remote file it read was replaced
+/// under it (the read found another version: `Job::source_changed_flag`),
+/// runs it once more, reopening the file at its new version, so the answer
+/// comes whole from the new version (blocks are cached per version, and the
+/// old version's are dropped). Replaced again during that run: an `io_error`
+/// saying the file keeps changing. Only for idempotent tools (a second run
+/// changes nothing more: the same plot written again, say).
+fn run_on_one_version(
+    def: &ToolDef,
+    ctx: &Context,
+    job: &Job,
+    args: Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    if !def.effects.idempotent {
+        return (def.handler)(ctx, job, args);
+    }
+    job.take_source_changed();
+    let error = match (def.handler)(ctx, job, args.clone()) {
+        Err(e) if job.take_source_changed() && !job.is_stopped() => e,
+        done => return done,
+    };
+    tracing::info!(
+        tool = def.name,
+        "a remote file changed while read: {}",
+        error.message
+    );
+    match (def.handler)(ctx, job, args) {
+        Err(e) if job.take_source_changed() => Err(ToolError::new(
+            "io_error",
+            format!(
+                "the file kept changing on the server while it was read (read again once at its new version, it changed again): {}",
+                e.message
+            ),
+            "Retry later, once the file has stopped changing; index_status() shows the remote root's last error",
+        )),
+        done => done,
+    }
 }
 
 pub type Handler = fn(&Context, &Job, Map<String, Value>) -> Result<ToolOutput, ToolError>;

@@ -116,6 +116,10 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile
 pub(super) struct Opened {
     pub(super) file: RootFile,
     pub(super) fingerprint: u64,
+    /// The bytes' own identity, what a tree parsed from them is cached by:
+    /// the fingerprint, and a remote file's ETag too (an object replaced
+    /// within the same second at the same size has the same fingerprint).
+    pub(super) version: u64,
 }
 
 impl KnownRootFile {
@@ -125,12 +129,18 @@ impl KnownRootFile {
     }
 
     /// Opens the file beneath its root (a link swapped in since indexing cannot
-    /// lead out) and reads its ROOT header.
-    pub(super) fn open(&self, ctx: &Context) -> Result<Opened, ToolError> {
+    /// lead out) and reads its ROOT header. A remote file reports to `job` when a read finds it replaced (the call
+    /// then runs once more on the new version: `tools::invoke`).
+    pub(super) fn open(&self, ctx: &Context, job: &Job) -> Result<Opened, ToolError> {
         if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
             // Read by ranges; the version is what the storage says now.
-            let remote = remote.map_err(|e| ToolError::from_path(&e))?;
+            let remote = remote
+                .map_err(|e| ToolError::from_path(&e))?
+                .reporting_changes_to(job.source_changed_flag());
             let fingerprint = remote.meta().fingerprint();
+            let mut version = fingerprint.to_le_bytes().to_vec();
+            version.extend_from_slice(remote.meta().etag.as_deref().unwrap_or("").as_bytes());
+            let version = xxhash_rust::xxh3::xxh3_64(&version);
             if fingerprint != self.record.info.fingerprint
                 && let Some(remote_root) = &ctx.catalog.roots().list()[self.root_id].remote
             {
@@ -140,7 +150,11 @@ impl KnownRootFile {
             }
             let file = RootFile::from_source(std::sync::Arc::new(remote))
                 .map_err(|e| corrupted(&self.abs(), &e))?;
-            return Ok(Opened { file, fingerprint });
+            return Ok(Opened {
+                file,
+                fingerprint,
+                version,
+            });
         }
         let file = ctx
             .catalog
@@ -152,7 +166,11 @@ impl KnownRootFile {
         let meta = file.metadata().map_err(ToolError::internal)?;
         let fingerprint = crate::catalog::fingerprint(&meta);
         let file = RootFile::open(file).map_err(|e| corrupted(&self.abs(), &e))?;
-        Ok(Opened { file, fingerprint })
+        Ok(Opened {
+            file,
+            fingerprint,
+            version: fingerprint,
+        })
     }
 
     /// The rows of `table` under `prefix` that the catalog holds for the version
@@ -406,7 +424,7 @@ fn tree_stats(
     if cached.len() == branches {
         return Ok(cached);
     }
-    let opened = file.open(ctx)?;
+    let opened = file.open(ctx, job)?;
     let root_file = &opened.file;
     let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let computed = tree_stats_rows(root_file, &keys, &tree.path, job).map_err(|e| {
@@ -491,6 +509,7 @@ struct ReadHistogramArgs {
 /// fit_histogram's.
 pub(super) fn stored_histogram(
     ctx: &Context,
+    job: &Job,
     path: &str,
     name: &str,
 ) -> Result<(crate::formats::root::Histogram, HistogramRow), ToolError> {
@@ -517,7 +536,7 @@ pub(super) fn stored_histogram(
     let cycle = cycle
         .map(|c| wanted_cycle(ctx, &file, row, c))
         .transpose()?;
-    let root_file = file.open(ctx)?.file;
+    let root_file = file.open(ctx, job)?.file;
     let keys = root_file.walk().map_err(|e| corrupted(&file.abs(), &e))?;
     let key = match cycle {
         None => latest(&keys, &row.path, Some(&row.class_name)),
@@ -534,11 +553,11 @@ pub(super) fn stored_histogram(
 
 fn read_histogram(
     ctx: &Context,
-    _job: &Job,
+    job: &Job,
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: ReadHistogramArgs = parse_args("read_histogram", args)?;
-    let (h, row) = stored_histogram(ctx, &args.path, &args.name)?;
+    let (h, row) = stored_histogram(ctx, job, &args.path, &args.name)?;
     let (values, errors) = (h.values(), h.errors());
     let nx = h.x.nbins + 2;
     let tool = "read_histogram";

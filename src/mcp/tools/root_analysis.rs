@@ -97,11 +97,12 @@ const MAX_BINS_2D: i64 = 1_000;
 /// same `path`, `dataset`, `tree`, `skip_mismatched`, `dry_run` and `by_file`
 /// fields. Gives the tree and the `dry_run` and `by_file` flags.
 macro_rules! open_named {
-    ($ctx:expr, $tool:expr, $args:expr) => {{
+    ($ctx:expr, $job:expr, $tool:expr, $args:expr) => {{
         let dry_run = $args.dry_run == Some(true);
         let by_file = $args.by_file == Some(true);
         let r = reading(
             $tool,
+            $job,
             &$args.path,
             &$args.dataset,
             &$args.tree,
@@ -215,7 +216,7 @@ fn apply_selection(
 ) -> Result<ToolOutput, ToolError> {
     let tool = "apply_selection";
     let args: SelectionArgs = parse_args(tool, args)?;
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let plan = expression_plan(Some(&args.selection), &columns[0], &defines, &t)?
@@ -406,7 +407,7 @@ pub(super) fn compute_histogram(
     let args: HistogramArgs = parse_args(tool, args)?;
     let bins = checked_bins("bins", args.bins, MAX_BINS)?;
     let offset = checked_offset(tool, "offset", args.offset)?;
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let plans = histogram_plans(ctx, tool, &args, &t, &mut columns)?;
     let HistPlans {
@@ -566,7 +567,7 @@ fn compute_histogram_2d(
             "Leave flatten out, or histogram Length$ counts with compute_histogram(flatten=false)",
         ));
     }
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let x = quantity_plan(&args.x_branch, &columns[0], &defines, &t)?;

@@ -85,7 +85,7 @@ fn make(
     let stored = item.len() == 2 && item.contains_key("path") && item.contains_key("name");
     if stored {
         let a: StoredArgs = parse_args(TOOL, item)?;
-        return stored_made(ctx, label, &a);
+        return stored_made(ctx, job, label, &a);
     }
     for own in ["plot", "offset", "by_file", "dry_run"] {
         if item.contains_key(own) {
@@ -100,7 +100,7 @@ fn make(
     if let (None, Some(r)) = (args.range, reference) {
         args.range = Some([r.edges[0], r.edges[r.edges.len() - 1]]);
     }
-    let (t, _, _) = open_named!(ctx, TOOL, args)?;
+    let (t, _, _) = open_named!(ctx, job, TOOL, args)?;
     let mut columns = t.columns();
     let plans = histogram_plans(ctx, TOOL, &args, &t, &mut columns)?;
     let members = t.members(&columns);
@@ -120,8 +120,8 @@ fn make(
     })
 }
 
-fn stored_made(ctx: &Context, label: String, a: &StoredArgs) -> Result<Made, ToolError> {
-    let (h, row) = stored_histogram(ctx, &a.path, &a.name)?;
+fn stored_made(ctx: &Context, job: &Job, label: String, a: &StoredArgs) -> Result<Made, ToolError> {
+    let (h, row) = stored_histogram(ctx, job, &a.path, &a.name)?;
     if h.y.is_some() || h.profile.is_some() {
         return Err(ToolError::new(
             "unsupported_type",

@@ -109,7 +109,7 @@ fn cutflow(ctx: &Context, job: &Job, args: Map<String, Value>) -> Result<ToolOut
     checked_steps(tool, &args.cuts)?;
     let offset = checked_offset(tool, "offset", args.offset)?;
     let n_minus_one = args.n_minus_one == Some(true);
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let plans = args

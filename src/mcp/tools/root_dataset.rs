@@ -27,6 +27,7 @@ use crate::catalog::root::{
 };
 use crate::formats::root::rntuple::ANCHOR_CLASS;
 use crate::formats::root::{Branch, RootFile, latest};
+use crate::job::Job;
 use crate::mcp::response::ToolError;
 
 /// The `dataset` argument: one string (a glob, a path, or a saved dataset's
@@ -44,6 +45,8 @@ pub(super) const MAX_FILES: usize = 10_000;
 /// What a tool call reads, as its arguments say.
 pub(super) struct Reading<'a> {
     pub(super) tool: &'static str,
+    /// The call: a remote file opened for it reports a change to it.
+    pub(super) job: &'a Job,
     pub(super) path: Option<&'a str>,
     pub(super) dataset: Option<&'a DatasetArg>,
     pub(super) tree: Option<&'a str>,
@@ -53,6 +56,7 @@ pub(super) struct Reading<'a> {
 /// `Reading` from the arguments every ROOT analysis tool takes.
 pub(super) fn reading<'a>(
     tool: &'static str,
+    job: &'a Job,
     path: &'a Option<String>,
     dataset: &'a Option<DatasetArg>,
     tree: &'a Option<String>,
@@ -60,6 +64,7 @@ pub(super) fn reading<'a>(
 ) -> Reading<'a> {
     Reading {
         tool,
+        job,
         path: path.as_deref(),
         dataset: dataset.as_ref(),
         tree: tree.as_deref(),
@@ -181,7 +186,7 @@ pub(super) fn plan_tree(ctx: &Context, r: &Reading<'_>) -> Result<OpenTree, Tool
     gather(ctx, r, layout_part)
 }
 
-type Loader = fn(&Context, KnownRootFile, TreeRow) -> Result<Part, ToolError>;
+type Loader = fn(&Context, &Job, KnownRootFile, TreeRow) -> Result<Part, ToolError>;
 
 fn gather(ctx: &Context, r: &Reading<'_>, load: Loader) -> Result<OpenTree, ToolError> {
     let (files, named, tree) = resolve(ctx, r)?;
@@ -189,7 +194,7 @@ fn gather(ctx: &Context, r: &Reading<'_>, load: Loader) -> Result<OpenTree, Tool
         let path = r.path.expect("a path call");
         let known = known_root_file(ctx, path)?;
         let row = find_tree(ctx, &known, &tree)?;
-        let mut part = load(ctx, known, row)?;
+        let mut part = load(ctx, r.job, known, row)?;
         part.shown = path.to_string();
         return Ok(OpenTree {
             parts: vec![part],
@@ -203,7 +208,7 @@ fn gather(ctx: &Context, r: &Reading<'_>, load: Loader) -> Result<OpenTree, Tool
         .map(|shown| {
             let known = known_root_file(ctx, shown).map_err(|e| (shown.clone(), e))?;
             let row = find_tree(ctx, &known, &tree).map_err(|e| (shown.clone(), e))?;
-            let mut part = load(ctx, known, row).map_err(|e| (shown.clone(), e))?;
+            let mut part = load(ctx, r.job, known, row).map_err(|e| (shown.clone(), e))?;
             part.shown = shown.clone();
             Ok(part)
         })
@@ -352,9 +357,18 @@ fn resolve(ctx: &Context, r: &Reading<'_>) -> Result<(Vec<String>, Named, String
 
 /// Opens a member's file and finds its tree: parsed once per version of the
 /// file (the cache is keyed by the open descriptor's identity).
-fn open_part(ctx: &Context, known: KnownRootFile, row: TreeRow) -> Result<Part, ToolError> {
-    let Opened { file, fingerprint } = known.open(ctx)?;
-    let key = (known.record.id, fingerprint, row.path.clone());
+fn open_part(
+    ctx: &Context,
+    job: &Job,
+    known: KnownRootFile,
+    row: TreeRow,
+) -> Result<Part, ToolError> {
+    let Opened {
+        file,
+        fingerprint,
+        version,
+    } = known.open(ctx, job)?;
+    let key = (known.record.id, version, row.path.clone());
     let tree = cached_tree(key, || {
         let keys = file.walk().map_err(|e| corrupted(&known.abs(), &e))?;
         read_object(&file, &keys, &row).map_err(|e| corrupted(&known.abs(), &e))
@@ -395,11 +409,16 @@ fn read_object(
 /// opened. The tree a call parsed from the same version of the file serves
 /// as well; a layout decoded is kept apart from them (its embedded baskets
 /// are headers only, which a read must never get).
-fn layout_part(ctx: &Context, known: KnownRootFile, row: TreeRow) -> Result<Part, ToolError> {
+fn layout_part(
+    ctx: &Context,
+    job: &Job,
+    known: KnownRootFile,
+    row: TreeRow,
+) -> Result<Part, ToolError> {
     // The catalog keeps no layout of an RNTuple: its anchor, header and
     // footer are read instead (no pages).
     if row.kind == TREE_KIND_RNTUPLE {
-        let mut part = open_part(ctx, known, row)?;
+        let mut part = open_part(ctx, job, known, row)?;
         part.file = None;
         return Ok(part);
     }

@@ -162,7 +162,7 @@ fn export_branches(
     }
     let tool = "export_branches";
     let (base, rel) = export_target(ctx, &args.output_path)?;
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let named = named_columns(&specs, &columns[0], &defines, &t)?;

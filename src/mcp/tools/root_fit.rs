@@ -109,7 +109,7 @@ fn histogram(ctx: &Context, job: &Job, args: &FitArgs) -> Result<(Histogram, Str
             ));
         };
         let name = args.name.as_deref().unwrap_or_default();
-        let (h, _) = stored_histogram(ctx, path, name)?;
+        let (h, _) = stored_histogram(ctx, job, path, name)?;
         if h.y.is_some() || h.profile.is_some() {
             return Err(invalid(
                 format!(
@@ -191,7 +191,7 @@ fn computed_histogram(
     put("executor", args.executor.clone().map(Value::from));
     put("files_per_job", args.files_per_job.map(Value::from));
     let hargs: HistogramArgs = parse_args(TOOL, request)?;
-    let (t, _, _) = open_named!(ctx, TOOL, hargs)?;
+    let (t, _, _) = open_named!(ctx, job, TOOL, hargs)?;
     let mut columns = t.columns();
     let plans = histogram_plans(ctx, TOOL, &hargs, &t, &mut columns)?;
     let members = t.members(&columns);

@@ -369,7 +369,7 @@ fn read_branches(
         ));
     }
     let tool = "read_branches";
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let named = named_columns(&specs, &columns[0], &defines, &t)?;
@@ -643,7 +643,7 @@ fn sample_tree(
         ));
     }
     let tool = "sample_tree";
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let columns = t.columns();
     let mut named = columns_of(&t, &columns[0], args.branches.as_deref())?;
     let branches_total = named.len();

@@ -86,7 +86,7 @@ pub(super) fn get_branch_stats(
         ));
     }
     let tool = "get_branch_stats";
-    let (t, dry_run, by_file) = open_named!(ctx, tool, args)?;
+    let (t, dry_run, by_file) = open_named!(ctx, job, tool, args)?;
     let mut columns = t.columns();
     let defines = defines_of(tool, args.define.as_ref(), &columns[0], &t)?;
     let cut = expression_plan(args.selection.as_deref(), &columns[0], &defines, &t)?;
