@@ -287,3 +287,97 @@ async fn a_replaced_hdf5_file_over_s3_is_an_error_and_indexed_again() {
     }
     a_replaced_file_is_an_error_and_indexed_again(Over::S3).await;
 }
+
+/// big.h5 replaced on the server while a slice is read (after the tool's
+/// open saw the indexed version, before the first ranged request for the
+/// slice's bytes reaches the server, through a fault proxy): the read fails
+/// with a clear io_error saying so (never bytes of two versions mixed), the
+/// daemon answers the next call, and the catalog describes the new file soon.
+async fn a_file_replaced_while_read_is_an_error(over: Over) {
+    let expected = big_expected();
+    let bytes = big_file(&expected);
+    let mut s = Sandbox::new();
+    s.write("hdf5/big.h5", &bytes);
+    let config = s.catalog.with_file_name("quarry.toml");
+    std::fs::write(&config, "[remote]\nmax_whole_file_mb = 1\n").unwrap();
+    let server = s.serve_over(over).unwrap();
+    let proxy = match &server {
+        common::remote::Server::Moto(moto) => {
+            let proxy = common::remote::FaultProxy::new(moto.port);
+            for (k, v) in &mut s.env {
+                if k == "AWS_ENDPOINT_URL_S3" {
+                    *v = proxy.url.trim_end_matches('/').to_string();
+                }
+            }
+            proxy
+        }
+        common::remote::Server::Nginx(nginx) => {
+            let proxy = common::remote::FaultProxy::new(nginx.port);
+            s.url = Some(proxy.url.clone());
+            proxy
+        }
+        common::remote::Server::Xrootd(_) => unreachable!(),
+    };
+    let client = s
+        .mcp_with_args(&["--config", config.to_str().unwrap()])
+        .await;
+    wait_indexed(&client).await;
+    let tiny = std::fs::read(repo().join("tests/data/hdf5/tiny.h5")).unwrap();
+    let replace: common::faults::Hook = match &server {
+        common::remote::Server::Moto(moto) => {
+            let endpoint = moto.endpoint.clone();
+            Box::new(move || common::remote::replace_object_at(&endpoint, "data/hdf5/big.h5", &tiny))
+        }
+        _ => {
+            let path = s.root.join("hdf5/big.h5");
+            Box::new(move || std::fs::write(path, tiny).unwrap())
+        }
+    };
+    proxy.set(|f| f.before_ranged = Some(replace));
+    let url = file_url(&s, "hdf5/big.h5");
+    let (v, is_error) = call(
+        &client,
+        "read_dataset_slice",
+        json!({"uri": format!("h5://{url}?path=/big/values"), "slice_str": "1000000:1000008"}),
+    )
+    .await;
+    assert!(
+        proxy.faults().before_ranged.is_none(),
+        "the file was never replaced"
+    );
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed on the server while it was being read"),
+        "{v}"
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let found = ok(&client, "find_datasets", json!({"name": "hv"})).await;
+        if found.to_string().contains("/conditions/hv") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "still the old file: {found}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hdf5_file_replaced_while_read_over_http_is_an_error() {
+    a_file_replaced_while_read_is_an_error(Over::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hdf5_file_replaced_while_read_over_s3_is_an_error() {
+    if moto_server().is_none() {
+        return;
+    }
+    a_file_replaced_while_read_is_an_error(Over::S3).await;
+}

@@ -604,11 +604,15 @@ pub async fn assert_catalog_kept(client: &super::Client, indexed: &serde_json::V
 /// bucket's only object: moto refuses an unsigned overwrite, so its state is
 /// reset and the bucket made again (a new object: another ETag, size and time).
 pub fn replace_object(moto: &Moto, key: &str, bytes: &[u8]) {
+    replace_object_at(&moto.endpoint, key, bytes)
+}
+
+/// `replace_object` given moto's endpoint (for a hook run on another thread).
+pub fn replace_object_at(endpoint: &str, key: &str, bytes: &[u8]) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(true)
         .build()
         .into();
-    let endpoint = &moto.endpoint;
     agent
         .post(&format!("{endpoint}/moto-api/reset"))
         .send_empty()
