@@ -105,7 +105,10 @@ async fn a_document_past_the_whole_file_limit_is_refused_with_the_limit_and_hdf5
     let failed = root["failed_files"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{status}");
     assert!(
-        failed[0]["path"].as_str().unwrap().ends_with("notes/big.txt"),
+        failed[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("notes/big.txt"),
         "{status}"
     );
     let error = failed[0]["error"].as_str().unwrap();
@@ -128,7 +131,10 @@ fn big_expected() -> Value {
 /// float64, the formula the fixture script wrote them with.
 fn big_file(expected: &Value) -> Vec<u8> {
     let mut bytes = std::fs::read(repo().join("tests/data/hdf5/big_head.h5")).unwrap();
-    assert_eq!(bytes.len() as u64, expected["data_offset"].as_u64().unwrap());
+    assert_eq!(
+        bytes.len() as u64,
+        expected["data_offset"].as_u64().unwrap()
+    );
     let count = expected["big_count"].as_u64().unwrap();
     bytes.reserve(count as usize * 8);
     for i in 0..count {
@@ -140,7 +146,9 @@ fn big_file(expected: &Value) -> Vec<u8> {
 
 /// A sandbox serving big.h5 over `over`, with `[remote] max_whole_file_mb = 1`
 /// (the file is 32 times that), and its daemon.
-async fn serving_big_file(over: Over) -> (Sandbox, common::remote::Server, common::Client, Vec<u8>) {
+async fn serving_big_file(
+    over: Over,
+) -> (Sandbox, common::remote::Server, common::Client, Vec<u8>) {
     let expected = big_expected();
     let bytes = big_file(&expected);
     let mut s = Sandbox::new();
@@ -200,7 +208,11 @@ async fn a_big_file_is_read_by_ranges(over: Over) {
             json!({"uri": format!("h5://{url}?path=/big/values"), "slice_str": case["slice"]}),
         )
         .await;
-        assert_eq!(v["data"]["data"], case["data"], "[{}] over {over:?}", case["slice"]);
+        assert_eq!(
+            v["data"]["data"], case["data"],
+            "[{}] over {over:?}",
+            case["slice"]
+        );
     }
     let in_all = bytes_fetched(&client).await;
     eprintln!("{over:?}: with four slices of /big/values, {in_all} bytes in all");
@@ -248,7 +260,10 @@ async fn a_replaced_file_is_an_error_and_indexed_again(over: Over) {
     assert!(is_error, "{v}");
     assert_eq!(v["error"], "io_error", "{v}");
     assert!(
-        v["message"].as_str().unwrap().contains("changed on the server"),
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed on the server"),
         "{v}"
     );
     let started = std::time::Instant::now();
@@ -326,7 +341,9 @@ async fn a_file_replaced_while_read_is_an_error(over: Over) {
     let replace: common::faults::Hook = match &server {
         common::remote::Server::Moto(moto) => {
             let endpoint = moto.endpoint.clone();
-            Box::new(move || common::remote::replace_object_at(&endpoint, "data/hdf5/big.h5", &tiny))
+            Box::new(move || {
+                common::remote::replace_object_at(&endpoint, "data/hdf5/big.h5", &tiny)
+            })
         }
         _ => {
             let path = s.root.join("hdf5/big.h5");

@@ -361,7 +361,12 @@ unsafe extern "C" fn read(
         return fail("libhdf5 asked for an undefined address".into());
     }
     // SAFETY: libhdf5 passes a file this driver opened and a buffer of `size` bytes.
-    let (file, buf) = unsafe { (ours(file), std::slice::from_raw_parts_mut(buf.cast::<u8>(), size)) };
+    let (file, buf) = unsafe {
+        (
+            ours(file),
+            std::slice::from_raw_parts_mut(buf.cast::<u8>(), size),
+        )
+    };
     match read_at(&file.socket, file.eof, addr, buf) {
         Ok(()) => 0,
         Err(e) => fail(e.to_string()),
@@ -420,6 +425,40 @@ mod tests {
         assert_eq!(offset_of!(Class, fl_map), 248);
         assert_eq!(size_of::<Public>(), 80);
         assert_eq!(offset_of!(Public, paged_aggr), 72);
+    }
+
+    /// Random answers (xorshift64, the same each run): the read succeeds only
+    /// on an answer of status OK and exactly the length asked; never a panic.
+    #[test]
+    fn random_answers_fail_the_read_unless_exact() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200 {
+            let status = (next() % 3) as u8;
+            let len = match next() % 3 {
+                0 => 4,
+                1 => next() % 8,
+                _ => next(),
+            };
+            let payload: Vec<u8> = (0..(len.min(16))).map(|_| next() as u8).collect();
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let mut answer = protocol::header(status, len).to_vec();
+            answer.extend_from_slice(&payload);
+            let peer = std::thread::spawn(move || {
+                let mut request = [0u8; protocol::REQUEST_LEN];
+                (&theirs).read_exact(&mut request).unwrap();
+                let _ = (&theirs).write_all(&answer);
+            });
+            let mut buf = [0u8; 4];
+            let got = fetch(&ours, 0, &mut buf);
+            assert_eq!(got.is_ok(), status == OK && len == 4, "{status} {len}");
+            peer.join().unwrap();
+        }
     }
 
     /// Serves `bytes` on a socket as the daemon does (a thread answering

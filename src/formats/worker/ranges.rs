@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use quarry_hdf5::driver::protocol::{self, FAILED, MAX_CHUNK, MAX_MESSAGE, OK, REQUEST_LEN};
 use crate::byte_source::ByteSource;
+use quarry_hdf5::driver::protocol::{self, FAILED, MAX_CHUNK, MAX_MESSAGE, OK, REQUEST_LEN};
 
 /// How often the serving thread looks whether the call is over.
 const POLL: Duration = Duration::from_millis(50);
@@ -211,6 +211,50 @@ mod tests {
         assert!(e.to_string().contains("gone"), "{e}");
         let met = server.finish().unwrap();
         assert_eq!(met.kind(), io::ErrorKind::ConnectionAborted);
+    }
+
+    /// Bytes from another process, taken as requests: whatever they say,
+    /// each is answered (most refused) with a bounded answer, nothing panics
+    /// and the server ends when the peer closes its end.
+    #[test]
+    fn random_requests_are_answered_within_bounds() {
+        let (server, reader) = served(&[7u8; 1000]);
+        let drain = reader.try_clone().unwrap();
+        let answers = std::thread::spawn(move || {
+            let mut header = [0u8; protocol::HEADER_LEN];
+            let mut count = 0;
+            while (&drain).read_exact(&mut header).is_ok() {
+                let (status, len) = protocol::parse_header(&header);
+                assert!(status == OK && len <= 1000 || status == FAILED && len <= MAX_MESSAGE);
+                io::copy(&mut (&drain).take(len), &mut io::sink()).unwrap();
+                count += 1;
+            }
+            count
+        });
+        // xorshift64: the same bytes each run.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for i in 0..500u64 {
+            let (offset, len) = match i % 4 {
+                0 => (next(), next()),
+                1 => (next() % 2000, next() % 2000),
+                2 => (next() % 1000, u64::MAX - next() % 16),
+                _ => (u64::MAX - next() % 16, next() % 64),
+            };
+            (&reader)
+                .write_all(&protocol::request(offset, len))
+                .unwrap();
+        }
+        // The server reads to the end of the requests, then closes its end,
+        // which ends the answers.
+        reader.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(answers.join().unwrap(), 500);
+        assert!(server.finish().is_none());
     }
 
     /// The call ends while the reader keeps its end open (a worker that was
