@@ -398,3 +398,46 @@ async fn an_hdf5_file_replaced_while_read_over_s3_is_an_error() {
     }
     a_file_replaced_while_read_is_an_error(Over::S3).await;
 }
+
+/// The server goes away in the middle of reading a slice (the tool's open
+/// saw the file; its first ranged request meets a closed server): a clear
+/// io_error in bounded time, never a hang or libhdf5's own message; the
+/// daemon answers, and once the server is back the same call gives h5py's
+/// values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_gone_while_an_hdf5_slice_is_read_is_an_io_error_in_bounded_time() {
+    let expected = big_expected();
+    let bytes = big_file(&expected);
+    let mut s = Sandbox::new();
+    s.write("hdf5/big.h5", &bytes);
+    let Some(common::remote::Server::Nginx(nginx)) = s.serve_over(Over::Http) else {
+        unreachable!()
+    };
+    let proxy = common::remote::FaultProxy::new(nginx.port);
+    s.url = Some(proxy.url.clone());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let url = file_url(&s, "hdf5/big.h5");
+    let case = &expected["slices"][1];
+    let args = json!({"uri": format!("h5://{url}?path=/big/values"), "slice_str": case["slice"]});
+    proxy.set(|f| f.down_after = Some(0));
+    let started = std::time::Instant::now();
+    let (v, is_error) = call(&client, "read_dataset_slice", args.clone()).await;
+    assert!(is_error, "{v}");
+    assert_eq!(v["error"], "io_error", "{v}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(proxy.faults().refused > 0);
+    let status = ok(&client, "index_status", json!({})).await;
+    assert!(
+        status["data"]["roots"][0]["remote"]["last_error"].is_string(),
+        "{status}"
+    );
+    proxy.set(|f| f.down = false);
+    let v = ok(&client, "read_dataset_slice", args).await;
+    assert_eq!(v["data"]["data"], case["data"], "{v}");
+    client.cancel().await.unwrap();
+}
