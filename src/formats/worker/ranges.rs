@@ -99,7 +99,11 @@ fn serve(socket: &UnixStream, source: &dyn ByteSource, done: &AtomicBool) -> Opt
                     Ok(()) => answer_bytes(socket, &buf),
                     Err(e) => {
                         let sent = answer_error(socket, &e.to_string());
-                        first_error.get_or_insert(e);
+                        // A read stopped because the call is over (timed
+                        // out, cancelled) is not why the call failed.
+                        if !stop() {
+                            first_error.get_or_insert(e);
+                        }
                         sent
                     }
                 }
@@ -255,6 +259,39 @@ mod tests {
         reader.shutdown(std::net::Shutdown::Write).unwrap();
         assert_eq!(answers.join().unwrap(), 500);
         assert!(server.finish().is_none());
+    }
+
+    /// The call is cancelled (or times out) while a fetch is under way: the
+    /// fetch is told to stop, the thread ends at once, the reader's read
+    /// fails, and the stopped fetch is not given as the call's error.
+    #[test]
+    fn a_fetch_under_way_stops_with_its_call() {
+        struct Stalled;
+        impl ByteSource for Stalled {
+            fn size(&self) -> u64 {
+                100
+            }
+            fn read_into(&self, _: u64, _: &mut [u8]) -> io::Result<()> {
+                Ok(())
+            }
+            fn prefetch_until(
+                &self,
+                _: &[std::ops::Range<u64>],
+                stop: &(dyn Fn() -> bool + Send + Sync),
+            ) -> io::Result<()> {
+                while !stop() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"))
+            }
+        }
+        let (server, reader) = RangeServer::start(Arc::new(Stalled)).unwrap();
+        let read = std::thread::spawn(move || fetch(&reader, 0, &mut [0u8; 4]));
+        std::thread::sleep(Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        assert!(server.finish().is_none());
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(read.join().unwrap().is_err());
     }
 
     /// The call ends while the reader keeps its end open (a worker that was
