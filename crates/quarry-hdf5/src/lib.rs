@@ -149,9 +149,10 @@ fn check_served_signature(socket: &UnixStream, size: u64) -> Result<(), FormatEr
     ))
 }
 
-/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file (a
-/// remote file's copy, `memfd`): libhdf5 asks for the real path of the name
-/// it opens, which such a file does not have.
+/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file
+/// (`memfd`; quarry's remote files are served by ranges instead, `open_ranges`):
+/// libhdf5 asks for the real path of the name it opens, which such a file
+/// does not have.
 fn is_memory_file(fd_path: &str) -> bool {
     std::fs::read_link(fd_path).is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
 }
