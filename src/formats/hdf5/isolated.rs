@@ -333,3 +333,35 @@ fn answer_with(
 fn encode<T: Serialize>(answer: Result<T, FormatError>) -> Vec<u8> {
     encode_answer(answer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds() -> File {
+        File::open(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/hdf5/kinds.h5"
+        ))
+        .unwrap()
+    }
+
+    /// Without a helper (this process reads), a file served by ranges gives
+    /// the same tree and values as the file itself.
+    #[test]
+    fn a_file_read_by_ranges_reads_as_the_file() {
+        let by_ranges = tree_of(H5Source::Ranges(Arc::new(kinds()))).unwrap();
+        assert_eq!(by_ranges, tree_of(kinds()).unwrap());
+        let sel = crate::formats::hdf5::slice::resolve(
+            &crate::formats::hdf5::slice::parse("1:4").unwrap(),
+            &[12],
+        )
+        .unwrap();
+        let path = "/numbers/i1";
+        let direct = read_slice(kinds(), path, &sel, &|| false).unwrap().unwrap();
+        let ranged = read_slice(H5Source::Ranges(Arc::new(kinds())), path, &sel, &|| false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(direct.data, ranged.data);
+    }
+}
