@@ -77,6 +77,7 @@ impl Drop for RangeServer {
 fn serve(socket: &UnixStream, source: &dyn ByteSource, done: &AtomicBool) -> Option<io::Error> {
     let mut first_error = None;
     let mut buf = Vec::new();
+    let (mut requests, mut bytes) = (0u64, 0u64);
     let stop = || done.load(Ordering::Relaxed);
     while !stop() {
         if !readable_within(socket, POLL) {
@@ -96,7 +97,11 @@ fn serve(socket: &UnixStream, source: &dyn ByteSource, done: &AtomicBool) -> Opt
                     .prefetch_until(std::slice::from_ref(&range), &stop)
                     .and_then(|()| source.read_into(offset, &mut buf));
                 match read {
-                    Ok(()) => answer_bytes(socket, &buf),
+                    Ok(()) => {
+                        requests += 1;
+                        bytes += len;
+                        answer_bytes(socket, &buf)
+                    }
                     Err(e) => {
                         let sent = answer_error(socket, &e.to_string());
                         // A read stopped because the call is over (timed
@@ -113,6 +118,7 @@ fn serve(socket: &UnixStream, source: &dyn ByteSource, done: &AtomicBool) -> Opt
             break;
         }
     }
+    tracing::debug!("served {requests} ranged reads, {bytes} bytes, to a reader");
     first_error
 }
 
