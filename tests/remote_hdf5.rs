@@ -215,7 +215,11 @@ async fn a_big_file_is_read_by_ranges(over: Over) {
         );
     }
     let in_all = bytes_fetched(&client).await;
-    eprintln!("{over:?}: with four slices of /big/values, {in_all} bytes in all");
+    let status = ok(&client, "index_status", json!({})).await;
+    let requests = &status["data"]["roots"][0]["remote"]["requests"];
+    eprintln!(
+        "{over:?}: with four slices of /big/values, {in_all} bytes in all, {requests} ranged requests"
+    );
     assert!(in_all * 50 <= size, "fetched {in_all} of {size} bytes");
     server.assert_read_by_ranges();
     client.cancel().await.unwrap();
