@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::catalog::KindRow;
+use crate::formats::hdf5::isolated::H5Source;
 use crate::formats::{FormatError, Kind};
 use crate::panics::catch_quietly;
 use crate::roots::{DataRoot, OpenError, open_beneath};
@@ -68,10 +69,17 @@ fn extract_once(
                 etag: None,
             };
             let file = remote.open(rel, Some(&expected))?;
-            if kind == Kind::Root {
-                // By ranges: the header, keys, streamers and trees' metadata.
+            if matches!(kind, Kind::Root | Kind::Hdf5) {
+                // By ranges: a ROOT file's header, keys, streamers and trees'
+                // metadata; an HDF5 file's superblock and object headers, as
+                // libhdf5 asks for them through quarry's driver.
                 let file = std::sync::Arc::new(file);
-                let rows = guarded(kind, || super::root::remote_root_rows(file.clone()));
+                let rows = if kind == Kind::Root {
+                    guarded(kind, || super::root::remote_root_rows(file.clone()))
+                } else {
+                    let source = H5Source::Ranges(file.clone());
+                    guarded(kind, || super::hdf5::rows(source))
+                };
                 if let Some(f) = crate::byte_source::ByteSource::fetched(file.as_ref()) {
                     tracing::info!(
                         "{}: indexed from {} bytes in {} requests (of {} bytes)",
@@ -83,8 +91,7 @@ fn extract_once(
                 }
                 return rows;
             }
-            // Documents, code and HDF5 (libhdf5 reads a file it opens by
-            // name: `/proc/self/fd/N` of the in-memory copy) are fetched
+            // Documents and code are read whole by their parsers: fetched
             // whole, up to `[remote] max_whole_file_mb`; a larger file is
             // that file's error.
             file.to_memory_file()?

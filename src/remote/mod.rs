@@ -120,7 +120,7 @@ pub struct Settings {
     /// A PEM file of extra CA certificates (a private CA); TLS is always verified.
     pub ca_file: Option<PathBuf>,
     /// Largest file fetched whole for the readers that need a whole file
-    /// (documents, source code, HDF5).
+    /// (documents, source code; HDF5 is read by ranges, `formats::worker`).
     pub max_whole_file: u64,
     /// How often remote roots are listed again.
     pub relist: Duration,
@@ -550,7 +550,7 @@ impl RemoteFile {
     }
 
     /// The whole file in an anonymous in-memory file (never on disk), for
-    /// readers that take a `File` (documents, source code, HDF5's workers);
+    /// readers that take a whole `File` (documents, source code);
     /// refused past `Settings::max_whole_file`.
     pub fn to_memory_file(&self) -> io::Result<File> {
         let limit = self.root.settings.max_whole_file;

@@ -730,3 +730,32 @@ pub async fn assert_catalog_kept(client: &super::Client, indexed: &serde_json::V
     let status = super::call_ok(client, "index_status", serde_json::json!({})).await;
     assert_no_failed_kinds(&status);
 }
+
+// ---- remote HDF5 tests (tests/remote_hdf5.rs) ----
+
+/// Makes `bytes` the object `key` of moto's bucket `quarry-test`, and the
+/// bucket's only object: moto refuses an unsigned overwrite, so its state is
+/// reset and the bucket made again (a new object: another ETag, size and time).
+pub fn replace_object(moto: &Moto, key: &str, bytes: &[u8]) {
+    replace_object_at(&moto.endpoint, key, bytes)
+}
+
+/// `replace_object` given moto's endpoint (for a hook run on another thread).
+pub fn replace_object_at(endpoint: &str, key: &str, bytes: &[u8]) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(true)
+        .build()
+        .into();
+    agent
+        .post(&format!("{endpoint}/moto-api/reset"))
+        .send_empty()
+        .unwrap();
+    agent
+        .put(&format!("{endpoint}/quarry-test"))
+        .send_empty()
+        .unwrap();
+    agent
+        .put(&format!("{endpoint}/quarry-test/{key}"))
+        .send(bytes)
+        .unwrap();
+}

@@ -15,7 +15,9 @@
 //! - `raw`: a selection's numbers as raw bytes in NumPy's order, in blocks (exports);
 //! - `outside`: datasets whose data lies in other files (external storage,
 //!   virtual datasets): recorded, never read;
-//! - `signature`: the signature check that runs before libhdf5 sees a file.
+//! - `signature`: the signature check that runs before libhdf5 sees a file;
+//! - `driver`: a read-only virtual file driver reading a file's byte ranges
+//!   from another process over a socket (remote files, never copied whole).
 //!
 //! Files are opened from an already open descriptor (opened beneath its root by
 //! the caller): libhdf5 opens by name, so it is handed `/proc/self/fd/N`, which
@@ -45,6 +47,7 @@ struct ReadmeExample;
 mod attributes;
 mod buffer;
 mod dataset;
+pub mod driver;
 mod ffi;
 pub mod filters;
 mod outside;
@@ -57,6 +60,7 @@ mod types;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 
 pub use attributes::Attribute;
 pub use dataset::{DatasetInfo, Filter};
@@ -96,11 +100,59 @@ impl H5File {
         drop(file);
         Ok(H5File { inner })
     }
+
+    /// Opens the HDF5 file of `size` bytes served on `socket` by ranges
+    /// (`driver`): libhdf5 reads only the ranges it needs, each asked of the
+    /// serving process. The signature is checked first, through the socket.
+    pub fn open_ranges(socket: UnixStream, size: u64) -> Result<H5File, FormatError> {
+        check_served_signature(&socket, size)?;
+        let name = driver::file_name(&socket, size);
+        let inner = ffi::locked(|| -> Result<hdf5::File, FormatError> {
+            use hdf5_sys::h5f::{H5F_ACC_RDONLY, H5Fopen};
+            use hdf5_sys::h5p::{H5P_CLS_FILE_ACCESS, H5Pclose, H5Pcreate, H5Pset_driver};
+            let driver = driver::id()?;
+            // SAFETY: a file-access list of a registered class set to our
+            // registered driver (it takes no driver info); the file id opened
+            // is handed to the crate, which closes it.
+            unsafe {
+                let fapl = ffi::Owned::new(H5Pcreate(*H5P_CLS_FILE_ACCESS), H5Pclose)?;
+                ffi::check(H5Pset_driver(fapl.id, driver, std::ptr::null()))?;
+                let id = H5Fopen(name.as_ptr(), H5F_ACC_RDONLY, fapl.id);
+                if id < 0 {
+                    return Err(match driver::take_failure() {
+                        Some(why) => FormatError::Io(why),
+                        None => ffi::last_error(),
+                    });
+                }
+                hdf5::from_id::<hdf5::File>(id).map_err(ffi::corrupt)
+            }
+        })?;
+        // The driver holds its own copy of the socket.
+        drop(socket);
+        Ok(H5File { inner })
+    }
 }
 
-/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file (a
-/// remote file's copy, `memfd`): libhdf5 asks for the real path of the name
-/// it opens, which such a file does not have.
+/// `check_signature` for a file served by ranges.
+fn check_served_signature(socket: &UnixStream, size: u64) -> Result<(), FormatError> {
+    let mut offset = 0u64;
+    let mut head = [0u8; 8];
+    while offset + 8 <= size {
+        driver::fetch(socket, offset, &mut head)?;
+        if head == SIGNATURE {
+            return Ok(());
+        }
+        offset = if offset == 0 { 512 } else { offset * 2 };
+    }
+    Err(FormatError::Corrupt(
+        "not an HDF5 file: no HDF5 signature at offset 0 or any user-block boundary".into(),
+    ))
+}
+
+/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file
+/// (`memfd`; quarry's remote files are served by ranges instead, `open_ranges`):
+/// libhdf5 asks for the real path of the name it opens, which such a file
+/// does not have.
 fn is_memory_file(fd_path: &str) -> bool {
     std::fs::read_link(fd_path).is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
 }

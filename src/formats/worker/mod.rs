@@ -21,8 +21,13 @@
 //! time per request (`RLIMIT_CPU`, the service's time limit and a margin: a
 //! worker whose parent is gone cannot spin for ever) and no core files. The
 //! parent kills a worker that runs over the service's wall-clock limit.
+//!
+//! A file on remote storage is not handed over as a descriptor of its bytes:
+//! the worker gets one end of a socket on which `ranges` serves the byte
+//! ranges its reader asks for (HDF5's `quarry_hdf5::driver`).
 
 mod fdpass;
+mod ranges;
 mod serve;
 
 use std::fs::File;
@@ -40,6 +45,7 @@ use serde::de::DeserializeOwned;
 
 use super::FormatError;
 
+pub use ranges::RangeServer;
 pub use serve::{Progress, serve};
 
 /// The address space a worker may use unless the settings say otherwise.
@@ -250,7 +256,7 @@ pub fn decode_answer<T: DeserializeOwned>(out: &[u8], reader: &str) -> Result<T,
 }
 
 /// Whether an encoded answer is a success (its first byte is `Ok`'s tag).
-fn answered_ok(out: &[u8]) -> bool {
+pub fn answered_ok(out: &[u8]) -> bool {
     out.first() == Some(&0)
 }
 

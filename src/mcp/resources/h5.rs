@@ -141,6 +141,8 @@ pub struct KnownHdf5File {
     /// Absolute path (under the root's canonical folder).
     pub abs: String,
     pub id: u64,
+    /// The identity of the version the catalog describes.
+    pub fingerprint: u64,
 }
 
 /// Finds the file of a URI in the catalog (its path judged as every tool path).
@@ -182,6 +184,7 @@ pub fn known_hdf5_file(
         root_id,
         rel,
         id: record.id,
+        fingerprint: record.info.fingerprint,
     })
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{Context, Effects, ToolDef, Toolset, checked_limit, checked_offset, parse_args};
 use crate::catalog::hdf5::HDF5_OBJECTS;
 use crate::formats::FormatError;
+use crate::formats::hdf5::isolated::H5Source;
 use crate::formats::hdf5::slice::{self, Selection, SliceError};
 use crate::formats::hdf5::{DType, DatasetInfo, Entry, Object, isolated};
 use crate::glob::Glob;
@@ -132,6 +133,13 @@ pub(super) fn format_error(file: &KnownHdf5File, uri: &str, e: FormatError) -> T
             "read_resource shows the dataset's type; find_datasets(dtype='float') lists numeric ones",
         ),
         FormatError::Transient(why) => ToolError::new("io_error", why, "Retry in a moment"),
+        // Only a read by ranges (a remote file) reaches here as an I/O error: a
+        // worker's own I/O errors are the file's (`decode_answer`).
+        FormatError::Io(why) => ToolError::new(
+            "io_error",
+            format!("reading {}: {why}", file.abs),
+            "Retry in a moment; index_status() shows the remote root's last error",
+        ),
         other => ToolError::new(
             "corrupted_file",
             format!("cannot read {}: {other}", file.abs),
@@ -140,12 +148,37 @@ pub(super) fn format_error(file: &KnownHdf5File, uri: &str, e: FormatError) -> T
     }
 }
 
-/// Opens the file beneath its root (a link swapped in since indexing cannot lead out).
-pub(super) fn open_file(ctx: &Context, file: &KnownHdf5File) -> Result<std::fs::File, ToolError> {
-    ctx.catalog
-        .roots()
-        .open(file.root_id, &file.rel)
-        .map_err(|e| ToolError::from_path(&e))
+/// Opens the file beneath its root (a link swapped in since indexing cannot
+/// lead out); a remote root's file is read by ranges. The dataset's shape and
+/// type come from the catalog, so a remote file that is no longer the version
+/// the catalog describes is not read: the call fails, and the file is noted
+/// for the index to state again at once (as ROOT tools' opens do).
+pub(super) fn open_file(ctx: &Context, file: &KnownHdf5File) -> Result<H5Source, ToolError> {
+    let roots = ctx.catalog.roots();
+    let Some(remote) = roots.open_remote(file.root_id, &file.rel) else {
+        return roots
+            .open(file.root_id, &file.rel)
+            .map(H5Source::File)
+            .map_err(|e| ToolError::from_path(&e));
+    };
+    let remote = remote.map_err(|e| ToolError::from_path(&e))?;
+    if remote.meta().fingerprint() != file.fingerprint {
+        if let Some(root) = &roots.list()[file.root_id].remote {
+            root.note_changed(&file.rel);
+        }
+        return Err(changed_since_indexed(&remote.url()));
+    }
+    Ok(H5Source::Ranges(std::sync::Arc::new(remote)))
+}
+
+/// The error for a remote file the server holds another version of than the
+/// catalog's.
+pub(super) fn changed_since_indexed(url: &str) -> ToolError {
+    ToolError::new(
+        "io_error",
+        format!("{url} changed on the server since quarry indexed it"),
+        "Retry in a few seconds: quarry is indexing the new version now (index_status() shows it)",
+    )
 }
 
 /// The selection a slice string makes of a dataset of `shape` (`None`: empty).
