@@ -417,6 +417,10 @@ impl Protocol for Http {
     fn list_all(&self, rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
         self.s3.is_some().then(|| self.list_objects(rel))
     }
+
+    fn lists_etags(&self) -> bool {
+        self.s3.is_some()
+    }
 }
 
 fn header(reply: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {

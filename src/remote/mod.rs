@@ -47,12 +47,18 @@ pub struct Meta {
 }
 
 impl Meta {
-    /// The catalog's identity of this version (what a listing and an open
-    /// both know: size and modification time).
+    /// The catalog's identity of this version as a listing gives it: size,
+    /// modification time and, where the listing carries one (S3), the ETag,
+    /// which tells apart two uploads of one size within the same second
+    /// (S3's times are whole seconds).
     pub fn fingerprint(&self) -> u64 {
         let mut bytes = b"remote".to_vec();
         bytes.extend_from_slice(&self.size.to_le_bytes());
         bytes.extend_from_slice(&self.mtime_ns.to_le_bytes());
+        if let Some(etag) = &self.etag {
+            bytes.push(0);
+            bytes.extend_from_slice(etag.as_bytes());
+        }
         xxhash_rust::xxh3::xxh3_64(&bytes)
     }
 
@@ -97,6 +103,12 @@ trait Protocol: Send + Sync {
     /// `None` where folders are listed one at a time.
     fn list_all(&self, _rel: &str) -> Option<io::Result<Vec<(String, Meta)>>> {
         None
+    }
+    /// Whether this storage's listings give each file's ETag (so the
+    /// catalog's identity of a version includes it, and an open must compute
+    /// it the same way).
+    fn lists_etags(&self) -> bool {
+        false
     }
 }
 
@@ -417,6 +429,21 @@ impl RemoteFile {
 
     pub fn meta(&self) -> &Meta {
         &self.meta
+    }
+
+    /// The catalog's identity of the version open, as the root's listing
+    /// gives it (`Meta::fingerprint`): the ETag counts only where listings
+    /// carry it, as a stat's ETag would otherwise never match a listing's.
+    pub fn fingerprint(&self) -> u64 {
+        if self.root.protocol.lists_etags() {
+            self.meta.fingerprint()
+        } else {
+            Meta {
+                etag: None,
+                ..self.meta.clone()
+            }
+            .fingerprint()
+        }
     }
 
     pub fn url(&self) -> String {

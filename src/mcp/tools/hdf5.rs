@@ -162,7 +162,7 @@ pub(super) fn open_file(ctx: &Context, file: &KnownHdf5File) -> Result<H5Source,
             .map_err(|e| ToolError::from_path(&e));
     };
     let remote = remote.map_err(|e| ToolError::from_path(&e))?;
-    if remote.meta().fingerprint() != file.fingerprint {
+    if remote.fingerprint() != file.fingerprint {
         if let Some(root) = &roots.list()[file.root_id].remote {
             root.note_changed(&file.rel);
         }

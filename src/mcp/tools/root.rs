@@ -137,7 +137,7 @@ impl KnownRootFile {
             let remote = remote
                 .map_err(|e| ToolError::from_path(&e))?
                 .reporting_changes_to(job.source_changed_flag());
-            let fingerprint = remote.meta().fingerprint();
+            let fingerprint = remote.fingerprint();
             let mut version = fingerprint.to_le_bytes().to_vec();
             version.extend_from_slice(remote.meta().etag.as_deref().unwrap_or("").as_bytes());
             let version = xxhash_rust::xxh3::xxh3_64(&version);
