@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::remote::{Over, moto_server};
 use common::{Sandbox, call, call_ok as ok, wait_indexed};
@@ -144,23 +144,95 @@ fn big_file(expected: &Value) -> Vec<u8> {
     bytes
 }
 
-/// A sandbox serving big.h5 over `over`, with `[remote] max_whole_file_mb = 1`
-/// (the file is 32 times that), and its daemon.
-async fn serving_big_file(
+/// Where a test's big.h5 is served: the binary's shared nginx or moto, or,
+/// for a test that replaces the object on S3, a moto of its own (moto
+/// refuses an unsigned overwrite, so replacing resets its state, which the
+/// shared one must never see).
+enum Served {
+    Shared(common::remote::Server),
+    OwnMoto(common::remote::Moto),
+}
+
+impl Served {
+    /// The server's port (a fault proxy's upstream).
+    fn port(&self) -> u16 {
+        match self {
+            Served::Shared(server) => server.port(),
+            Served::OwnMoto(moto) => moto.port,
+        }
+    }
+
+    fn assert_read_by_ranges(&self) {
+        match self {
+            Served::Shared(server) => server.assert_read_by_ranges(),
+            Served::OwnMoto(moto) => moto.assert_read_by_ranges("data/"),
+        }
+    }
+
+    /// What makes `bytes` the served big.h5 (run later, maybe on a fault
+    /// proxy's thread).
+    fn replacing_big_file(&self, s: &Sandbox, bytes: Vec<u8>) -> common::faults::Hook {
+        match self {
+            Served::OwnMoto(moto) => {
+                let endpoint = moto.endpoint.clone();
+                Box::new(move || {
+                    common::remote::replace_object_at(&endpoint, "data/hdf5/big.h5", &bytes)
+                })
+            }
+            Served::Shared(_) => {
+                let path = s.root.join("hdf5/big.h5");
+                Box::new(move || std::fs::write(path, bytes).unwrap())
+            }
+        }
+    }
+}
+
+/// A sandbox serving big.h5 over `over` (S3 on a moto of its own with
+/// `own_moto`), with `[remote] max_whole_file_mb = 1` (the file is 32 times
+/// that); with `through_proxy`, a fault proxy in front of the server.
+fn sandbox_with_big_file(
     over: Over,
-) -> (Sandbox, common::remote::Server, common::Client, Vec<u8>) {
+    own_moto: bool,
+    through_proxy: bool,
+) -> (Sandbox, Served, Option<common::remote::FaultProxy>, PathBuf) {
     let expected = big_expected();
     let bytes = big_file(&expected);
     let mut s = Sandbox::new();
     s.write("hdf5/big.h5", &bytes);
     let config = s.catalog.with_file_name("quarry.toml");
     std::fs::write(&config, "[remote]\nmax_whole_file_mb = 1\n").unwrap();
-    let server = s.serve_over(over).unwrap();
+    let served = if over == Over::S3 && own_moto {
+        Served::OwnMoto(s.serve_over_own_moto().unwrap())
+    } else {
+        Served::Shared(s.serve_over(over).unwrap())
+    };
+    let proxy = through_proxy.then(|| {
+        let proxy = common::remote::FaultProxy::new(served.port());
+        match &served {
+            Served::Shared(server) if over != Over::S3 => {
+                s.url = Some(server.url_through(proxy.port));
+            }
+            _ => {
+                for (k, v) in &mut s.env {
+                    if k == "AWS_ENDPOINT_URL_S3" {
+                        *v = proxy.url.trim_end_matches('/').to_string();
+                    }
+                }
+            }
+        }
+        proxy
+    });
+    (s, served, proxy, config)
+}
+
+/// `sandbox_with_big_file` with its daemon, once it has indexed.
+async fn serving_big_file(over: Over, own_moto: bool) -> (Sandbox, Served, common::Client) {
+    let (s, served, _, config) = sandbox_with_big_file(over, own_moto, false);
     let client = s
         .mcp_with_args(&["--config", config.to_str().unwrap()])
         .await;
     wait_indexed(&client).await;
-    (s, server, client, bytes)
+    (s, served, client)
 }
 
 async fn bytes_fetched(client: &common::Client) -> u64 {
@@ -175,8 +247,8 @@ async fn bytes_fetched(client: &common::Client) -> u64 {
 /// small fraction of the file's bytes.
 async fn a_big_file_is_read_by_ranges(over: Over) {
     let expected = big_expected();
-    let (s, server, client, bytes) = serving_big_file(over).await;
-    let size = bytes.len() as u64;
+    let (s, server, client) = serving_big_file(over, false).await;
+    let size = expected["size"].as_u64().unwrap();
     let status = ok(&client, "index_status", json!({})).await;
     let root = &status["data"]["roots"][0];
     assert_eq!(root["kinds"]["hdf5"]["indexed"], 1, "{status}");
@@ -244,16 +316,9 @@ async fn a_big_hdf5_file_over_s3_is_read_by_ranges() {
 /// the catalog describes the new file seconds later, not at the next
 /// scheduled listing.
 async fn a_replaced_file_is_an_error_and_indexed_again(over: Over) {
-    let (s, server, client, _) = serving_big_file(over).await;
+    let (s, served, client) = serving_big_file(over, true).await;
     let tiny = std::fs::read(repo().join("tests/data/hdf5/tiny.h5")).unwrap();
-    match &server {
-        common::remote::Server::Moto(moto) => {
-            common::remote::replace_object(moto, "data/hdf5/big.h5", &tiny)
-        }
-        _ => {
-            s.write("hdf5/big.h5", &tiny);
-        }
-    }
+    served.replacing_big_file(&s, tiny)();
     let url = file_url(&s, "hdf5/big.h5");
     let (v, is_error) = call(
         &client,
@@ -313,47 +378,14 @@ async fn a_replaced_hdf5_file_over_s3_is_an_error_and_indexed_again() {
 /// with a clear io_error saying so (never bytes of two versions mixed), the
 /// daemon answers the next call, and the catalog describes the new file soon.
 async fn a_file_replaced_while_read_is_an_error(over: Over) {
-    let expected = big_expected();
-    let bytes = big_file(&expected);
-    let mut s = Sandbox::new();
-    s.write("hdf5/big.h5", &bytes);
-    let config = s.catalog.with_file_name("quarry.toml");
-    std::fs::write(&config, "[remote]\nmax_whole_file_mb = 1\n").unwrap();
-    let server = s.serve_over(over).unwrap();
-    let proxy = match &server {
-        common::remote::Server::Moto(moto) => {
-            let proxy = common::remote::FaultProxy::new(moto.port);
-            for (k, v) in &mut s.env {
-                if k == "AWS_ENDPOINT_URL_S3" {
-                    *v = proxy.url.trim_end_matches('/').to_string();
-                }
-            }
-            proxy
-        }
-        common::remote::Server::Nginx(nginx) => {
-            let proxy = common::remote::FaultProxy::new(nginx.port);
-            s.url = Some(proxy.url.clone());
-            proxy
-        }
-        common::remote::Server::Xrootd(_) => unreachable!(),
-    };
+    let (s, served, proxy, config) = sandbox_with_big_file(over, true, true);
+    let proxy = proxy.unwrap();
     let client = s
         .mcp_with_args(&["--config", config.to_str().unwrap()])
         .await;
     wait_indexed(&client).await;
     let tiny = std::fs::read(repo().join("tests/data/hdf5/tiny.h5")).unwrap();
-    let replace: common::faults::Hook = match &server {
-        common::remote::Server::Moto(moto) => {
-            let endpoint = moto.endpoint.clone();
-            Box::new(move || {
-                common::remote::replace_object_at(&endpoint, "data/hdf5/big.h5", &tiny)
-            })
-        }
-        _ => {
-            let path = s.root.join("hdf5/big.h5");
-            Box::new(move || std::fs::write(path, tiny).unwrap())
-        }
-    };
+    let replace = served.replacing_big_file(&s, tiny);
     proxy.set(|f| f.before_ranged = Some(replace));
     let url = file_url(&s, "hdf5/big.h5");
     let (v, is_error) = call(
@@ -414,11 +446,9 @@ async fn a_server_gone_while_an_hdf5_slice_is_read_is_an_io_error_in_bounded_tim
     let bytes = big_file(&expected);
     let mut s = Sandbox::new();
     s.write("hdf5/big.h5", &bytes);
-    let Some(common::remote::Server::Nginx(nginx)) = s.serve_over(Over::Http) else {
-        unreachable!()
-    };
-    let proxy = common::remote::FaultProxy::new(nginx.port);
-    s.url = Some(proxy.url.clone());
+    let nginx = s.serve_over(Over::Http).unwrap();
+    let proxy = common::remote::FaultProxy::new(nginx.port());
+    s.url = Some(nginx.url_through(proxy.port));
     let client = s.mcp().await;
     wait_indexed(&client).await;
     let url = file_url(&s, "hdf5/big.h5");

@@ -167,30 +167,6 @@ async fn s3_faults_are_retried_or_reported_and_the_daemon_stays_up() {
     client.cancel().await.unwrap();
 }
 
-/// Makes `bytes` the object `key` of moto's bucket, and the bucket's only
-/// object, straight at moto: moto 5.2.5 refuses to overwrite an object
-/// unsigned (403), so its state is reset and the bucket made again (a new
-/// object, as an overwrite gives: another ETag, size and time).
-fn replace_bucket_with(moto: &common::remote::Moto, key: &str, bytes: &[u8]) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(true)
-        .build()
-        .into();
-    let endpoint = &moto.endpoint;
-    agent
-        .post(&format!("{endpoint}/moto-api/reset"))
-        .send_empty()
-        .unwrap();
-    agent
-        .put(&format!("{endpoint}/quarry-test"))
-        .send_empty()
-        .unwrap();
-    agent
-        .put(&format!("{endpoint}/quarry-test/{key}"))
-        .send(bytes)
-        .unwrap();
-}
-
 /// An object replaced on the server after the listing saw it and while its
 /// first ranged read is on its way (S3 is not a file system: an object is
 /// replaced whole, under a new ETag and size): the index never stores the
@@ -212,7 +188,7 @@ async fn an_object_replaced_between_listing_and_reading_is_indexed_as_it_is_now(
     let (m, replacement) = (moto.clone(), new.clone());
     proxy.set(|f| {
         f.before_ranged = Some(Box::new(move || {
-            replace_bucket_with(&m, "data/root/f.root", &replacement)
+            common::remote::replace_object(&m, "data/root/f.root", &replacement)
         }))
     });
     let client = s.mcp().await;
@@ -321,7 +297,7 @@ async fn an_object_a_tool_finds_replaced_is_indexed_again_at_once() {
     wait_indexed(&client).await;
     let before = ok(&client, "inspect_file", json!({"path": "root/f.root"})).await;
     assert_eq!(before["data"]["size_bytes"], old.len());
-    replace_bucket_with(&moto, "data/root/f.root", &new);
+    common::remote::replace_object(&moto, "data/root/f.root", &new);
     // A histogram the catalog lists: the call opens the object to read it.
     // Any answer will do (the new object has no such histogram).
     let _ = call(

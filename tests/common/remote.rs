@@ -731,10 +731,11 @@ pub async fn assert_catalog_kept(client: &super::Client, indexed: &serde_json::V
     assert_no_failed_kinds(&status);
 }
 
-// ---- remote HDF5 tests (tests/remote_hdf5.rs) ----
+// ---- objects replaced on a moto of a test's own (never the shared one) ----
 
 /// Makes `bytes` the object `key` of moto's bucket `quarry-test`, and the
-/// bucket's only object: moto refuses an unsigned overwrite, so its state is
+/// bucket's only object, on a moto of the test's own (`serve_over_own_moto`):
+/// moto refuses an unsigned overwrite, so its state is
 /// reset and the bucket made again (a new object: another ETag, size and time).
 pub fn replace_object(moto: &Moto, key: &str, bytes: &[u8]) {
     replace_object_at(&moto.endpoint, key, bytes)
