@@ -416,3 +416,30 @@ async fn a_file_that_keeps_changing_fails_the_call_saying_so() {
     assert!(swaps.load(std::sync::atomic::Ordering::SeqCst) >= 2);
     client.cancel().await.unwrap();
 }
+
+/// References in a remote root's code carry the text of their line, read
+/// from the file as served (the version the catalog indexed), the same
+/// text as the local file's line: a remote file's copy was once taken for
+/// another version, and every reference was marked stale instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_over_http_carry_their_line_text() {
+    let mut s = Sandbox::with_testdata();
+    let _nginx = s.serve_over(Over::Http).unwrap();
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let url = s.url.clone().unwrap();
+    let v = ok(&client, "find_references", json!({"name": "beginRun"})).await;
+    let references = v["data"]["references"].as_array().unwrap();
+    assert!(references.len() >= 2, "{v}");
+    for r in references {
+        assert!(r.get("stale").is_none(), "{r}");
+        let path = r["filepath"].as_str().unwrap();
+        let rel = path.strip_prefix(url.as_str()).expect("a URL in the root");
+        let local = std::fs::read_to_string(common::repo_testdata().join(rel)).unwrap();
+        let line = r["line"].as_u64().unwrap() as usize;
+        // The line as the tools give it: without its indentation.
+        let want = local.lines().nth(line - 1).map(str::trim);
+        assert_eq!(r["line_text"].as_str(), want, "{r}");
+    }
+    client.cancel().await.unwrap();
+}

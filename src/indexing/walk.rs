@@ -229,7 +229,7 @@ fn observe_remote(remote: &crate::remote::RemoteRoot, rel: &str, ex: &Exclusions
             kind,
             size: meta.size,
             mtime_ns: meta.mtime_ns,
-            fingerprint: meta.fingerprint(),
+            fingerprint: remote.fingerprint(&meta),
             rel,
         });
     }

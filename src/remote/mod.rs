@@ -248,6 +248,22 @@ impl RemoteRoot {
         self.status.lock().expect("remote status").last_error = Some(error.to_string());
     }
 
+    /// The catalog's identity of a file's version `meta`, the same whether
+    /// `meta` came from a folder's listing or a stat: the ETag counts only
+    /// where listings carry it (S3), as a stat's ETag would otherwise never
+    /// match a listing's.
+    pub fn fingerprint(&self, meta: &Meta) -> u64 {
+        if self.protocol.lists_etags() || meta.etag.is_none() {
+            meta.fingerprint()
+        } else {
+            Meta {
+                etag: None,
+                ..meta.clone()
+            }
+            .fingerprint()
+        }
+    }
+
     /// Notes that the file `rel` was found to be another version than the
     /// one the catalog describes (a tool opened it, or it changed while
     /// read), so that the index states it again soon (`take_changed`).
@@ -431,19 +447,9 @@ impl RemoteFile {
         &self.meta
     }
 
-    /// The catalog's identity of the version open, as the root's listing
-    /// gives it (`Meta::fingerprint`): the ETag counts only where listings
-    /// carry it, as a stat's ETag would otherwise never match a listing's.
+    /// The catalog's identity of the version open (`RemoteRoot::fingerprint`).
     pub fn fingerprint(&self) -> u64 {
-        if self.root.protocol.lists_etags() {
-            self.meta.fingerprint()
-        } else {
-            Meta {
-                etag: None,
-                ..self.meta.clone()
-            }
-            .fingerprint()
-        }
+        self.root.fingerprint(&self.meta)
     }
 
     pub fn url(&self) -> String {

@@ -244,6 +244,41 @@ impl Roots {
         })
     }
 
+    /// Opens a file the catalog knows at version `fingerprint`, as `open`
+    /// does; a remote file the storage now holds at another version is
+    /// noted changed (`open_remote_as_indexed`) and read as it is now.
+    pub fn open_as_indexed(
+        &self,
+        root_id: RootId,
+        rel: &str,
+        fingerprint: u64,
+    ) -> Result<std::fs::File, PathError> {
+        match self.open_remote_as_indexed(root_id, rel, fingerprint) {
+            Some(opened) => opened?.0.to_memory_file().map_err(|e| unreadable(rel, &e)),
+            None => self.open(root_id, rel),
+        }
+    }
+
+    /// Opens a remote root's file by ranges, with whether it is still the
+    /// version `fingerprint` (the catalog's). Another version is noted
+    /// changed, so that the index states it again at once rather than at
+    /// the next scheduled listing. `None` for a local root.
+    pub fn open_remote_as_indexed(
+        &self,
+        root_id: RootId,
+        rel: &str,
+        fingerprint: u64,
+    ) -> Option<Result<(RemoteFile, bool), PathError>> {
+        let opened = self.open_remote(root_id, rel)?;
+        Some(opened.map(|file| {
+            let current = file.fingerprint() == fingerprint;
+            if let (false, Some(remote)) = (current, &self.roots[root_id].remote) {
+                remote.note_changed(rel);
+            }
+            (file, current)
+        }))
+    }
+
     /// Opens a file of a remote root for reading by ranges; `None` for a
     /// local root.
     pub fn open_remote(&self, root_id: RootId, rel: &str) -> Option<Result<RemoteFile, PathError>> {

@@ -253,11 +253,12 @@ fn parsed_source(ctx: &Context, root_id: RootId, rel: &str) -> Result<Arc<Parsed
         .find(|(p, _)| p == rel)
         .map(|(_, e)| (e.id, e.fingerprint));
     ctx.trees.get_or_parse(key, || {
-        let file = ctx
-            .catalog
-            .roots()
-            .open(root_id, rel)
-            .map_err(|e| e.to_string())?;
+        let roots = ctx.catalog.roots();
+        let file = match key {
+            Some((_, fingerprint)) => roots.open_as_indexed(root_id, rel, fingerprint),
+            None => roots.open(root_id, rel),
+        }
+        .map_err(|e| e.to_string())?;
         let name = rel.rsplit('/').next().unwrap_or(rel);
         code::read_and_parse(name, file).map_err(|e| format!("Failed to parse file: {e}"))
     })

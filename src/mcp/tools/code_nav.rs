@@ -333,11 +333,19 @@ fn read_lines(ctx: &Context, file: &FileRelations) -> Option<Vec<String>> {
         .into_iter()
         .find(|(p, _)| *p == file.rel)?
         .1;
-    let mut f = ctx.catalog.roots().open(file.root_id, &file.rel).ok()?;
-    let meta = f.metadata().ok()?;
-    if crate::catalog::fingerprint(&meta) != entry.fingerprint
-        || meta.len() > crate::formats::code::MAX_SOURCE_BYTES
-    {
+    // Lines of another version than the catalog's would be the wrong lines.
+    let roots = ctx.catalog.roots();
+    let mut f = match roots.open_remote_as_indexed(file.root_id, &file.rel, entry.fingerprint) {
+        Some(opened) => match opened.ok()? {
+            (remote, true) => remote.to_memory_file().ok()?,
+            (_, false) => return None,
+        },
+        None => {
+            let f = roots.open(file.root_id, &file.rel).ok()?;
+            (crate::catalog::fingerprint(&f.metadata().ok()?) == entry.fingerprint).then_some(f)?
+        }
+    };
+    if f.metadata().ok()?.len() > crate::formats::code::MAX_SOURCE_BYTES {
         return None;
     }
     let mut text = String::new();

@@ -155,17 +155,15 @@ pub(super) fn format_error(file: &KnownHdf5File, uri: &str, e: FormatError) -> T
 /// for the index to state again at once (as ROOT tools' opens do).
 pub(super) fn open_file(ctx: &Context, file: &KnownHdf5File) -> Result<H5Source, ToolError> {
     let roots = ctx.catalog.roots();
-    let Some(remote) = roots.open_remote(file.root_id, &file.rel) else {
+    let Some(remote) = roots.open_remote_as_indexed(file.root_id, &file.rel, file.fingerprint)
+    else {
         return roots
             .open(file.root_id, &file.rel)
             .map(H5Source::File)
             .map_err(|e| ToolError::from_path(&e));
     };
-    let remote = remote.map_err(|e| ToolError::from_path(&e))?;
-    if remote.fingerprint() != file.fingerprint {
-        if let Some(root) = &roots.list()[file.root_id].remote {
-            root.note_changed(&file.rel);
-        }
+    let (remote, current) = remote.map_err(|e| ToolError::from_path(&e))?;
+    if !current {
         return Err(changed_since_indexed(&remote.url()));
     }
     Ok(H5Source::Ranges(std::sync::Arc::new(remote)))

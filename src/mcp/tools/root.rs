@@ -132,22 +132,18 @@ impl KnownRootFile {
     /// lead out) and reads its ROOT header. A remote file reports to `job` when a read finds it replaced (the call
     /// then runs once more on the new version: `tools::invoke`).
     pub(super) fn open(&self, ctx: &Context, job: &Job) -> Result<Opened, ToolError> {
-        if let Some(remote) = ctx.catalog.roots().open_remote(self.root_id, &self.rel) {
-            // Read by ranges; the version is what the storage says now.
-            let remote = remote
-                .map_err(|e| ToolError::from_path(&e))?
-                .reporting_changes_to(job.source_changed_flag());
+        let roots = ctx.catalog.roots();
+        if let Some(remote) =
+            roots.open_remote_as_indexed(self.root_id, &self.rel, self.record.info.fingerprint)
+        {
+            // Read by ranges; the version is what the storage says now (one
+            // the catalog does not describe is being indexed again).
+            let (remote, _) = remote.map_err(|e| ToolError::from_path(&e))?;
+            let remote = remote.reporting_changes_to(job.source_changed_flag());
             let fingerprint = remote.fingerprint();
             let mut version = fingerprint.to_le_bytes().to_vec();
             version.extend_from_slice(remote.meta().etag.as_deref().unwrap_or("").as_bytes());
             let version = xxhash_rust::xxh3::xxh3_64(&version);
-            if fingerprint != self.record.info.fingerprint
-                && let Some(remote_root) = &ctx.catalog.roots().list()[self.root_id].remote
-            {
-                // The catalog describes another version: indexed again now
-                // rather than at the next scheduled listing.
-                remote_root.note_changed(&self.rel);
-            }
             let file = RootFile::from_source(std::sync::Arc::new(remote))
                 .map_err(|e| corrupted(&self.abs(), &e))?;
             return Ok(Opened {
