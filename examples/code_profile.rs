@@ -38,15 +38,22 @@ fn main() {
     let (mut bytes, mut rows) = (0usize, 0usize);
     for p in files(dir) {
         let language = Language::from_name(&p.to_string_lossy()).expect("code file");
-        let Ok(text) = std::fs::read_to_string(&p) else { continue };
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
         bytes += text.len();
         if mode == "read" {
             continue;
         }
-        let Ok(parsed) = code::parse(language, text, code::PARSE_BUDGET) else { continue };
+        let Ok(parsed) = code::parse(language, text, code::PARSE_BUDGET) else {
+            continue;
+        };
         if mode == "index" {
             let extracted = code::extract(&parsed);
-            rows += code_rows(&extracted).iter().map(|r| r.value.len()).sum::<usize>();
+            rows += code_rows(&extracted)
+                .iter()
+                .map(|r| r.value.len())
+                .sum::<usize>();
         }
     }
     println!("{mode}: {bytes} bytes read, {rows} bytes of rows");
