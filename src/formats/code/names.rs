@@ -72,13 +72,6 @@ impl Names {
         node.child_by_field_id(self.field_ids[at].1)
     }
 
-    /// Whether the walk can step over `node` without entering it: an
-    /// anonymous token or a literal. Only for trees without errors, where
-    /// such nodes are leaves (a `MISSING` token is anonymous, and is noted).
-    pub(super) fn is_inert(&self, node: Node) -> bool {
-        self.info(node).inert
-    }
-
     /// What `cursor.field_name()` says, without its string conversion.
     pub(super) fn field(&self, cursor: &TreeCursor) -> Option<&'static str> {
         let id = cursor.field_id()?;
@@ -106,8 +99,11 @@ pub(super) enum Action {
 pub(super) struct KindInfo {
     pub(super) name: &'static str,
     pub(super) action: Action,
-    /// Stepped over without a frame (see `Names::is_inert`).
-    inert: bool,
+    /// The walk can step over a node of this kind without entering it: an
+    /// anonymous token or a literal. Only where the node has no error below
+    /// it, where such nodes are leaves (a `MISSING` token is anonymous, and
+    /// is noted).
+    pub(super) inert: bool,
     /// A name that can refer to a symbol (`identifier`, `type_identifier`…).
     pub(super) identifier: bool,
     /// A Python import statement: its names are recorded by the statement.
@@ -118,6 +114,11 @@ pub(super) struct KindInfo {
     pub(super) qualified: bool,
     /// A C++ node a name climbs through to the node that uses it.
     pub(super) name_wrapper: bool,
+    /// The walk reads the field its node is reached as (`Frame::field`):
+    /// names, the nodes a name climbs through, and the member accesses and
+    /// patterns whose field decides an identifier's role. Asking the cursor
+    /// for a field walks the grammar's field map, so other nodes go without.
+    pub(super) wants_field: bool,
 }
 
 const ERROR_KIND: KindInfo = KindInfo {
@@ -129,6 +130,7 @@ const ERROR_KIND: KindInfo = KindInfo {
     annotation: false,
     qualified: false,
     name_wrapper: false,
+    wants_field: false,
 };
 
 impl KindInfo {
@@ -150,21 +152,33 @@ impl KindInfo {
             (_, "comment") => Action::Comment,
             _ => Action::Nothing,
         };
+        let identifier = match language {
+            Language::Cpp => matches!(
+                name,
+                "identifier" | "field_identifier" | "type_identifier" | "namespace_identifier"
+            ),
+            Language::Python => name == "identifier",
+        };
+        let qualified = cpp && name == "qualified_identifier";
+        let name_wrapper = cpp && super::refs::CPP_NAME_WRAPPERS.contains(&name);
+        // Every `Frame::field` the walk reads (refs.rs) is of one of these.
+        let field_read = match language {
+            Language::Cpp => name == "field_expression",
+            Language::Python => matches!(
+                name,
+                "attribute" | "pattern_list" | "tuple_pattern" | "list_pattern"
+            ),
+        };
         KindInfo {
             name,
             action,
             inert: !named || LITERALS.contains(&name),
-            identifier: match language {
-                Language::Cpp => matches!(
-                    name,
-                    "identifier" | "field_identifier" | "type_identifier" | "namespace_identifier"
-                ),
-                Language::Python => name == "identifier",
-            },
+            identifier,
             import,
             annotation: name == "type",
-            qualified: cpp && name == "qualified_identifier",
-            name_wrapper: cpp && super::refs::CPP_NAME_WRAPPERS.contains(&name),
+            qualified,
+            name_wrapper,
+            wants_field: identifier || qualified || name_wrapper || field_read,
         }
     }
 }

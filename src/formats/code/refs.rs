@@ -7,6 +7,7 @@
 use tree_sitter::Node;
 
 use super::Language;
+use super::names::KindInfo;
 use super::relations::{RawRef, Reference, Role};
 use super::symbols::{Frame, Walk};
 
@@ -28,14 +29,21 @@ const CPP_DECLARATOR_WRAPPERS: [&str; 5] = [
 ];
 
 impl<'a> Walk<'a> {
-    /// Visits `node` (reached as `field` of its parent) and gives its frame.
-    pub(super) fn enter(&mut self, node: Node<'a>, field: Option<&'static str>) -> Frame<'a> {
+    /// Visits `node` (of kind `info`, reached as `field` of its parent; `clean`:
+    /// no error below it) and gives its frame.
+    pub(super) fn enter(
+        &mut self,
+        node: Node<'a>,
+        info: &KindInfo,
+        field: Option<&'static str>,
+        clean: bool,
+    ) -> Frame<'a> {
         let parent = self.frames.last();
-        let info = self.names.info(node);
         let mut frame = Frame {
             node,
             kind: info.name,
             field,
+            clean,
             opened: false,
             skip: parent.is_some_and(|p| p.skip) || info.import,
             in_type: parent.is_some_and(|p| p.in_type) || info.annotation,

@@ -108,7 +108,11 @@ pub(super) struct Frame<'t> {
     pub(super) node: Node<'t>,
     /// `node.kind()`, looked up once.
     pub(super) kind: &'static str,
+    /// The field it was reached as; in the quick walk only for the kinds
+    /// that read it (`KindInfo::wants_field`), else None.
     pub(super) field: Option<&'static str>,
+    /// No syntax error or missing token in its subtree.
+    pub(super) clean: bool,
     /// The node opened a scope, closed when it is left.
     pub(super) opened: bool,
     /// Its identifiers were recorded by the statement (imports).
@@ -166,18 +170,33 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
     };
     // One cursor over the whole tree, no recursion (hostile input nests deeper
     // than a thread's stack allows). `frames` is the path to the current node:
-    // what its ancestors are decides how an identifier is used. In a tree
-    // without errors the walk steps over tokens and literals without a frame
-    // and does not descend into strings: half the nodes, and the walk's time
-    // is mostly tree-sitter's cursor.
-    let quick = walking == Walking::Quick && !walk.out.has_errors;
+    // what its ancestors are decides how an identifier is used. Where a
+    // subtree has no errors (most of a file that has some: a macro tree-sitter
+    // cannot parse leaves the rest of the file clean) the walk steps over
+    // tokens and literals without a frame and does not descend into strings:
+    // half the nodes, and the walk's time is mostly tree-sitter's cursor.
+    let quick = walking == Walking::Quick;
     let mut cursor = source.tree.root_node().walk();
     'tree: loop {
         let node = cursor.node();
-        let entered = !(quick && walk.names.is_inert(node));
+        let info = walk.names.info(node);
+        // Below a node without errors no node has one (tree-sitter sums a
+        // subtree's error cost from its children's).
+        let clean = match walk.frames.last() {
+            Some(parent) if parent.clean => true,
+            _ => !node.has_error(),
+        };
+        let entered = !(quick && clean && info.inert);
         if entered {
-            let frame = walk.enter(node, walk.names.field(&cursor));
-            let opaque = quick && walk.is_opaque(&frame);
+            // The field costs a walk over the grammar's field map: the quick
+            // walk asks only where it is read.
+            let field = if quick && !info.wants_field {
+                None
+            } else {
+                walk.names.field(&cursor)
+            };
+            let frame = walk.enter(node, info, field, clean);
+            let opaque = quick && clean && walk.is_opaque(&frame);
             walk.frames.push(frame);
             if !opaque && cursor.goto_first_child() {
                 continue;
@@ -628,6 +647,17 @@ mod tests {
             (
                 Language::Cpp,
                 "#define FMT \"%d\"\nint f() { return printf(\"a\" FMT \"b\", 'c', R\"x(raw)x\", u8\"s\"_lit, nullptr, true); }\n",
+            ), // Files with syntax errors: the quick walk steps over tokens
+            // only in their subtrees without errors.
+            (
+                Language::Cpp,
+                "MACRO(x) class A : public B { int f(\"s\", 1) { return g(y, 'c'); } ;\nint h() { return k(\"t\", a.b, 2); }\nvoid broken( { q(\"u\");\n",
+            ),
+            // A missing `;`: an anonymous token, to be noted as an error.
+            (Language::Cpp, "void m() { g(\"s\", 1) }\nint n = 1\n"),
+            (
+                Language::Python,
+                "import os\ndef f(a):\n    return os.path.join(a, \"x\", f\"{a.b}\")\ndef g(:\n    y = [1, 'z', b.c(\n",
             ),
         ];
         for (language, text) in snippets {
@@ -647,10 +677,10 @@ mod tests {
             let mut cursor = source.tree.walk();
             'tree: loop {
                 let node = cursor.node();
-                if names.is_inert(node) && !source.tree.root_node().has_error() {
+                if names.info(node).inert && !node.has_error() {
                     let mut children = node.walk();
                     for child in node.children(&mut children) {
-                        assert!(names.is_inert(child), "{name}: {}", child.kind());
+                        assert!(names.info(child).inert, "{name}: {}", child.kind());
                     }
                 }
                 with_strings += usize::from(matches!(node.kind(), "string" | "string_literal"));
