@@ -235,6 +235,25 @@ async fn serving_big_file(over: Over, own_moto: bool) -> (Sandbox, Served, commo
     (s, served, client)
 }
 
+/// Waits (30 s at most) until the catalog describes big.h5 as the tiny.h5
+/// that replaced it: its `/conditions/hv`, and no `/big/values` any more.
+async fn wait_indexed_as_tiny(client: &common::Client) {
+    let started = std::time::Instant::now();
+    loop {
+        let found = ok(client, "find_datasets", json!({"name": "hv"})).await;
+        if found.to_string().contains("/conditions/hv") {
+            let gone = ok(client, "find_datasets", json!({"name": "values"})).await;
+            assert!(!gone.to_string().contains("/big/values"), "{gone}");
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "still the old file: {found}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 async fn bytes_fetched(client: &common::Client) -> u64 {
     let status = ok(client, "index_status", json!({})).await;
     status["data"]["roots"][0]["remote"]["bytes_fetched"]
@@ -335,20 +354,7 @@ async fn a_replaced_file_is_an_error_and_indexed_again(over: Over) {
             .contains("changed on the server"),
         "{v}"
     );
-    let started = std::time::Instant::now();
-    loop {
-        let found = ok(&client, "find_datasets", json!({"name": "hv"})).await;
-        if found.to_string().contains("/conditions/hv") {
-            let gone = ok(&client, "find_datasets", json!({"name": "values"})).await;
-            assert!(!gone.to_string().contains("/big/values"), "{gone}");
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "still the old file: {found}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    wait_indexed_as_tiny(&client).await;
     let hv = ok(
         &client,
         "read_dataset_slice",
@@ -407,18 +413,7 @@ async fn a_file_replaced_while_read_is_an_error(over: Over) {
             .contains("changed on the server while it was being read"),
         "{v}"
     );
-    let started = std::time::Instant::now();
-    loop {
-        let found = ok(&client, "find_datasets", json!({"name": "hv"})).await;
-        if found.to_string().contains("/conditions/hv") {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "still the old file: {found}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    wait_indexed_as_tiny(&client).await;
     client.cancel().await.unwrap();
 }
 
