@@ -22,6 +22,8 @@
 #                  Markdown outline, the text cap): a first byte choosing PDF,
 #                  Markdown or text, seeded with the test documents
 #   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
+#   range_server   the daemon's side of the remote-HDF5 range protocol (requests
+#                  a worker's driver sends), seeded with in- and out-of-bounds requests
 #   lzf_decoder    the HDF5 LZF filter's decoder: two limit bytes, then the
 #                  stream, seeded with the LZF chunks of tests/data/hdf5/filters.h5
 #   fit_model      fit_histogram's model parser and fits of what parses: a flags
@@ -130,6 +132,18 @@ PY
   worker_answer)
     printf '\0' >"$corpus/empty"
     max_len=65536
+    ;;
+  range_server)
+    # Requests of 16 bytes (offset, length, little-endian): one in bounds,
+    # one past the end, one longer than a request may ask.
+    python3 - "$corpus" <<'PY'
+import pathlib, struct, sys
+d = pathlib.Path(sys.argv[1])
+(d / "in_bounds").write_bytes(struct.pack("<QQ", 100, 200))
+(d / "past_end").write_bytes(struct.pack("<QQ", 4000, 200))
+(d / "too_long").write_bytes(struct.pack("<QQ", 0, 1 << 40) + struct.pack("<QQ", 0, 16))
+PY
+    max_len=4096
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
