@@ -2,13 +2,17 @@
 # The remote-roots benchmark (issue #32) beside uproot, interleaved: one 10M-event
 # gen_root.py file (FILE, default events_10000000_zlib-1.root, in $BENCHDATA/root) served
 # on loopback by xrootd (root://) and nginx (http://), each also behind
-# scripts/bench/delay_proxy.py adding DELAY_MS (default 20) per round trip and counting
+# a delaying proxy (examples/delay_proxy.rs) adding DELAY_MS (default 20) per round trip and counting
 # round trips. ROUNDS (default 3) rounds; each runs, for root://, http://, and both
 # through the proxy: benches/remote.rs (release; indexing, the jagged histogram with a
 # cut, the same call again) then scripts/bench/uproot_remote.py on the same URL. Prints
 # the medians, the ratios (uproot time / quarry time) and the targets.
 # Needs nginx, xrootd and python3-xrootd (Debian), and Python 3 with PyPI for uproot (a
 # virtual environment outside the repository, or VENV).
+# The delaying proxy is examples/delay_proxy.rs (built here, release; PROXY_BIN names one
+# built before); PROXY=python runs scripts/bench/delay_proxy.py instead, as before
+# 2026-11-28, whose own copying costs quarry about 0.1 s a call on two cores
+# (docs/benchmarks.md, "Remote roots").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
@@ -56,11 +60,20 @@ pids+=($!)
 wait_port "$http_port"; wait_port "$xrd_port"
 delayed() { # upstream port, name: starts a delaying proxy, prints its port
   local port; port=$(free_port)
-  "$venv/bin/python" scripts/bench/delay_proxy.py "$port" "$1" "$delay" "$work/turns-$2" >/dev/null &
+  if [ -n "$proxy_bin" ]; then
+    "$proxy_bin" "$port" "$1" "$delay" "$work/turns-$2" >/dev/null &
+  else
+    "$venv/bin/python" scripts/bench/delay_proxy.py "$port" "$1" "$delay" "$work/turns-$2" >/dev/null &
+  fi
   echo $! >> "$work/proxy-pids"
   wait_port "$port"
   echo "$port"
 }
+proxy_bin=${PROXY_BIN:-}
+if [ -z "$proxy_bin" ] && [ "${PROXY:-}" != python ]; then
+  cargo build -q --release --example delay_proxy
+  proxy_bin="${CARGO_TARGET_DIR:-target}/release/examples/delay_proxy"
+fi
 xrd_slow=$(delayed "$xrd_port" root); http_slow=$(delayed "$http_port" http)
 declare -A urls=(
   [root]="root://127.0.0.1:$xrd_port/$work/serve/"

@@ -11,6 +11,10 @@ spoke (or first) on a connection is one exchange. The running total over all
 connections is written to COUNT_FILE after each, so a benchmark can read how
 many round trips a phase took.
 
+scripts/bench-remote.sh runs examples/delay_proxy.rs, the same proxy in compiled
+code, unless PROXY=python: this one's copying in Python costs the client it measures
+about 0.1 s of CPU per 185 MB on two cores (docs/benchmarks.md, "Remote roots").
+
 Usage: delay_proxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS [COUNT_FILE]
 Prints "ready" once listening."""
 import asyncio
