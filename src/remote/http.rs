@@ -72,6 +72,9 @@ impl Http {
                 .timeout_connect(Some(settings.connect_timeout))
                 .timeout_global(Some(settings.request_timeout))
                 .max_idle_connections_per_host(settings.parallel.max(1) * 2)
+                // WebDAV's PROPFIND lists folders of servers without an
+                // index page quarry reads (webdav.rs).
+                .allow_non_standard_methods(true)
                 .tls_config(tls.build())
                 .build(),
         );
@@ -351,15 +354,50 @@ impl Http {
             .read_to_string()
             .map_err(failure)?;
         if text.trim_start().starts_with('[') {
-            parse_json_index(&text).map_err(|why| {
+            return parse_json_index(&text).map_err(|why| {
                 Failure::permanent(io::Error::other(format!(
                     "{}: not a folder listing ({why})",
                     self.full(&path)
                 )))
-            })
-        } else {
-            Ok(parse_html_index(&text))
+            });
         }
+        let entries = parse_html_index(&text);
+        if !entries.is_empty() {
+            return Ok(entries);
+        }
+        // No names an index page links relatively (XRootD's HTTP plugin
+        // links by absolute paths; a WebDAV-only endpoint has no page):
+        // asked by WebDAV, where the server speaks it.
+        Ok(self.propfind(&path)?.unwrap_or_default())
+    }
+
+    /// The folder at `path` listed by WebDAV (`PROPFIND`, `Depth: 1`), or
+    /// `None` when the server does not speak it.
+    fn propfind(&self, path: &str) -> Result<Option<Vec<Entry>>, Failure> {
+        let mut request = ureq::http::Request::builder()
+            .method("PROPFIND")
+            .uri(self.full(path))
+            .header("Depth", "1")
+            .header("Content-Type", "application/xml; charset=utf-8");
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let request = request
+            .body(super::webdav::PROPFIND_BODY)
+            .map_err(|e| Failure::permanent(io::Error::other(e)))?;
+        let mut reply = self.agent.run(request).map_err(failure)?;
+        match reply.status().as_u16() {
+            207 => {}
+            400 | 403 | 404 | 405 | 501 => return Ok(None),
+            status => return Err(status_failure(status, &self.full(path))),
+        }
+        let text = reply
+            .body_mut()
+            .with_config()
+            .limit(MAX_LISTING_BYTES)
+            .read_to_string()
+            .map_err(failure)?;
+        Ok(Some(super::webdav::parse_propfind(&text, path)))
     }
 }
 
@@ -468,7 +506,7 @@ fn status_failure(status: u16, url: &str) -> Failure {
 
 /// An HTTP date (`Fri, 27 Nov 2026 19:00:00 GMT`) in ns since the epoch; 0
 /// when it cannot be read.
-fn http_date_ns(date: &str) -> i64 {
+pub(super) fn http_date_ns(date: &str) -> i64 {
     chrono::DateTime::parse_from_rfc2822(date.trim())
         .map_or(0, |d| d.timestamp().saturating_mul(1_000_000_000))
 }

@@ -17,6 +17,7 @@ mod localhost;
 mod retry;
 mod s3;
 pub mod url;
+mod webdav;
 mod xrootd;
 
 use std::collections::HashMap;
