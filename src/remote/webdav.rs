@@ -49,7 +49,7 @@ pub fn parse_propfind(xml: &str, folder_path: &str) -> Vec<Entry> {
             .and_then(|v| v.trim().parse::<u64>().ok());
         let mtime_ns = elements(response, "getlastmodified")
             .next()
-            .map_or(0, |v| super::http::http_date_ns(v));
+            .map_or(0, super::http::http_date_ns);
         out.push(Entry {
             name,
             is_dir,
