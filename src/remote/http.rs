@@ -347,12 +347,7 @@ impl Http {
         if status != 200 {
             return Err(status_failure(status, &self.full(&path)));
         }
-        let text = reply
-            .body_mut()
-            .with_config()
-            .limit(MAX_LISTING_BYTES)
-            .read_to_string()
-            .map_err(failure)?;
+        let text = listing_text(&mut reply)?;
         if text.trim_start().starts_with('[') {
             return parse_json_index(&text).map_err(|why| {
                 Failure::permanent(io::Error::other(format!(
@@ -391,12 +386,7 @@ impl Http {
             400 | 403 | 404 | 405 | 501 => return Ok(None),
             status => return Err(status_failure(status, &self.full(path))),
         }
-        let text = reply
-            .body_mut()
-            .with_config()
-            .limit(MAX_LISTING_BYTES)
-            .read_to_string()
-            .map_err(failure)?;
+        let text = listing_text(&mut reply)?;
         Ok(Some(super::webdav::parse_propfind(&text, path)))
     }
 }
@@ -558,7 +548,7 @@ fn parse_html_index(text: &str) -> Vec<Entry> {
             Some(n) => (n, true),
             None => (target, false),
         };
-        let name = html_unescape(name);
+        let name = unescape_entities(name);
         let Some(name) = decode_component(&name) else {
             continue;
         };
@@ -574,12 +564,25 @@ fn parse_html_index(text: &str) -> Vec<Entry> {
     out
 }
 
-fn html_unescape(s: &str) -> String {
-    s.replace("&amp;", "&")
-        .replace("&quot;", "\"")
+/// A listing's body as text, refused past `MAX_LISTING_BYTES`.
+fn listing_text(reply: &mut ureq::http::Response<ureq::Body>) -> Result<String, Failure> {
+    reply
+        .body_mut()
+        .with_config()
+        .limit(MAX_LISTING_BYTES)
+        .read_to_string()
+        .map_err(failure)
+}
+
+/// HTML's and XML's entities for the characters markup escapes; `&amp;`
+/// last, so that an escaped entity (`&amp;lt;`) stays as written.
+pub(super) fn unescape_entities(s: &str) -> String {
+    s.replace("&quot;", "\"")
         .replace("&#39;", "'")
+        .replace("&apos;", "'")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 /// A bearer token by WLCG token discovery: `BEARER_TOKEN`, the file

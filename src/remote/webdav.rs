@@ -8,6 +8,7 @@
 //! (`D:`, `d:`, `lp1:`), so elements are matched by their local name; only the
 //! four properties quarry needs are read, and anything else is passed over.
 
+use super::http::unescape_entities;
 use super::url::decode_component;
 use super::{Entry, Meta};
 
@@ -31,7 +32,7 @@ pub fn parse_propfind(xml: &str, folder_path: &str) -> Vec<Entry> {
         let Some(href) = elements(response, "href").next() else {
             continue;
         };
-        let Some(mut path) = names(strip_origin(&unescape(href.trim()))) else {
+        let Some(mut path) = names(strip_origin(&unescape_entities(href.trim()))) else {
             continue;
         };
         // A direct child of the folder: its names and one more.
@@ -113,15 +114,6 @@ fn names(path: &str) -> Option<Vec<String>> {
         .filter(|p| !p.is_empty())
         .map(decode_component)
         .collect()
-}
-
-/// XML's five predefined entities.
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
 }
 
 #[cfg(test)]
