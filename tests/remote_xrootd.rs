@@ -378,3 +378,67 @@ async fn the_acceptance_passes_through_a_real_redirector_and_its_data_server() {
     );
     client.cancel().await.unwrap();
 }
+
+/// XRootD's HTTP plugin as many sites run it, with HTML listings denied
+/// (`http.listingdeny`): folders are listed by WebDAV (`PROPFIND`, whose
+/// `Depth` header it reads only when capitalised), every ROOT file is found
+/// and a histogram with a cut equals uproot's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xrootd_over_http_without_html_listings_is_listed_by_webdav() {
+    let mut s = Sandbox::with_testdata();
+    let server = common::remote::Xrootd::serve_without_html_listings(&s.root);
+    let url = format!("http://127.0.0.1:{}{}/", server.http_port, s.root.display());
+    // The page itself is refused: the listing cannot have come from it.
+    assert!(
+        ureq::get(&url).call().is_err(),
+        "XrdHttp served an HTML listing"
+    );
+    s.url = Some(url.clone());
+    let client = s.mcp().await;
+    wait_indexed(&client).await;
+    let v = ok(
+        &client,
+        "list_files",
+        json!({"kind": "root", "limit": 1000}),
+    )
+    .await;
+    let mut listed: Vec<String> = v["data"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["path"]
+                .as_str()
+                .unwrap()
+                .strip_prefix(&url)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(listed, root_files(&s.root, ""), "{v}");
+    let status = ok(&client, "index_status", json!({})).await;
+    common::remote::assert_no_failed_kinds(&status);
+    let (args, want) = uproot_histogram_with_cut("uproot-HZZ.root");
+    let v = ok(&client, "compute_histogram", args).await;
+    assert_eq!(v["data"]["bin_counts"], want, "{v}");
+    server.assert_logged_in_over_http();
+    client.cancel().await.unwrap();
+}
+
+/// The `.root` files below `dir`, by their paths relative to the root
+/// (`rel` is `dir`'s), sorted.
+fn root_files(dir: &Path, rel: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        let path = format!("{rel}{name}");
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(root_files(&entry.path(), &format!("{path}/")));
+        } else if name.ends_with(".root") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}

@@ -80,6 +80,13 @@ async fn analysis_tools_agree_with_uproot_over_xrootd() {
     analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::Xrootd).await;
 }
 
+/// The same xrootd over its HTTP plugin (XrdHttp), listed from its HTML pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_tools_agree_with_uproot_over_xrootd_http() {
+    analysis_tools_agree_with_uproot_in(Form::TTree, Over::XrootdHttp).await;
+    analysis_tools_agree_with_uproot_in(Form::RNTuple, Over::XrootdHttp).await;
+}
+
 async fn analysis_tools_agree_with_uproot_in(form: Form, over: Over) {
     let mut s = Sandbox::with_testdata_as(form);
     let _server = s.serve_over(over);

@@ -246,6 +246,15 @@ async fn list_branches_gives_uproots_types_for_every_basic_branch_over_xrootd() 
     list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::Xrootd).await;
 }
 
+/// The same xrootd over its HTTP plugin: `http://` URLs on the same server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_branches_gives_uproots_types_for_every_basic_branch_over_xrootd_http() {
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::TTree, Over::XrootdHttp)
+        .await;
+    list_branches_gives_uproots_types_for_every_basic_branch_in(Form::RNTuple, Over::XrootdHttp)
+        .await;
+}
+
 async fn list_branches_gives_uproots_types_for_every_basic_branch_in(form: Form, over: Over) {
     let mut s = Sandbox::with_testdata_as(form);
     let _server = s.serve_over(over);
@@ -345,6 +354,11 @@ async fn stats_and_histograms_read_the_data_over_s3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_and_histograms_read_the_data_over_xrootd() {
     stats_and_histograms_read_the_data_over(Over::Xrootd).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_histograms_read_the_data_over_xrootd_http() {
+    stats_and_histograms_read_the_data_over(Over::XrootdHttp).await;
 }
 
 async fn stats_and_histograms_read_the_data_over(over: Over) {

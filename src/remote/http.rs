@@ -1,7 +1,8 @@
 //! HTTP(S) storage through `ureq`: `HEAD` for a file's version, `GET` with a
 //! `Range` header for bytes (a vectored read is its ranges in parallel over the
 //! agent's pooled connections), and folder listings as nginx's `autoindex`
-//! gives them (JSON, or any HTML index of links: nginx's default, Apache's).
+//! gives them (JSON, or an HTML index page: nginx's default, Apache's,
+//! XRootD's HTTP plugin; `html_index`), else by WebDAV (`webdav`).
 //! TLS is verified against the bundled Mozilla roots, plus a private CA when
 //! configured. Redirects are not followed: a redirect could lead to a host
 //! that is not the configured root's. Names under `localhost` are loopback
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use super::retry::{Failure, Policy, with_retries};
 use super::s3::{self, Signer, region_from_env};
-use super::url::{RootUrl, Scheme, decode_component};
+use super::url::{RootUrl, Scheme};
 use super::{Entry, Meta, Protocol, Settings, Stop, cancelled, changed};
 
 /// Bytes of an answer read between two looks at whether the call stopped.
@@ -147,11 +148,14 @@ impl Http {
             "HEAD" => self.agent.head(&url),
             _ => self.agent.get(&url),
         };
+        // Written as spelled here: XRootD's HTTP plugin (5.5) reads header
+        // names case-sensitively, and would answer a `range:` with the whole
+        // file and take no `authorization:`.
         if let Some(range) = range {
-            r = r.header("Range", range);
+            r = r.header_raw("Range", range.as_bytes());
         }
         if let Some(token) = &self.token {
-            r = r.header("Authorization", &format!("Bearer {token}"));
+            r = r.header_raw("Authorization", format!("Bearer {token}").as_bytes());
         }
         if let Some(S3Root {
             signer: Some(signer),
@@ -345,7 +349,14 @@ impl Http {
             .map_err(failure)?;
         let status = reply.status().as_u16();
         if status != 200 {
-            return Err(status_failure(status, &self.full(&path)));
+            // No index pages here (XRootD's HTTP plugin answers 503 when
+            // `http.listingdeny` is set, Apache 403 without `Indexes`), but
+            // the folder may be listed by WebDAV; the page's status is the
+            // error when it is not.
+            return match self.propfind(&path) {
+                Ok(Some(entries)) => Ok(entries),
+                _ => Err(status_failure(status, &self.full(&path))),
+            };
         }
         let text = listing_text(&mut reply)?;
         if text.trim_start().starts_with('[') {
@@ -356,12 +367,11 @@ impl Http {
                 )))
             });
         }
-        let entries = parse_html_index(&text);
+        let entries = super::html_index::parse_html_index(&text, &path);
         if !entries.is_empty() {
             return Ok(entries);
         }
-        // No names an index page links relatively (XRootD's HTTP plugin
-        // links by absolute paths; a WebDAV-only endpoint has no page):
+        // No index page (a WebDAV-only endpoint), or one linking nothing:
         // asked by WebDAV, where the server speaks it.
         Ok(self.propfind(&path)?.unwrap_or_default())
     }
@@ -369,16 +379,21 @@ impl Http {
     /// The folder at `path` listed by WebDAV (`PROPFIND`, `Depth: 1`), or
     /// `None` when the server does not speak it.
     fn propfind(&self, path: &str) -> Result<Option<Vec<Entry>>, Failure> {
-        let mut request = ureq::http::Request::builder()
+        let request = ureq::http::Request::builder()
             .method("PROPFIND")
             .uri(self.full(path))
-            .header("Depth", "1")
             .header("Content-Type", "application/xml; charset=utf-8");
+        // As spelled (see `request`): XrdHttp takes a `depth:` for no depth.
+        let mut request = ureq_proto::client::header_raw(request, "Depth", b"1");
         if let Some(token) = &self.token {
-            request = request.header("Authorization", format!("Bearer {token}"));
+            let value = format!("Bearer {token}");
+            request = ureq_proto::client::header_raw(request, "Authorization", value.as_bytes());
         }
+        // No body, which asks for every property (RFC 4918, 9.1): XrdHttp
+        // does not see ureq's `content-length:` either, would leave a body
+        // unread and take it for the connection's next request.
         let request = request
-            .body(super::webdav::PROPFIND_BODY)
+            .body(())
             .map_err(|e| Failure::permanent(io::Error::other(e)))?;
         let mut reply = self.agent.run(request).map_err(failure)?;
         match reply.status().as_u16() {
@@ -528,42 +543,6 @@ fn parse_json_index(text: &str) -> Result<Vec<Entry>, String> {
         .collect())
 }
 
-/// An HTML index: every relative link to a name in this folder (`name` or
-/// `name/`); sorting links, parent links and absolute ones are left out.
-/// Sizes and times are asked for with `HEAD`.
-fn parse_html_index(text: &str) -> Vec<Entry> {
-    let mut out: Vec<Entry> = Vec::new();
-    for piece in text.split("href=\"").skip(1) {
-        let Some(target) = piece.split('"').next() else {
-            continue;
-        };
-        if target.is_empty()
-            || target.starts_with(['?', '/', '#', '.'])
-            || target.contains("://")
-            || target.contains('?')
-        {
-            continue;
-        }
-        let (name, is_dir) = match target.strip_suffix('/') {
-            Some(n) => (n, true),
-            None => (target, false),
-        };
-        let name = unescape_entities(name);
-        let Some(name) = decode_component(&name) else {
-            continue;
-        };
-        if name.is_empty() || out.iter().any(|e| e.name == name) {
-            continue;
-        }
-        out.push(Entry {
-            name,
-            is_dir,
-            meta: None,
-        });
-    }
-    out
-}
-
 /// A listing's body as text, refused past `MAX_LISTING_BYTES`.
 fn listing_text(reply: &mut ureq::http::Response<ureq::Body>) -> Result<String, Failure> {
     reply
@@ -621,21 +600,5 @@ mod tests {
         assert_eq!((e[1].name.as_str(), m.size), ("a b.root", 1234));
         // 2026-11-27T19:00:01Z, by `date -u -d '2026-11-27 19:00:01' +%s`.
         assert_eq!(m.mtime_ns, 1_795_806_001 * 1_000_000_000);
-    }
-
-    #[test]
-    fn html_listings_give_the_links_of_the_folder() {
-        let text = r#"<html><body><h1>Index of /data/</h1><hr><pre><a href="../">../</a>
-<a href="root/">root/</a>   27-Nov-2026 19:00    -
-<a href="a%20b.md">a b.md</a>   27-Nov-2026 19:00   12
-<a href="?C=M;O=A">Last modified</a><a href="/icons/x.gif">x</a>
-<a href="https://elsewhere/x.root">x</a><a href="Q&amp;A.txt">Q&amp;A.txt</a>
-</pre></body></html>"#;
-        let e = parse_html_index(text);
-        let names: Vec<(&str, bool)> = e.iter().map(|e| (e.name.as_str(), e.is_dir)).collect();
-        assert_eq!(
-            names,
-            [("root", true), ("a b.md", false), ("Q&A.txt", false)]
-        );
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod cache;
 mod disk_cache;
+mod html_index;
 mod http;
 mod localhost;
 mod retry;

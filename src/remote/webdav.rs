@@ -1,24 +1,17 @@
 //! Folder listings by WebDAV (`PROPFIND` with `Depth: 1`), as XRootD's HTTP
 //! plugin, dCache, EOS and Apache's mod_dav answer them: one request gives
 //! every name of a folder with its size, time and whether it is a folder.
-//! Servers whose HTML listings link by absolute paths (XrdHttp) or give none
-//! (a WebDAV-only endpoint) are listed this way.
+//! Servers whose folders give no HTML listing (a WebDAV-only endpoint) are
+//! listed this way.
 //!
 //! The answer is XML whose namespace prefixes vary from server to server
 //! (`D:`, `d:`, `lp1:`), so elements are matched by their local name; only the
 //! four properties quarry needs are read, and anything else is passed over.
+//! The request has no body, which asks for every property.
 
 use super::http::unescape_entities;
 use super::url::decode_component;
 use super::{Entry, Meta};
-
-/// The request's body: the properties asked for.
-pub const PROPFIND_BODY: &str = concat!(
-    r#"<?xml version="1.0" encoding="utf-8"?>"#,
-    r#"<D:propfind xmlns:D="DAV:"><D:prop>"#,
-    "<D:resourcetype/><D:getcontentlength/><D:getlastmodified/>",
-    "</D:prop></D:propfind>"
-);
 
 /// The entries of a `PROPFIND` answer for the folder at `folder_path` (the
 /// URL's path, percent-encoded as sent): the folder's own response is left
@@ -109,7 +102,7 @@ fn strip_origin(href: &str) -> &str {
 
 /// The names of a percent-encoded URL path, decoded (runs of `/` are one:
 /// XRootD writes `/data//f.root`); `None` when one is malformed.
-fn names(path: &str) -> Option<Vec<String>> {
+pub(super) fn names(path: &str) -> Option<Vec<String>> {
     path.split('/')
         .filter(|p| !p.is_empty())
         .map(decode_component)

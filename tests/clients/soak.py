@@ -62,16 +62,21 @@ def fd_count(pid):
 class Daemon:
     def __init__(self, quarry, root, catalog):
         self.socket_path = Path(catalog) / "quarry.sock"
+        # The daemon's log is kept, so a failed start says why.
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [quarry, "serve", "--root", f"data={root}", "--catalog", str(catalog)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
         )
         deadline = time.monotonic() + 120
         while not self.answers():
             if self.proc.poll() is not None:
-                raise SystemExit(f"quarry serve exited with {self.proc.returncode} at start")
+                self.log.seek(0)
+                tail = self.log.read().decode(errors="replace").splitlines()[-15:]
+                raise SystemExit(f"quarry serve exited with {self.proc.returncode} at start:\n"
+                                 + "\n".join(tail))
             if time.monotonic() > deadline:
                 raise SystemExit("quarry serve did not listen within 120 s")
             time.sleep(0.05)

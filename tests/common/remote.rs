@@ -24,6 +24,9 @@ pub enum Over {
     S3,
     /// Debian's xrootd on loopback exporting the folder.
     Xrootd,
+    /// The same xrootd over its HTTP plugin (XrdHttp): `http://` URLs
+    /// listed from its HTML pages.
+    XrootdHttp,
 }
 
 /// Where a sandbox's root is served (`Sandbox::serve_over`): one of the
@@ -43,6 +46,8 @@ enum SharedServer {
     Nginx(&'static Nginx),
     Moto(&'static Moto),
     Xrootd(&'static Xrootd),
+    /// The same xrootd's HTTP plugin (XrdHttp).
+    XrootdHttp(&'static Xrootd),
 }
 
 impl Drop for Server {
@@ -61,6 +66,7 @@ impl Server {
             SharedServer::Nginx(n) => n.assert_read_by_ranges(&self.path),
             SharedServer::Moto(m) => m.assert_read_by_ranges(&self.path),
             SharedServer::Xrootd(x) => x.assert_logged_in(),
+            SharedServer::XrootdHttp(x) => x.assert_logged_in_over_http(),
         }
     }
 
@@ -70,6 +76,7 @@ impl Server {
             SharedServer::Nginx(n) => n.port,
             SharedServer::Moto(m) => m.port,
             SharedServer::Xrootd(x) => x.port,
+            SharedServer::XrootdHttp(x) => x.http_port,
         }
     }
 
@@ -85,6 +92,12 @@ impl Server {
                     self.path
                 )
             }
+            // XrdHttp's paths are the exported folder's own.
+            SharedServer::XrootdHttp(_) => format!(
+                "http://127.0.0.1:{port}{}/{}",
+                shared::served().display(),
+                self.path
+            ),
             SharedServer::Moto(_) => panic!("an S3 root is reached through its endpoint"),
         }
     }
@@ -93,10 +106,12 @@ impl Server {
 pub mod shared;
 
 /// A running xrootd exporting one folder (as `nobody` when the tests run as
-/// root: xrootd refuses to run as root).
+/// root: xrootd refuses to run as root), over `root://` and, by its HTTP
+/// plugin, over `http://` on a second port.
 pub struct Xrootd {
     child: Child,
     pub port: u16,
+    pub http_port: u16,
     pub url: String,
     dir: tempfile::TempDir,
 }
@@ -115,6 +130,16 @@ impl Xrootd {
 
     /// `serve` on a given port (a server started again where it was).
     pub fn serve_on(folder: &Path, port: u16) -> Xrootd {
+        Xrootd::start(folder, port, true)
+    }
+
+    /// `serve` with XrdHttp's HTML listings turned off (`http.listingdeny`,
+    /// as many sites run it): folders are listed over HTTP by WebDAV alone.
+    pub fn serve_without_html_listings(folder: &Path) -> Xrootd {
+        Xrootd::start(folder, free_port(), false)
+    }
+
+    fn start(folder: &Path, port: u16, html_listings: bool) -> Xrootd {
         use std::os::unix::fs::PermissionsExt;
         let binary = ["/usr/bin/xrootd", "/usr/sbin/xrootd"]
             .iter()
@@ -128,9 +153,24 @@ impl Xrootd {
         if as_root {
             readable_by_all(folder);
         }
+        let http_port = free_port();
+        let config = dir.path().join("xrootd.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "all.export {folder}\nall.adminpath {admin}\nall.pidpath {admin}\n\
+                 xrd.protocol XrdHttp:{http_port} libXrdHttp.so\nhttp.listingdeny {deny}\n",
+                folder = folder.display(),
+                admin = dir.path().display(),
+                deny = !html_listings,
+            ),
+        )
+        .unwrap();
         let mut cmd = Command::new(binary);
         cmd.current_dir(dir.path())
             .args(["-p", &port.to_string(), "-n", &format!("quarry{port}")])
+            .arg("-c")
+            .arg(&config)
             .arg("-l")
             .arg(dir.path().join("xrootd.log"))
             .arg("-s")
@@ -146,11 +186,14 @@ impl Xrootd {
             .spawn()
             .unwrap();
         wait_until(Duration::from_secs(20), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            [port, http_port]
+                .iter()
+                .all(|&p| std::net::TcpStream::connect(("127.0.0.1", p)).is_ok())
         });
         Xrootd {
             child,
             port,
+            http_port,
             url: format!("root://127.0.0.1:{port}/{}/", folder.display()),
             dir,
         }
@@ -158,11 +201,30 @@ impl Xrootd {
 
     /// Checks that quarry logged in (xrootd logs each login).
     pub fn assert_logged_in(&self) {
+        let log = self.log();
+        assert!(log.contains("login"), "no login in xrootd's log: {log}");
+    }
+
+    /// Checks that quarry came in over HTTP (XrdHttp's bridge logs each
+    /// login).
+    pub fn assert_logged_in_over_http(&self) {
+        let log = self.log();
+        assert!(
+            log.lines()
+                .any(|l| l.contains("XrootdBridge") && l.contains("login")),
+            "no HTTP login in xrootd's log: {log}"
+        );
+    }
+
+    /// xrootd's log so far.
+    fn log(&self) -> String {
         // xrootd puts its log in a folder named after the instance (`-n`).
+        // Links are not followed: xrootd's admin folder links to its /proc
+        // entry, whose `cwd` leads back here.
         fn logs(dir: &Path, into: &mut String) {
             for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 let path = entry.path();
-                if path.is_dir() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     logs(&path, into);
                 } else if path.to_string_lossy().contains("xrootd.log") {
                     into.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
@@ -171,7 +233,7 @@ impl Xrootd {
         }
         let mut log = String::new();
         logs(self.dir.path(), &mut log);
-        assert!(log.contains("login"), "no login in xrootd's log: {log}");
+        log
     }
 }
 
@@ -438,11 +500,11 @@ impl Sandbox {
         let pristine = *self.pristine.lock().unwrap();
         let server = match over {
             Over::Local => return None,
-            Over::Http | Over::Xrootd => {
-                let kind = if over == Over::Http {
-                    SharedServer::Nginx(shared::nginx())
-                } else {
-                    SharedServer::Xrootd(shared::xrootd())
+            Over::Http | Over::Xrootd | Over::XrootdHttp => {
+                let kind = match over {
+                    Over::Http => SharedServer::Nginx(shared::nginx()),
+                    Over::Xrootd => SharedServer::Xrootd(shared::xrootd()),
+                    _ => SharedServer::XrootdHttp(shared::xrootd()),
                 };
                 match pristine {
                     Some(form) => Server {

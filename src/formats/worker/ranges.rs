@@ -103,13 +103,15 @@ fn serve(socket: &UnixStream, source: &dyn ByteSource, done: &AtomicBool) -> Opt
                         answer_bytes(socket, &buf)
                     }
                     Err(e) => {
-                        let sent = answer_error(socket, &e.to_string());
+                        let why = e.to_string();
                         // A read stopped because the call is over (timed
-                        // out, cancelled) is not why the call failed.
+                        // out, cancelled) is not why the call failed. Kept
+                        // before the answer goes: once the reader has it, the
+                        // call may end and `finish` look at once.
                         if !stop() {
                             first_error.get_or_insert(e);
                         }
-                        sent
+                        answer_error(socket, &why)
                     }
                 }
             }
@@ -203,9 +205,17 @@ mod tests {
     }
 
     /// A source whose reads fail: the reader's read fails, and the server
-    /// gives the source's own error back to the caller.
+    /// gives the source's own error back to the caller, even when the call
+    /// ends the moment the reader has its answer (many times, as the race
+    /// between the two is won by either).
     #[test]
     fn a_failed_read_is_the_callers_error() {
+        for _ in 0..300 {
+            a_failed_read_is_the_callers_error_once();
+        }
+    }
+
+    fn a_failed_read_is_the_callers_error_once() {
         struct Failing;
         impl ByteSource for Failing {
             fn size(&self) -> u64 {
