@@ -189,9 +189,10 @@ impl Catalog {
             }
             Err(e) => return Err(e),
         };
-        let text = documents::TextIndex::open(&dir.join(documents::TEXT_INDEX_DIR))?;
+        let text_dir = dir.join(documents::TEXT_INDEX_DIR);
+        let text = documents::TextIndex::open(&text_dir)?;
         make_private(dir);
-        let catalog = Catalog {
+        let mut catalog = Catalog {
             db,
             roots: roots.clone(),
             files: FileList::new(roots.list().len()),
@@ -205,7 +206,18 @@ impl Catalog {
         catalog.sync_roots().map_err(OpenError::Failed)?;
         catalog.load_mirror().map_err(OpenError::Failed)?;
         catalog.load_symbols().map_err(OpenError::Failed)?;
-        catalog.reconcile_text().map_err(OpenError::Failed)?;
+        if let Err(e) = catalog.reconcile_text() {
+            // The text index is a cache of the tables: one that cannot be
+            // brought up to date is built again rather than keep quarry down.
+            tracing::warn!(
+                "the text index cannot be brought up to date ({e:#}); building a new one from the catalog"
+            );
+            catalog.text = None;
+            std::fs::remove_dir_all(&text_dir)
+                .with_context(|| format!("cannot remove {}", text_dir.display()))?;
+            catalog.text = Some(documents::TextIndex::open(&text_dir)?);
+            catalog.reconcile_text().map_err(OpenError::Failed)?;
+        }
         if let Some(text) = &catalog.text {
             text.warm();
         }

@@ -83,6 +83,8 @@ pub struct TextIndex {
 /// daemon's memory. `flush` lets its merges finish and releases it.
 struct Writer {
     tantivy: Option<IndexWriter>,
+    /// Whether files no commit refers to were removed (at the first writer).
+    swept: bool,
     uncommitted: bool,
     /// Bytes of text added since the last commit.
     uncommitted_bytes: usize,
@@ -185,6 +187,7 @@ impl TextIndex {
             fields,
             writer: Mutex::new(Writer {
                 tantivy: None,
+                swept: false,
                 uncommitted: false,
                 uncommitted_bytes: 0,
                 last_commit: std::time::Instant::now(),
@@ -207,7 +210,22 @@ impl TextIndex {
                 .memory_budget_per_thread(WRITER_BYTES_PER_THREAD)
                 .num_merge_threads(1)
                 .build();
-            w.tantivy = Some(self.index.writer_with_options(options)?);
+            let writer = self.index.writer_with_options(options)?;
+            if !w.swept {
+                // A process killed part-way through a commit leaves the files
+                // it wrote, unreferenced; this one, starting from the commit
+                // before, would write a deletion file of the same name (its
+                // segment and opstamp) and fail on finding it there.
+                let swept = writer.garbage_collect_files().wait()?;
+                if !swept.deleted_files.is_empty() {
+                    tracing::info!(
+                        "text index: removed {} file(s) no commit refers to",
+                        swept.deleted_files.len()
+                    );
+                }
+                w.swept = true;
+            }
+            w.tantivy = Some(writer);
         }
         Ok(w.tantivy.as_mut().expect("just created"))
     }

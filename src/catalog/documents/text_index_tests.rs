@@ -357,6 +357,78 @@ fn a_lost_or_outdated_text_index_is_rebuilt_from_the_catalog() {
     );
 }
 
+/// A process killed after tantivy wrote a commit's files but before its
+/// `meta.json`: the files stay, unreferenced, and the next process, starting
+/// from the older commit, makes the same changes under the same names. It
+/// must not find them in its way (seen in the soak's kill -9 trials:
+/// "FileAlreadyExists(<segment>.<opstamp>.del)" and a daemon that would not
+/// start).
+#[test]
+fn files_of_a_commit_a_kill_cut_short_do_not_stop_the_next_process() {
+    // Which indexing thread takes which document varies: a.md's segment may
+    // hold a.md alone, and its deletion then drops the segment, writing no
+    // .del file. Tried until one is written.
+    let tried = (0..20).find(|_| kill_after_a_deletions_files_then_restart(false));
+    assert!(tried.is_some(), "no deletion wrote a .del file in 20 tries");
+}
+
+/// The same, with tantivy's list of the files it wrote lost too: the stray
+/// file is not known to be tantivy's and stays in the way. The index cannot
+/// be brought up to date, and is built again from the catalog.
+#[test]
+fn a_text_index_that_cannot_be_brought_up_to_date_is_built_again() {
+    let tried = (0..20).find(|_| kill_after_a_deletions_files_then_restart(true));
+    assert!(tried.is_some(), "no deletion wrote a .del file in 20 tries");
+}
+
+/// The scenario above, once, with tantivy's `.managed.json` put back too
+/// when `managed_too`; false when the deletion wrote no .del file.
+fn kill_after_a_deletions_files_then_restart(managed_too: bool) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("catalog").join(TEXT_INDEX_DIR);
+    let meta = index_dir.join("meta.json");
+    let managed = index_dir.join(".managed.json");
+    let (kept_meta, kept_managed);
+    {
+        let c = open(dir.path());
+        let mut batch = vec![upsert("a.md", "dropped text\n", 1)];
+        batch.extend((0..40).map(|i| upsert(&format!("b{i}.md"), "kept text\n", 2 + i)));
+        apply(&c, &batch).unwrap();
+        kept_meta = std::fs::read(&meta).unwrap();
+        kept_managed = std::fs::read(&managed).unwrap();
+        let a = c.record(0, "a.md").unwrap().unwrap().id;
+        // The deletion's commit writes `<segment>.<opstamp>.del`, then meta.json.
+        c.text_index()
+            .unwrap()
+            .reindex(&[a], std::iter::empty())
+            .unwrap();
+        let wrote_del = std::fs::read_dir(&index_dir)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".del"));
+        if !wrote_del {
+            return false;
+        }
+        apply(
+            &c,
+            &[Change::Remove {
+                root_id: 0,
+                rel: "a.md".into(),
+            }],
+        )
+        .unwrap();
+    }
+    // Killed before meta.json: the index is the older commit's, a.md in it,
+    // and the catalog's tables have a.md removed.
+    std::fs::write(&meta, &kept_meta).unwrap();
+    if managed_too {
+        std::fs::write(&managed, &kept_managed).unwrap();
+    }
+    let c = open(dir.path());
+    assert_eq!(search(&c, "dropped", &Scope::All, false).total_matches, 0);
+    assert_eq!(search(&c, "kept", &Scope::All, false).total_matches, 40);
+    true
+}
+
 #[test]
 fn stored_text_reads_back_by_lines_and_pages() {
     let dir = tempfile::tempdir().unwrap();
