@@ -24,6 +24,8 @@
 #   worker_answer  the decoding of a PDF worker's answer, seeded with nothing
 #   range_server   the daemon's side of the remote-HDF5 range protocol (requests
 #                  a worker's driver sends), seeded with in- and out-of-bounds requests
+#   remote_listing every remote folder listing parser (nginx JSON, HTML pages,
+#                  WebDAV, S3, XRootD dirlist), seeded with the unit tests' answers
 #   lzf_decoder    the HDF5 LZF filter's decoder: two limit bytes, then the
 #                  stream, seeded with the LZF chunks of tests/data/hdf5/filters.h5
 #   fit_model      fit_histogram's model parser and fits of what parses: a flags
@@ -144,6 +146,15 @@ d = pathlib.Path(sys.argv[1])
 (d / "too_long").write_bytes(struct.pack("<QQ", 0, 1 << 40) + struct.pack("<QQ", 0, 16))
 PY
     max_len=4096
+    ;;
+  remote_listing)
+    # One answer of each kind, after the byte that picks its parser.
+    printf '\0[{"name":"a b.root","type":"file","mtime":"Fri, 27 Nov 2026 19:00:01 GMT","size":12},{"name":"sub","type":"directory"}]' >"$corpus/json"
+    printf '\1<tr><td class="mode">---rw-</td><td class="size">12</td><td class="datetime">Sat, 28 Nov 2026 11:14:45 GMT</td><td class="name"><a href="/data/run%%201//f.root">f.root</a></td></tr><a href="sub/">sub/</a>' >"$corpus/html"
+    printf '\2<D:multistatus xmlns:D="DAV:"><D:response><D:href>/data/run%%201//f.root</D:href><D:propstat><D:prop><D:getcontentlength>12</D:getcontentlength><D:getlastmodified>Sat, 28 Nov 2026 10:14:31 GMT</D:getlastmodified></D:prop></D:propstat></D:response></D:multistatus>' >"$corpus/webdav"
+    printf '\3<ListBucketResult><Contents><Key>data/f.root</Key><Size>12</Size><LastModified>2026-11-27T19:00:01.000Z</LastModified><ETag>"x"</ETag></Contents><IsTruncated>false</IsTruncated></ListBucketResult>' >"$corpus/s3"
+    printf '\4f.root\n0 12 0 1795806001\nsub\n0 4096 2 1795806001\n' >"$corpus/xrootd"
+    max_len=65536
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac

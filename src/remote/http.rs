@@ -526,7 +526,7 @@ struct JsonEntry {
 }
 
 /// nginx's `autoindex_format json`: `[{"name", "type", "mtime", "size"}]`.
-fn parse_json_index(text: &str) -> Result<Vec<Entry>, String> {
+pub(super) fn parse_json_index(text: &str) -> Result<Vec<Entry>, String> {
     let entries: Vec<JsonEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(entries
         .into_iter()

@@ -326,10 +326,7 @@ impl RemoteRoot {
         let mut folders = vec![(rel.to_string(), 0)];
         while let Some((folder, depth)) = folders.pop() {
             let entries = self.protocol.list_dir(&folder)?;
-            for entry in entries {
-                if entry.name.is_empty() || entry.name == "." || entry.name == ".." {
-                    continue;
-                }
+            for entry in entries.into_iter().filter(is_one_name) {
                 let path = if folder.is_empty() {
                     entry.name.clone()
                 } else {
@@ -615,6 +612,42 @@ impl RemoteFile {
         }
         Ok(file)
     }
+}
+
+/// Every folder listing parser, for the fuzz target `remote_listing`
+/// (servers' answers are untrusted): the parser `format` picks (0 nginx's
+/// JSON, 1 an HTML page, 2 WebDAV, 3 S3's ListObjectsV2, 4 XRootD's dirlist)
+/// on `text`, for the folder `/data/run 1/`; each entry's name (an S3 key) and
+/// size, as the parser gives them, before the walk's own check of names.
+pub fn parse_listing_for_fuzzing(format: u8, text: &str) -> Vec<(String, Option<u64>)> {
+    const FOLDER: &str = "/data/run%201/";
+    let entries = match format % 5 {
+        0 => http::parse_json_index(text).unwrap_or_default(),
+        1 => html_index::parse_html_index(text, FOLDER),
+        2 => webdav::parse_propfind(text, FOLDER),
+        3 => {
+            let objects = s3::parse_list_page(text)
+                .map(|page| page.0)
+                .unwrap_or_default();
+            return objects
+                .into_iter()
+                .map(|(key, meta)| (key, Some(meta.size)))
+                .collect();
+        }
+        _ => xrootd::parse_dirlist(text).unwrap_or_default(),
+    };
+    entries
+        .into_iter()
+        .map(|e| (e.name, e.meta.map(|m| m.size)))
+        .collect()
+}
+
+/// Whether a listing's entry names one child of its folder: a server's
+/// answer is not trusted to, and a name with a `/` in it, or `.` or `..`,
+/// would make a path reaching elsewhere.
+fn is_one_name(entry: &Entry) -> bool {
+    let name = entry.name.as_str();
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
 /// Missing blocks (sorted) as byte ranges of neighbouring blocks; a gap of one

@@ -280,3 +280,71 @@ fn a_torn_block_on_disk_is_fetched_again_not_served() {
         size
     );
 }
+
+/// A server whose listing names paths rather than children: `a/../../etc`,
+/// `..`, a name with a NUL. The walk keeps only the names of one child.
+#[test]
+fn a_listing_naming_paths_instead_of_children_is_not_followed() {
+    struct Hostile;
+    impl Protocol for Hostile {
+        fn stat(&self, _rel: &str) -> io::Result<Meta> {
+            Err(io::Error::new(io::ErrorKind::IsADirectory, "a folder"))
+        }
+        fn read_ranges(
+            &self,
+            _: &str,
+            _: &Meta,
+            _: &[Range<u64>],
+            _: &Stop<'_>,
+        ) -> io::Result<Vec<Vec<u8>>> {
+            unreachable!("a listing reads no bytes")
+        }
+        fn list_dir(&self, rel: &str) -> io::Result<Vec<Entry>> {
+            let file = |name: &str| Entry {
+                name: name.into(),
+                is_dir: false,
+                meta: Some(Meta {
+                    size: 1,
+                    mtime_ns: 0,
+                    etag: None,
+                }),
+            };
+            let folder = |name: &str| Entry {
+                name: name.into(),
+                is_dir: true,
+                meta: None,
+            };
+            Ok(match rel {
+                "" => vec![
+                    file("ok.root"),
+                    file("a/../../etc/passwd"),
+                    file("x\0y.root"),
+                    file(""),
+                    folder(".."),
+                    folder("."),
+                    folder("up/.."),
+                    folder("sub"),
+                ],
+                "sub" => vec![file("in.root"), file("/abs.root")],
+                other => panic!("listed {other}, which no safe walk reaches"),
+            })
+        }
+    }
+    let root = RemoteRoot {
+        url: RootUrl::parse("http://127.0.0.1:9/data/").unwrap(),
+        protocol: Box::new(Hostile),
+        settings: Settings::default(),
+        status: Mutex::new(Status::default()),
+        bytes: AtomicU64::new(0),
+        requests: AtomicU64::new(0),
+        changed: Mutex::new(Default::default()),
+        cache: None,
+    };
+    let listed: Vec<String> = root
+        .list("", &|_| false)
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(listed, ["ok.root", "sub/in.root"]);
+}

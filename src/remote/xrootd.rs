@@ -625,7 +625,7 @@ fn parse_stat(text: &str) -> io::Result<(u64, u64, i64)> {
 
 /// kXR_dirlist with kXR_dstat: a name line, then its stat line, for each
 /// entry (a leading `.` entry, and names quarry cannot carry, left out).
-fn parse_dirlist(text: &str) -> io::Result<Vec<Entry>> {
+pub(super) fn parse_dirlist(text: &str) -> io::Result<Vec<Entry>> {
     let lines: Vec<&str> = text
         .trim_end_matches('\0')
         .split('\n')
