@@ -90,9 +90,6 @@ impl H5File {
     pub fn open(mut file: File) -> Result<H5File, FormatError> {
         check_signature(&mut file)?;
         let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        if is_memory_file(&path) {
-            return open_image(&file);
-        }
         let inner = ffi::locked(|| hdf5::File::open(&path)).map_err(|e| {
             FormatError::Corrupt(format!("not a readable HDF5 file: {}", ffi::corrupt(e)))
         })?;
@@ -147,48 +144,4 @@ fn check_served_signature(socket: &UnixStream, size: u64) -> Result<(), FormatEr
     Err(FormatError::Corrupt(
         "not an HDF5 file: no HDF5 signature at offset 0 or any user-block boundary".into(),
     ))
-}
-
-/// Whether the descriptor behind `/proc/self/fd/N` is an in-memory file
-/// (`memfd`; quarry's remote files are served by ranges instead, `open_ranges`):
-/// libhdf5 asks for the real path of the name it opens, which such a file
-/// does not have.
-fn is_memory_file(fd_path: &str) -> bool {
-    std::fs::read_link(fd_path).is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
-}
-
-/// Opens an in-memory file's bytes as a libhdf5 file image (the core driver,
-/// no backing file): libhdf5 copies the image, and the name it is given,
-/// which the core driver requires not to exist, can never exist (nothing can
-/// be below `/dev/null`).
-fn open_image(file: &File) -> Result<H5File, FormatError> {
-    use hdf5_sys::h5f::{H5F_ACC_RDONLY, H5Fopen};
-    use hdf5_sys::h5p::{
-        H5P_CLS_FILE_ACCESS, H5Pclose, H5Pcreate, H5Pset_fapl_core, H5Pset_file_image,
-    };
-    use std::os::unix::fs::FileExt;
-    let len = usize::try_from(file.metadata()?.len())
-        .map_err(|_| FormatError::Unsupported("an in-memory file too large to map".into()))?;
-    let mut image = vec![0u8; len];
-    file.read_exact_at(&mut image, 0)?;
-    let inner = ffi::locked(|| -> Result<hdf5::File, FormatError> {
-        // SAFETY: a property list of a registered class, set up with valid
-        // arguments (libhdf5 copies the image); the file id it opens is
-        // handed to the crate, which closes it.
-        unsafe {
-            let fapl = ffi::Owned::new(H5Pcreate(*H5P_CLS_FILE_ACCESS), H5Pclose)?;
-            ffi::check(H5Pset_fapl_core(fapl.id, 1 << 20, 0))?;
-            ffi::check(H5Pset_file_image(
-                fapl.id,
-                image.as_mut_ptr().cast(),
-                image.len(),
-            ))?;
-            let id = H5Fopen(c"/dev/null/quarry-image".as_ptr(), H5F_ACC_RDONLY, fapl.id);
-            if id < 0 {
-                return Err(ffi::last_error());
-            }
-            hdf5::from_id::<hdf5::File>(id).map_err(ffi::corrupt)
-        }
-    })?;
-    Ok(H5File { inner })
 }
