@@ -216,12 +216,15 @@ impl TextIndex {
                 // it wrote, unreferenced; this one, starting from the commit
                 // before, would write a deletion file of the same name (its
                 // segment and opstamp) and fail on finding it there.
-                let swept = writer.garbage_collect_files().wait()?;
-                if !swept.deleted_files.is_empty() {
-                    tracing::info!(
+                // Best effort: a file that cannot be removed now is tried
+                // again by tantivy after later commits.
+                match writer.garbage_collect_files().wait() {
+                    Ok(swept) if !swept.deleted_files.is_empty() => tracing::info!(
                         "text index: removed {} file(s) no commit refers to",
                         swept.deleted_files.len()
-                    );
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("text index: removing unused files failed: {e}"),
                 }
                 w.swept = true;
             }
