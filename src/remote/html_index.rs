@@ -20,13 +20,13 @@ use super::{Entry, Meta};
 pub fn parse_html_index(text: &str, folder_path: &str) -> Vec<Entry> {
     let folder = names(folder_path);
     let mut out: Vec<Entry> = Vec::new();
-    let mut row_start = 0;
+    let mut seen = std::collections::HashSet::new();
     let mut pos = 0;
     while let Some(found) = text[pos..].find("href=\"") {
         let at = pos + found;
-        if let Some(tr) = text[pos..at].rfind("<tr") {
-            row_start = pos + tr;
-        }
+        // The row this link is in, when one began since the last link (so
+        // each byte of the page is looked at a bounded number of times).
+        let row = text[pos..at].rfind("<tr").map(|tr| &text[pos + tr..at]);
         pos = at + "href=\"".len();
         let Some(target) = text[pos..].split('"').next() else {
             break;
@@ -34,10 +34,10 @@ pub fn parse_html_index(text: &str, folder_path: &str) -> Vec<Entry> {
         let Some((name, slash)) = child_name(target, folder.as_deref()) else {
             continue;
         };
-        if name.is_empty() || out.iter().any(|e| e.name == name) {
+        if name.is_empty() || !seen.insert(name.clone()) {
             continue;
         }
-        let row = Row::read(&text[row_start..at]);
+        let row = row.map(Row::read).unwrap_or_default();
         let is_dir = slash || row.mode.is_some_and(|m| m.starts_with('d'));
         let meta = match (is_dir, row.size) {
             (false, Some(size)) => Some(Meta {
@@ -94,9 +94,6 @@ struct Row<'a> {
 impl<'a> Row<'a> {
     /// The cells before the link in `row` (from its `<tr` to the link).
     fn read(row: &'a str) -> Row<'a> {
-        if !row.starts_with("<tr") {
-            return Row::default();
-        }
         Row {
             mode: cell(row, "mode"),
             size: cell(row, "size").and_then(|s| s.trim().parse().ok()),
@@ -164,6 +161,26 @@ mod tests {
         let e = parse_html_index(text, "/data/");
         let names: Vec<&str> = e.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["z.root"]);
+    }
+
+    /// A page of 100,000 links in one table row (a big folder, or a hostile
+    /// page): read in linear time, each name once.
+    #[test]
+    fn a_page_of_many_links_is_read_in_linear_time() {
+        let mut page = String::from("<table><tr><td class=\"size\">1</td>");
+        for i in 0..100_000 {
+            page.push_str(&format!(
+                "<a href=\"/data/f{i}.root\">f</a><a href=\"f{i}.root\">f</a>"
+            ));
+        }
+        let started = std::time::Instant::now();
+        let e = parse_html_index(&page, "/data/");
+        assert_eq!(e.len(), 100_000);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub fn parse_propfind(xml: &str, folder_path: &str) -> Vec<Entry> {
         return Vec::new();
     };
     let mut out: Vec<Entry> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for response in elements(xml, "response") {
         let Some(href) = elements(response, "href").next() else {
             continue;
@@ -33,7 +34,7 @@ pub fn parse_propfind(xml: &str, folder_path: &str) -> Vec<Entry> {
             continue;
         }
         let name = path.pop().expect("one name more than the folder");
-        if out.iter().any(|e| e.name == name) {
+        if !seen.insert(name.clone()) {
             continue;
         }
         let is_dir = elements(response, "resourcetype").any(|t| t.contains("collection"))
