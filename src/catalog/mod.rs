@@ -208,14 +208,10 @@ impl Catalog {
         catalog.load_symbols().map_err(OpenError::Failed)?;
         if let Err(e) = catalog.reconcile_text() {
             // The text index is a cache of the tables: one that cannot be
-            // brought up to date is built again rather than keep quarry down.
-            tracing::warn!(
-                "the text index cannot be brought up to date ({e:#}); building a new one from the catalog"
-            );
+            // brought up to date is built again rather than keep quarry down
+            // (the old one is dropped first: it holds the writer's lock).
             catalog.text = None;
-            std::fs::remove_dir_all(&text_dir)
-                .with_context(|| format!("cannot remove {}", text_dir.display()))?;
-            catalog.text = Some(documents::TextIndex::open(&text_dir)?);
+            catalog.text = Some(documents::TextIndex::replace(&text_dir, &e)?);
             catalog.reconcile_text().map_err(OpenError::Failed)?;
         }
         if let Some(text) = &catalog.text {

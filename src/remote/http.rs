@@ -205,12 +205,7 @@ impl Http {
                 if status != 200 {
                     return Err(status_failure(status, &self.full(&bucket_path)));
                 }
-                reply
-                    .body_mut()
-                    .with_config()
-                    .limit(MAX_LISTING_BYTES)
-                    .read_to_string()
-                    .map_err(failure)
+                listing_text(&mut reply)
             })?;
             let (objects, next) = s3::parse_list_page(&page)?;
             for (key, meta) in objects {

@@ -54,10 +54,15 @@ impl Meta {
     /// which tells apart two uploads of one size within the same second
     /// (S3's times are whole seconds).
     pub fn fingerprint(&self) -> u64 {
+        self.identity(true)
+    }
+
+    /// `fingerprint`, with the ETag left out unless `with_etag`.
+    fn identity(&self, with_etag: bool) -> u64 {
         let mut bytes = b"remote".to_vec();
         bytes.extend_from_slice(&self.size.to_le_bytes());
         bytes.extend_from_slice(&self.mtime_ns.to_le_bytes());
-        if let Some(etag) = &self.etag {
+        if let Some(etag) = self.etag.as_ref().filter(|_| with_etag) {
             bytes.push(0);
             bytes.extend_from_slice(etag.as_bytes());
         }
@@ -255,15 +260,7 @@ impl RemoteRoot {
     /// where listings carry it (S3), as a stat's ETag would otherwise never
     /// match a listing's.
     pub fn fingerprint(&self, meta: &Meta) -> u64 {
-        if self.protocol.lists_etags() || meta.etag.is_none() {
-            meta.fingerprint()
-        } else {
-            Meta {
-                etag: None,
-                ..meta.clone()
-            }
-            .fingerprint()
-        }
+        meta.identity(self.protocol.lists_etags())
     }
 
     /// Notes that the file `rel` was found to be another version than the

@@ -149,16 +149,19 @@ impl TextIndex {
     pub fn open(dir: &Path) -> anyhow::Result<TextIndex> {
         match Self::try_open(dir) {
             Ok(index) => Ok(index),
-            Err(e) => {
-                tracing::warn!(
-                    "the text index in {} cannot be used ({e:#}); building a new one",
-                    dir.display()
-                );
-                std::fs::remove_dir_all(dir)
-                    .with_context(|| format!("cannot remove {}", dir.display()))?;
-                Self::try_open(dir)
-            }
+            Err(e) => Self::replace(dir, &e),
         }
+    }
+
+    /// A new, empty index in place of the one in `dir`, which cannot be used
+    /// for `why` (the caller fills it from the catalog's tables).
+    pub fn replace(dir: &Path, why: &anyhow::Error) -> anyhow::Result<TextIndex> {
+        tracing::warn!(
+            "the text index in {} cannot be used ({why:#}); building a new one",
+            dir.display()
+        );
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+        Self::try_open(dir)
     }
 
     fn try_open(dir: &Path) -> anyhow::Result<TextIndex> {

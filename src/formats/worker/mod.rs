@@ -255,6 +255,18 @@ pub fn decode_answer<T: DeserializeOwned>(out: &[u8], reader: &str) -> Result<T,
     })
 }
 
+/// Whether `fd` has something to read (or was closed) within `wait`.
+fn readable_within(fd: &impl AsRawFd, wait: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as libc::c_int) };
+    ready > 0
+}
+
 /// Whether an encoded answer is a success (its first byte is `Ok`'s tag).
 pub fn answered_ok(out: &[u8]) -> bool {
     out.first() == Some(&0)
@@ -428,14 +440,7 @@ fn read_answer(
         if started.elapsed() > time_limit {
             return Err(Answer::TimedOut);
         }
-        let mut pfd = libc::pollfd {
-            fd: out.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 5) };
-        if ready <= 0 {
+        if !readable_within(out, Duration::from_millis(5)) {
             continue;
         }
         match out.read(&mut chunk) {

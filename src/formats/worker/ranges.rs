@@ -12,13 +12,13 @@
 //! within `POLL` and any fetch under way, which is told to stop.
 
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::readable_within;
 use crate::byte_source::ByteSource;
 use quarry_hdf5::driver::protocol::{self, FAILED, MAX_CHUNK, MAX_MESSAGE, OK, REQUEST_LEN};
 
@@ -153,18 +153,6 @@ fn answer_error(socket: &UnixStream, why: &str) -> io::Result<()> {
     let mut out = socket;
     out.write_all(&protocol::header(FAILED, end as u64))?;
     out.write_all(&why.as_bytes()[..end])
-}
-
-/// Whether the socket has something to read (or was closed) within `wait`.
-fn readable_within(socket: &UnixStream, wait: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: socket.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as libc::c_int) };
-    ready > 0
 }
 
 #[cfg(test)]
