@@ -1,7 +1,8 @@
 //! Feeds arbitrary bytes to the code reader as a C++ or Python file (the first
 //! byte chooses): UTF-8 decoding, tree-sitter's parse with its time budget and
 //! the extraction of classes, functions, includes and error ranges. Errors are
-//! expected; a panic, a hang or a runaway allocation is a bug.
+//! expected; a panic, a hang or a runaway allocation is a bug. quarry's own
+//! tree cursor must also walk every tree exactly as tree-sitter's does.
 #![no_main]
 
 use std::time::Duration;
@@ -15,5 +16,8 @@ fuzz_target!(|data: &[u8]| {
     let language = if first % 2 == 0 { Language::Cpp } else { Language::Python };
     if let Ok(parsed) = code::parse(language, text.to_string(), Duration::from_secs(2)) {
         let _ = code::extract(&parsed);
+        if let Some(difference) = code::walk_disagreement_for_fuzzing(&parsed) {
+            panic!("quarry's cursor and tree-sitter's disagree: {difference}");
+        }
     }
 });

@@ -141,7 +141,10 @@ impl<'a> Walk<'a> {
                     .map(|p| format!("template {} ", self.compact(p)))
                     .unwrap_or_default();
                 let count = node.named_child_count();
-                if let Some(inner) = count.checked_sub(1).and_then(|i| node.named_child(i)) {
+                if let Some(inner) = count
+                    .checked_sub(1)
+                    .and_then(|i| node.named_child(i as u32))
+                {
                     self.cpp_member(inner, access, &params, out);
                 }
             }
@@ -467,5 +470,5 @@ fn last_identifier(n: Node) -> Option<Node> {
         return Some(n);
     }
     let count = n.named_child_count();
-    n.named_child(count.checked_sub(1)?)
+    n.named_child(u32::try_from(count.checked_sub(1)?).ok()?)
 }

@@ -9,10 +9,13 @@ mod names;
 mod query;
 mod refs;
 mod relations;
+mod runtime;
 mod symbols;
+mod walk;
 
 use std::fs::File;
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -68,11 +71,10 @@ impl Language {
         }
     }
 
+    /// The tree-sitter grammar. Every tree-sitter object starts from here
+    /// (`runtime`: the runtime's allocator is set first).
     pub fn grammar(self) -> tree_sitter::Language {
-        match self {
-            Language::Cpp => tree_sitter_cpp::LANGUAGE.into(),
-            Language::Python => tree_sitter_python::LANGUAGE.into(),
-        }
+        runtime::grammar(self)
     }
 }
 
@@ -124,24 +126,28 @@ pub fn parse(
     text: String,
     budget: Duration,
 ) -> Result<ParsedSource, FormatError> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&language.grammar())
-        .map_err(|e| FormatError::Unsupported(format!("tree-sitter grammar mismatch: {e}")))?;
     let deadline = Instant::now() + budget;
-    // Returning true from the progress callback halts the parse.
-    let mut over_budget = |_: &tree_sitter::ParseState| Instant::now() > deadline;
-    let options = tree_sitter::ParseOptions::new().progress_callback(&mut over_budget);
+    // Breaking from the progress callback halts the parse.
+    let mut over_budget = |_: &tree_sitter::ParseState| {
+        if Instant::now() > deadline {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
     let bytes = text.as_bytes();
     let mut input = |offset: usize, _: tree_sitter::Point| bytes.get(offset..).unwrap_or(&[]);
-    let tree = parser
-        .parse_with_options(&mut input, None, Some(options))
-        .ok_or_else(|| {
-            FormatError::Unsupported(format!(
-                "parsing took longer than {} s and was given up",
-                budget.as_secs_f64()
-            ))
-        })?;
+    let tree = runtime::with_parser(language, |parser| {
+        let options = tree_sitter::ParseOptions::new().progress_callback(&mut over_budget);
+        parser.parse_with_options(&mut input, None, Some(options))
+    })
+    .map_err(|e| FormatError::Unsupported(format!("tree-sitter grammar mismatch: {e}")))?
+    .ok_or_else(|| {
+        FormatError::Unsupported(format!(
+            "parsing took longer than {} s and was given up",
+            budget.as_secs_f64()
+        ))
+    })?;
     Ok(ParsedSource {
         language,
         text,
@@ -165,6 +171,12 @@ pub fn read(name: &str, file: File) -> Result<Extracted, FormatError> {
 /// Extracts what the catalog keeps of an already parsed source.
 pub fn extract(source: &ParsedSource) -> Extracted {
     symbols::extract(source)
+}
+
+/// Where quarry's tree cursor and tree-sitter's first disagree on `source`'s
+/// tree, if anywhere: for the fuzz target `code_source`.
+pub fn walk_disagreement_for_fuzzing(source: &ParsedSource) -> Option<String> {
+    walk::compare_with_tree_sitter(&source.tree).err()
 }
 
 /// The check `formats::validate` runs: the file is UTF-8 text.

@@ -4,9 +4,10 @@
 //! times per identifier, for its ancestors); a table per language, built
 //! once, turns each into an index.
 
+use std::num::NonZeroU16;
 use std::sync::OnceLock;
 
-use tree_sitter::{Node, TreeCursor};
+use tree_sitter::Node;
 
 use super::Language;
 
@@ -72,10 +73,10 @@ impl Names {
         node.child_by_field_id(self.field_ids[at].1)
     }
 
-    /// What `cursor.field_name()` says, without its string conversion.
-    pub(super) fn field(&self, cursor: &TreeCursor) -> Option<&'static str> {
-        let id = cursor.field_id()?;
-        self.fields.get(usize::from(id.get())).copied().flatten()
+    /// The name of the field a cursor's `field_id()` gives, as `field_name()`
+    /// says it without its string conversion.
+    pub(super) fn field(&self, id: Option<NonZeroU16>) -> Option<&'static str> {
+        self.fields.get(usize::from(id?.get())).copied().flatten()
     }
 }
 
@@ -230,14 +231,15 @@ mod tests {
         ];
         for (language, text) in sources {
             let names = Names::of(language);
+            let grammar = language.grammar(); // before any tree-sitter object
             let mut parser = tree_sitter::Parser::new();
-            parser.set_language(&language.grammar()).unwrap();
+            parser.set_language(&grammar).unwrap();
             let tree = parser.parse(text, None).unwrap();
             let mut cursor = tree.walk();
             let mut seen = 0;
             'tree: loop {
                 assert_eq!(names.info(cursor.node()).name, cursor.node().kind());
-                assert_eq!(names.field(&cursor), cursor.field_name());
+                assert_eq!(names.field(cursor.field_id()), cursor.field_name());
                 for field in names.fields.iter().flatten().chain(&["no_such_field"]) {
                     let node = cursor.node();
                     assert_eq!(names.child(node, field), node.child_by_field_name(field));

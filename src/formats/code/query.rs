@@ -3,6 +3,7 @@
 //! a time budget so that a pathological pattern cannot hold the server.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use streaming_iterator::StreamingIterator;
@@ -70,9 +71,12 @@ impl CompiledQuery {
         let query = Query::new(&language.grammar(), source).map_err(|e| {
             let (kind, detail) = match e.kind {
                 QueryErrorKind::Syntax => ("syntax", "invalid syntax".to_string()),
-                QueryErrorKind::NodeType => {
-                    ("node_type", format!("invalid node type '{}'", e.message))
-                }
+                // tree-sitter 0.26 quotes the name in its message; the
+                // detail quotes it once.
+                QueryErrorKind::NodeType => (
+                    "node_type",
+                    format!("invalid node type '{}'", e.message.trim_matches('"')),
+                ),
                 QueryErrorKind::Field => ("field", format!("invalid field name '{}'", e.message)),
                 QueryErrorKind::Capture => {
                     ("capture", format!("invalid capture name '{}'", e.message))
@@ -103,11 +107,15 @@ impl CompiledQuery {
         let deadline = Instant::now() + limits.budget;
         let mut run = QueryRun::default();
         let mut halted = false;
-        // Returning true from the progress callback halts the cursor.
+        // Breaking from the progress callback halts the cursor.
         let mut halt = |_: &tree_sitter::QueryCursorState| {
             let stop = Instant::now() > deadline || stopped();
             halted |= stop;
-            stop
+            if stop {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         };
         let mut cursor = QueryCursor::new();
         cursor.set_match_limit(IN_PROGRESS_MATCH_LIMIT);

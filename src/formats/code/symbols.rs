@@ -176,7 +176,7 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
     // tokens and literals without a frame and does not descend into strings:
     // half the nodes, and the walk's time is mostly tree-sitter's cursor.
     let quick = walking == Walking::Quick;
-    let mut cursor = source.tree.root_node().walk();
+    let mut cursor = super::walk::Cursor::new(&source.tree);
     'tree: loop {
         let node = cursor.node();
         let info = walk.names.info(node);
@@ -193,7 +193,7 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
             let field = if quick && !info.wants_field {
                 None
             } else {
-                walk.names.field(&cursor)
+                walk.names.field(cursor.field_id())
             };
             let frame = walk.enter(node, info, field, clean);
             let opaque = quick && clean && walk.is_opaque(&frame);
@@ -503,7 +503,7 @@ pub(super) fn cpp_function_name(node: Node) -> Option<Node> {
 }
 
 fn last_named_child(node: Node) -> Option<Node> {
-    node.named_child(node.named_child_count().checked_sub(1)?)
+    node.named_child(u32::try_from(node.named_child_count().checked_sub(1)?).ok()?)
 }
 
 /// `A::B::f` as (`A::B`, `f`); `::` inside template arguments does not split.

@@ -1,0 +1,214 @@
+// quarry's tree walk: a pre-order cursor over a tree-sitter tree with the
+// moves and answers of tree-sitter's own TSTreeCursor (first child, next
+// sibling, parent, the current node and its field), built on the runtime's
+// internal subtree layout.
+//
+// Why: the code walk visits every node of every file it indexes, and the
+// public cursor's sibling step rebuilds its child iterator from the parent at
+// every step (the alias sequence, the positions and descendant counts of the
+// children before it): about 450 instructions a step, a tenth of a parse.
+// This cursor keeps each level's iterator on its stack, so a step is the
+// step. It reads the runtime's private structures, so it is compiled against
+// the exact tree-sitter release Cargo.toml pins (build.rs), and it is tested
+// to move and answer as TSTreeCursor does on every node of the test corpus
+// (`walk::tests`).
+//
+// Nothing here allocates through tree-sitter or keeps a tree alive: the Rust
+// side owns the cursor and borrows the tree for its lifetime.
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree_sitter/api.h"
+#include "./subtree.h"
+#include "./language.h"
+#include "./length.h"
+#include "./tree.h"
+
+typedef struct {
+  const Subtree *subtree;
+  // Where the node starts (after its padding), as TreeCursorEntry.position.
+  Length position;
+  uint32_t child_index;
+  uint32_t structural_child_index;
+  // Visible: a named or anonymous node the public API shows, or aliased.
+  bool visible;
+} QuarryEntry;
+
+typedef struct {
+  const TSTree *tree;
+  QuarryEntry *stack;
+  uint32_t size;
+  uint32_t capacity;
+} QuarryCursor;
+
+// Out of memory ends the process, as it does for Rust's allocations: a walk
+// cut short would store a file's symbols half read.
+static void *quarry_realloc(void *block, size_t size) {
+  void *grown = realloc(block, size);
+  if (!grown) abort();
+  return grown;
+}
+
+static void quarry_push(QuarryCursor *self, QuarryEntry entry) {
+  if (self->size == self->capacity) {
+    self->capacity = self->capacity ? self->capacity * 2 : 64;
+    self->stack = quarry_realloc(self->stack, self->capacity * sizeof(QuarryEntry));
+  }
+  self->stack[self->size++] = entry;
+}
+
+// The cursor starts at the tree's root.
+QuarryCursor *quarry_cursor_new(const TSTree *tree) {
+  QuarryCursor *self = quarry_realloc(NULL, sizeof(QuarryCursor));
+  memset(self, 0, sizeof(QuarryCursor));
+  self->tree = tree;
+  QuarryEntry root = {
+    .subtree = &tree->root,
+    .position = ts_subtree_padding(tree->root),
+    .child_index = 0,
+    .structural_child_index = 0,
+    .visible = true,
+  };
+  quarry_push(self, root);
+  return self;
+}
+
+void quarry_cursor_delete(QuarryCursor *self) {
+  if (!self) return;
+  free(self->stack);
+  free(self);
+}
+
+static inline const TSSymbol *quarry_aliases(const QuarryCursor *self, const QuarryEntry *parent) {
+  return ts_language_alias_sequence(self->tree->language, parent->subtree->ptr->production_id);
+}
+
+static inline bool quarry_child_visible(Subtree child, const TSSymbol *aliases, uint32_t structural) {
+  if (ts_subtree_visible(child)) return true;
+  return !ts_subtree_extra(child) && aliases && aliases[structural];
+}
+
+// Settles on the child at `entry` (already a child of the top entry): if it
+// is visible it is the new position; if it is hidden and holds visible nodes,
+// descends into it to its first visible descendant. Returns false when the
+// child shows nothing (the caller moves on to the next one).
+static bool quarry_settle(QuarryCursor *self, QuarryEntry entry);
+
+// The first visible node below the top entry, pushed; false if none.
+static bool quarry_first_child(QuarryCursor *self) {
+  QuarryEntry *parent = &self->stack[self->size - 1];
+  Subtree node = *parent->subtree;
+  if (ts_subtree_child_count(node) == 0) return false;
+  const TSSymbol *aliases = quarry_aliases(self, parent);
+  const Subtree *children = ts_subtree_children(node);
+  uint32_t count = node.ptr->child_count;
+  Length position = parent->position;
+  uint32_t structural = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    Subtree child = children[i];
+    if (i > 0) position = length_add(position, ts_subtree_padding(child));
+    QuarryEntry entry = {
+      .subtree = &children[i],
+      .position = position,
+      .child_index = i,
+      .structural_child_index = structural,
+      .visible = quarry_child_visible(child, aliases, structural),
+    };
+    if (quarry_settle(self, entry)) return true;
+    if (!ts_subtree_extra(child)) structural++;
+    position = length_add(position, ts_subtree_size(child));
+  }
+  return false;
+}
+
+static bool quarry_settle(QuarryCursor *self, QuarryEntry entry) {
+  if (entry.visible) {
+    quarry_push(self, entry);
+    return true;
+  }
+  if (ts_subtree_visible_child_count(*entry.subtree) == 0) return false;
+  quarry_push(self, entry);
+  if (quarry_first_child(self)) return true;
+  self->size--;
+  return false;
+}
+
+bool quarry_cursor_goto_first_child(QuarryCursor *self) {
+  return quarry_first_child(self);
+}
+
+// The next visible node after the current one under the same visible parent:
+// later children, climbing out of hidden parents, never out of a visible one.
+bool quarry_cursor_goto_next_sibling(QuarryCursor *self) {
+  uint32_t initial_size = self->size;
+  while (self->size > 1) {
+    QuarryEntry current = self->stack[--self->size];
+    QuarryEntry *parent = &self->stack[self->size - 1];
+    Subtree node = *parent->subtree;
+    const TSSymbol *aliases = quarry_aliases(self, parent);
+    const Subtree *children = ts_subtree_children(node);
+    uint32_t count = node.ptr->child_count;
+    Length position = length_add(current.position, ts_subtree_size(*current.subtree));
+    uint32_t structural =
+      current.structural_child_index + (ts_subtree_extra(*current.subtree) ? 0 : 1);
+    for (uint32_t i = current.child_index + 1; i < count; i++) {
+      Subtree child = children[i];
+      position = length_add(position, ts_subtree_padding(child));
+      QuarryEntry entry = {
+        .subtree = &children[i],
+        .position = position,
+        .child_index = i,
+        .structural_child_index = structural,
+        .visible = quarry_child_visible(child, aliases, structural),
+      };
+      if (quarry_settle(self, entry)) return true;
+      if (!ts_subtree_extra(child)) structural++;
+      position = length_add(position, ts_subtree_size(child));
+    }
+    // No later child here: climb out of a hidden parent, stop at a visible one.
+    if (parent->visible) break;
+  }
+  self->size = initial_size;
+  return false;
+}
+
+bool quarry_cursor_goto_parent(QuarryCursor *self) {
+  for (uint32_t i = self->size - 1; i > 0; i--) {
+    if (self->stack[i - 1].visible) {
+      self->size = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+TSNode quarry_cursor_node(const QuarryCursor *self) {
+  const QuarryEntry *entry = &self->stack[self->size - 1];
+  TSSymbol alias = 0;
+  if (self->size > 1 && !ts_subtree_extra(*entry->subtree)) {
+    const QuarryEntry *parent = &self->stack[self->size - 2];
+    alias = ts_language_alias_at(
+      self->tree->language, parent->subtree->ptr->production_id, entry->structural_child_index);
+  }
+  return ts_node_new(self->tree, entry->subtree, entry->position, alias);
+}
+
+// The field the current node is its parent's, as ts_tree_cursor_current_field_id:
+// the field of the node itself or of a hidden ancestor below the visible parent.
+TSFieldId quarry_cursor_field_id(const QuarryCursor *self) {
+  for (uint32_t i = self->size - 1; i > 0; i--) {
+    const QuarryEntry *entry = &self->stack[i];
+    const QuarryEntry *parent = &self->stack[i - 1];
+    if (i != self->size - 1 && entry->visible) break;
+    if (ts_subtree_extra(*entry->subtree)) break;
+    const TSFieldMapEntry *map, *end;
+    ts_language_field_map(self->tree->language, parent->subtree->ptr->production_id, &map, &end);
+    for (; map < end; map++) {
+      if (!map->inherited && map->child_index == entry->structural_child_index) {
+        return map->field_id;
+      }
+    }
+  }
+  return 0;
+}
