@@ -89,85 +89,83 @@ static inline bool quarry_child_visible(Subtree child, const TSSymbol *aliases, 
   return !ts_subtree_extra(child) && aliases && aliases[structural];
 }
 
-// Settles on the child at `entry` (already a child of the top entry): if it
-// is visible it is the new position; if it is hidden and holds visible nodes,
-// descends into it to its first visible descendant. Returns false when the
-// child shows nothing (the caller moves on to the next one).
-static bool quarry_settle(QuarryCursor *self, QuarryEntry entry);
+typedef enum { QUARRY_NONE, QUARRY_HIDDEN, QUARRY_VISIBLE } QuarryStep;
 
-// The first visible node below the top entry, pushed; false if none.
-static bool quarry_first_child(QuarryCursor *self) {
-  QuarryEntry *parent = &self->stack[self->size - 1];
+// Looks through the children of the top entry from child `from` on, and
+// pushes the first that is visible (QUARRY_VISIBLE) or hidden with visible
+// nodes below it (QUARRY_HIDDEN); QUARRY_NONE if none is, with nothing pushed.
+// `position` is where the previous child ends (for child 0, the top entry's
+// own position: a node's padding is its first child's); `structural` is child
+// `from`'s index among the children that are not extras.
+static QuarryStep quarry_scan(QuarryCursor *self, uint32_t from, Length position, uint32_t structural) {
+  const QuarryEntry *parent = &self->stack[self->size - 1];
   Subtree node = *parent->subtree;
-  if (ts_subtree_child_count(node) == 0) return false;
+  if (ts_subtree_child_count(node) == 0) return QUARRY_NONE;
   const TSSymbol *aliases = quarry_aliases(self, parent);
   const Subtree *children = ts_subtree_children(node);
   uint32_t count = node.ptr->child_count;
-  Length position = parent->position;
-  uint32_t structural = 0;
-  for (uint32_t i = 0; i < count; i++) {
+  for (uint32_t i = from; i < count; i++) {
     Subtree child = children[i];
     if (i > 0) position = length_add(position, ts_subtree_padding(child));
-    QuarryEntry entry = {
-      .subtree = &children[i],
-      .position = position,
-      .child_index = i,
-      .structural_child_index = structural,
-      .visible = quarry_child_visible(child, aliases, structural),
-    };
-    if (quarry_settle(self, entry)) return true;
-    if (!ts_subtree_extra(child)) structural++;
-    position = length_add(position, ts_subtree_size(child));
-  }
-  return false;
-}
-
-static bool quarry_settle(QuarryCursor *self, QuarryEntry entry) {
-  if (entry.visible) {
-    quarry_push(self, entry);
-    return true;
-  }
-  if (ts_subtree_visible_child_count(*entry.subtree) == 0) return false;
-  quarry_push(self, entry);
-  if (quarry_first_child(self)) return true;
-  self->size--;
-  return false;
-}
-
-bool quarry_cursor_goto_first_child(QuarryCursor *self) {
-  return quarry_first_child(self);
-}
-
-// The next visible node after the current one under the same visible parent:
-// later children, climbing out of hidden parents, never out of a visible one.
-bool quarry_cursor_goto_next_sibling(QuarryCursor *self) {
-  uint32_t initial_size = self->size;
-  while (self->size > 1) {
-    QuarryEntry current = self->stack[--self->size];
-    QuarryEntry *parent = &self->stack[self->size - 1];
-    Subtree node = *parent->subtree;
-    const TSSymbol *aliases = quarry_aliases(self, parent);
-    const Subtree *children = ts_subtree_children(node);
-    uint32_t count = node.ptr->child_count;
-    Length position = length_add(current.position, ts_subtree_size(*current.subtree));
-    uint32_t structural =
-      current.structural_child_index + (ts_subtree_extra(*current.subtree) ? 0 : 1);
-    for (uint32_t i = current.child_index + 1; i < count; i++) {
-      Subtree child = children[i];
-      position = length_add(position, ts_subtree_padding(child));
+    bool visible = quarry_child_visible(child, aliases, structural);
+    if (visible || ts_subtree_visible_child_count(child) > 0) {
       QuarryEntry entry = {
         .subtree = &children[i],
         .position = position,
         .child_index = i,
         .structural_child_index = structural,
-        .visible = quarry_child_visible(child, aliases, structural),
+        .visible = visible,
       };
-      if (quarry_settle(self, entry)) return true;
-      if (!ts_subtree_extra(child)) structural++;
-      position = length_add(position, ts_subtree_size(child));
+      // `parent` may move with the stack: not read after this.
+      quarry_push(self, entry);
+      return visible ? QUARRY_VISIBLE : QUARRY_HIDDEN;
+    }
+    if (!ts_subtree_extra(child)) structural++;
+    position = length_add(position, ts_subtree_size(child));
+  }
+  return QUARRY_NONE;
+}
+
+// Down to the first visible node below the current one, through hidden
+// nodes. As TSTreeCursor's goto_first_child, it relies on the runtime's count
+// of a hidden node's visible children: a hidden node is entered only when it
+// shows something.
+bool quarry_cursor_goto_first_child(QuarryCursor *self) {
+  for (;;) {
+    const QuarryEntry *top = &self->stack[self->size - 1];
+    switch (quarry_scan(self, 0, top->position, 0)) {
+      case QUARRY_HIDDEN:
+        continue;
+      case QUARRY_VISIBLE:
+        return true;
+      default:
+        return false;
+    }
+  }
+}
+
+// The next visible node after the current one under the same visible parent:
+// later children, climbing out of hidden parents, never out of a visible one.
+// Nothing is pushed until a sibling is found, so the entries popped on the
+// way stay intact for the cursor to stay where it was.
+bool quarry_cursor_goto_next_sibling(QuarryCursor *self) {
+  uint32_t initial_size = self->size;
+  while (self->size > 1) {
+    QuarryEntry current = self->stack[--self->size];
+    Length end = length_add(current.position, ts_subtree_size(*current.subtree));
+    uint32_t structural =
+      current.structural_child_index + (ts_subtree_extra(*current.subtree) ? 0 : 1);
+    switch (quarry_scan(self, current.child_index + 1, end, structural)) {
+      case QUARRY_HIDDEN:
+        quarry_cursor_goto_first_child(self);
+        return true;
+      case QUARRY_VISIBLE:
+        return true;
+      default:
+        break;
     }
     // No later child here: climb out of a hidden parent, stop at a visible one.
-    if (parent->visible) break;
+    if (self->stack[self->size - 1].visible) break;
   }
   self->size = initial_size;
   return false;
