@@ -7,11 +7,12 @@
 // public cursor's sibling step rebuilds its child iterator from the parent at
 // every step (the alias sequence, the positions and descendant counts of the
 // children before it): about 450 instructions a step, a tenth of a parse.
-// This cursor keeps each level's iterator on its stack, so a step is the
-// step. It reads the runtime's private structures, so it is compiled against
-// the exact tree-sitter release Cargo.toml pins (build.rs), and it is tested
-// to move and answer as TSTreeCursor does on every node of the test corpus
-// (`walk::tests`).
+// This cursor keeps each level's position on its stack, so a step costs only
+// the children it passes over. It reads the runtime's private structures, so
+// it is compiled against the exact tree-sitter release Cargo.toml pins
+// (build.rs). It is checked to move and answer as TSTreeCursor does at every
+// node of the test sources (`walk::tests`) and of every input the fuzz target
+// `code_source` makes.
 //
 // Nothing here allocates through tree-sitter or keeps a tree alive: the Rust
 // side owns the cursor and borrows the tree for its lifetime.
