@@ -678,12 +678,30 @@ impl XrootdCluster {
         };
         // Ready once the data server's cmsd has logged in to the manager's
         // (`Protocol: Primary server.PID:FD@HOST:PORT logged in.`).
-        wait_until(Duration::from_secs(60), || {
+        let logged_in = || {
             cluster
                 .log("cmsd", "manager")
                 .lines()
                 .any(|l| l.contains(" server.") && l.contains("logged in"))
-        });
+        };
+        let start = std::time::Instant::now();
+        while !logged_in() {
+            if start.elapsed() > Duration::from_secs(60) {
+                let tail = |binary: &str, role: &str| {
+                    let log = cluster.log(binary, role);
+                    let lines: Vec<&str> = log.lines().collect();
+                    lines[lines.len().saturating_sub(15)..].join("\n")
+                };
+                panic!(
+                    "the data server's cmsd did not log in to the manager's within 60 s (ports {port}, {data_port}, cms {cms_port})\n\
+                     manager's cmsd:\n{}\nserver's cmsd:\n{}\nserver's xrootd:\n{}",
+                    tail("cmsd", "manager"),
+                    tail("cmsd", "server"),
+                    tail("xrootd", "server")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         cluster
     }
 
