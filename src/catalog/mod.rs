@@ -543,6 +543,23 @@ impl Catalog {
         rows_in(&self.db.begin_read()?, table, file_id, prefix)
     }
 
+    /// A file's record, with its rows read from the same transaction
+    /// (`FileSnapshot::rows`): a re-index committing meanwhile is seen whole
+    /// or not at all. None when the catalog has no record of the file.
+    pub fn file_snapshot(
+        &self,
+        root_id: RootId,
+        rel: &str,
+    ) -> anyhow::Result<Option<FileSnapshot>> {
+        let txn = self.db.begin_read()?;
+        let record: Option<FileRecord> = {
+            let files = txn.open_table(FILES)?;
+            let key = (self.roots.list()[root_id].name.as_str(), rel);
+            files.get(key)?.map(|v| decode(v.value())).transpose()?
+        };
+        Ok(record.map(|record| FileSnapshot { txn, record }))
+    }
+
     /// A file's rows in a kind table whose sub-keys start with `prefix`, when the
     /// catalog's record of the file has `fingerprint` (the identity of the
     /// version the caller has open); `None` when it has another, or none. The
@@ -681,6 +698,25 @@ impl Catalog {
 
 /// A file's rows in a kind table whose sub-keys start with `prefix`, in key
 /// order, decoded, as `txn` sees them.
+/// One file's record and rows as one transaction saw them
+/// (`Catalog::file_snapshot`). Held for the length of a catalog tool's answer,
+/// never across a long read (a read transaction keeps the pages it sees).
+pub struct FileSnapshot {
+    txn: redb::ReadTransaction,
+    pub record: FileRecord,
+}
+
+impl FileSnapshot {
+    /// The file's rows in a kind table whose sub-keys start with `prefix`.
+    pub fn rows<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        prefix: &[u8],
+    ) -> anyhow::Result<Vec<T>> {
+        rows_in(&self.txn, table, self.record.id, prefix)
+    }
+}
+
 fn rows_in<T: serde::de::DeserializeOwned>(
     txn: &redb::ReadTransaction,
     table: &'static str,
@@ -831,6 +867,44 @@ mod tests {
                 .collect(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_sees_one_version_of_a_file_while_it_is_indexed_again() {
+        let d = dirs();
+        let cat = Catalog::open(&d.catalog, &roots(&[("data", &d.a)])).unwrap();
+        let version = |size: u64, trees: &[&str]| Change::Upsert {
+            root_id: 0,
+            rel: "f.root".into(),
+            file: FileInfo {
+                kind: Kind::Root,
+                size,
+                mtime_ns: 0,
+                fingerprint: size,
+                status: FileStatus::Ok,
+                indexed_at_ms: 0,
+            },
+            rows: trees
+                .iter()
+                .map(|t| KindRow {
+                    table: root::ROOT_TREES,
+                    key: t.as_bytes().to_vec(),
+                    value: encode(&t.to_string()),
+                })
+                .collect(),
+        };
+        cat.apply(&[version(10, &["old"])]).unwrap();
+        let before = cat.file_snapshot(0, "f.root").unwrap().unwrap();
+        cat.apply(&[version(20, &["new_a", "new_b"])]).unwrap();
+        // Read after the re-index committed: still the version it began with.
+        assert_eq!(before.record.info.size, 10);
+        let rows: Vec<String> = before.rows(root::ROOT_TREES, b"").unwrap();
+        assert_eq!(rows, ["old"]);
+        let after = cat.file_snapshot(0, "f.root").unwrap().unwrap();
+        assert_eq!(after.record.info.size, 20);
+        let rows: Vec<String> = after.rows(root::ROOT_TREES, b"").unwrap();
+        assert_eq!(rows, ["new_a", "new_b"]);
+        assert!(cat.file_snapshot(0, "absent.root").unwrap().is_none());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::catalog::root::{
     BranchRow, HistogramRow, ROOT_BRANCHES, ROOT_FILE, ROOT_HISTOGRAMS, ROOT_STATS, ROOT_TREES,
     RootFileRow, StatsRow, Summary, TreeRow, branch_prefix,
 };
-use crate::catalog::{FileRecord, FileStatus, decode};
+use crate::catalog::{FileRecord, FileSnapshot, FileStatus, decode};
 use crate::formats::Kind;
 use crate::formats::root::{RootFile, latest};
 use crate::glob::Glob;
@@ -213,27 +213,39 @@ fn inspect_file(
 ) -> Result<ToolOutput, ToolError> {
     let args: InspectArgs = parse_args("inspect_file", args)?;
     let file = known_root_file(ctx, &args.path)?;
-    let id = file.record.id;
-    let summary = rows::<RootFileRow>(ctx, ROOT_FILE, id, b"")?
+    // The record and every row from one transaction: read one by one, a
+    // re-index committing in between gave one version's size and summary
+    // with the next one's trees.
+    let snapshot = ctx
+        .catalog
+        .file_snapshot(file.root_id, &file.rel)
+        .map_err(ToolError::internal)?
+        .ok_or_else(|| ToolError::internal("the file left the catalog while it was read"))?;
+    fn rows_of<T: serde::de::DeserializeOwned>(
+        snapshot: &FileSnapshot,
+        table: &'static str,
+        wanted: Option<bool>,
+    ) -> Result<Vec<T>, ToolError> {
+        if wanted.unwrap_or(true) {
+            snapshot.rows(table, b"").map_err(ToolError::internal)
+        } else {
+            Ok(Vec::new())
+        }
+    }
+    let summary = snapshot
+        .rows::<RootFileRow>(ROOT_FILE, b"")
+        .map_err(ToolError::internal)?
         .pop()
         .ok_or_else(|| ToolError::internal("the catalog has no summary of this file"))?;
-    let trees: Vec<TreeRow> = if args.include_trees.unwrap_or(true) {
-        rows(ctx, ROOT_TREES, id, b"")?
-    } else {
-        Vec::new()
-    };
-    let hists: Vec<HistogramRow> = if args.include_histograms.unwrap_or(true) {
-        rows(ctx, ROOT_HISTOGRAMS, id, b"")?
-    } else {
-        Vec::new()
-    };
+    let trees: Vec<TreeRow> = rows_of(&snapshot, ROOT_TREES, args.include_trees)?;
+    let hists: Vec<HistogramRow> = rows_of(&snapshot, ROOT_HISTOGRAMS, args.include_histograms)?;
     let path = file.abs().to_string_lossy().into_owned();
     // `offset` skips the first items of each list (a file with thousands of
     // objects is read over several calls).
     let offset = checked_offset("inspect_file", "offset", args.offset)?;
     let mut out = ToolOutput::new(json!({
         "path": path,
-        "size_bytes": file.record.info.size,
+        "size_bytes": snapshot.record.info.size,
         "compression": summary.compression,
         "root_version": summary.root_version,
         "trees": trees.iter().skip(offset).map(tree_json).collect::<Vec<_>>(),
