@@ -10,7 +10,7 @@ use crate::common;
 use std::path::Path;
 
 use common::remote::{Over, free_port, uproot_histogram, uproot_histogram_with_cut};
-use common::{Client, Sandbox, call, call_ok as ok, wait_indexed};
+use common::{Client, Sandbox, call, call_ok as ok, listed, wait_indexed};
 use serde_json::{Value, json};
 
 async fn error_code(client: &Client, tool: &str, args: Value) -> String {
@@ -396,27 +396,13 @@ async fn xrootd_over_http_without_html_listings_is_listed_by_webdav() {
     s.url = Some(url.clone());
     let client = s.mcp().await;
     wait_indexed(&client).await;
-    let v = ok(
+    let files = listed(
         &client,
-        "list_files",
+        Path::new(&url),
         json!({"kind": "root", "limit": 1000}),
     )
     .await;
-    let mut listed: Vec<String> = v["data"]["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            f["path"]
-                .as_str()
-                .unwrap()
-                .strip_prefix(&url)
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    listed.sort();
-    assert_eq!(listed, root_files(&s.root, ""), "{v}");
+    assert_eq!(files, root_files(&s.root, ""));
     let status = ok(&client, "index_status", json!({})).await;
     common::remote::assert_no_failed_kinds(&status);
     let (args, want) = uproot_histogram_with_cut("uproot-HZZ.root");

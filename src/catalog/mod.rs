@@ -526,10 +526,7 @@ impl Catalog {
 
     /// The full record of one file, read from the database.
     pub fn record(&self, root_id: RootId, rel: &str) -> anyhow::Result<Option<FileRecord>> {
-        let txn = self.db.begin_read()?;
-        let files = txn.open_table(FILES)?;
-        let key = (self.roots.list()[root_id].name.as_str(), rel);
-        files.get(key)?.map(|v| decode(v.value())).transpose()
+        Ok(self.file_snapshot(root_id, rel)?.map(|s| s.record))
     }
 
     /// A file's rows in a kind table whose sub-keys start with `prefix`, in key
@@ -572,14 +569,10 @@ impl Catalog {
         fingerprint: u64,
         prefix: &[u8],
     ) -> anyhow::Result<Option<Vec<T>>> {
-        let txn = self.db.begin_read()?;
-        let files = txn.open_table(FILES)?;
-        let key = (self.roots.list()[root_id].name.as_str(), rel);
-        let record: Option<FileRecord> = files.get(key)?.map(|v| decode(v.value())).transpose()?;
-        let Some(record) = record.filter(|r| r.info.fingerprint == fingerprint) else {
-            return Ok(None);
-        };
-        rows_in(&txn, table, record.id, prefix).map(Some)
+        self.file_snapshot(root_id, rel)?
+            .filter(|s| s.record.info.fingerprint == fingerprint)
+            .map(|s| s.rows(table, prefix))
+            .transpose()
     }
 
     /// A file's row in a kind table under exactly `key`, decoded.
@@ -696,8 +689,6 @@ impl Catalog {
     }
 }
 
-/// A file's rows in a kind table whose sub-keys start with `prefix`, in key
-/// order, decoded, as `txn` sees them.
 /// One file's record and rows as one transaction saw them
 /// (`Catalog::file_snapshot`). Held for the length of a catalog tool's answer,
 /// never across a long read (a read transaction keeps the pages it sees).
@@ -717,6 +708,8 @@ impl FileSnapshot {
     }
 }
 
+/// A file's rows in a kind table whose sub-keys start with `prefix`, in key
+/// order, decoded, as `txn` sees them.
 fn rows_in<T: serde::de::DeserializeOwned>(
     txn: &redb::ReadTransaction,
     table: &'static str,

@@ -10,7 +10,7 @@
 
 use super::http::{http_date_ns, unescape_entities};
 use super::url::decode_component;
-use super::webdav::names;
+use super::webdav::{child_of, names};
 use super::{Entry, Meta};
 
 /// The children an index page for the folder at `folder_path` (the URL's
@@ -66,12 +66,7 @@ fn child_name(target: &str, folder: Option<&[String]>) -> Option<(String, bool)>
     }
     if target.starts_with('/') {
         // Absolute: a direct child of the folder.
-        let mut path = names(&target)?;
-        let folder = folder?;
-        if path.len() != folder.len() + 1 || path[..folder.len()] != folder[..] {
-            return None;
-        }
-        return Some((path.pop()?, slash));
+        return Some((child_of(&target, folder?)?, slash));
     }
     if target.contains("://") {
         return None;

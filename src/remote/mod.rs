@@ -223,7 +223,13 @@ impl RemoteRoot {
             }
             Scheme::Root => Box::new(xrootd::Xrootd::new(url.clone(), &settings)),
         };
-        Ok(RemoteRoot {
+        Ok(RemoteRoot::over(url, protocol, settings))
+    }
+
+    /// A root at `url` spoken to by `protocol` (a test's own, too), reading
+    /// through the process's block cache.
+    fn over(url: RootUrl, protocol: Box<dyn Protocol>, settings: Settings) -> RemoteRoot {
+        RemoteRoot {
             url,
             protocol,
             settings,
@@ -232,7 +238,7 @@ impl RemoteRoot {
             requests: AtomicU64::new(0),
             changed: Mutex::new(Default::default()),
             cache: None,
-        })
+        }
     }
 
     fn cache(&self) -> &'static cache::BlockCache {

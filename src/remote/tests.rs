@@ -77,21 +77,16 @@ fn root_over(
     mtime_ns: i64,
     cache: Option<&'static cache::BlockCache>,
 ) -> Arc<RemoteRoot> {
-    Arc::new(RemoteRoot {
-        url: RootUrl::parse("http://127.0.0.1:9/slow/").unwrap(),
-        protocol: Box::new(Slow {
-            size,
-            ranges: AtomicU64::new(0),
-            pause,
-            mtime_ns,
-        }),
-        settings: Settings::default(),
-        status: Mutex::new(Status::default()),
-        bytes: AtomicU64::new(0),
-        requests: AtomicU64::new(0),
-        changed: Mutex::new(Default::default()),
-        cache,
-    })
+    let slow = Slow {
+        size,
+        ranges: AtomicU64::new(0),
+        pause,
+        mtime_ns,
+    };
+    let url = RootUrl::parse("http://127.0.0.1:9/slow/").unwrap();
+    let mut root = RemoteRoot::over(url, Box::new(slow), Settings::default());
+    root.cache = cache;
+    Arc::new(root)
 }
 
 #[test]
@@ -330,16 +325,8 @@ fn a_listing_naming_paths_instead_of_children_is_not_followed() {
             })
         }
     }
-    let root = RemoteRoot {
-        url: RootUrl::parse("http://127.0.0.1:9/data/").unwrap(),
-        protocol: Box::new(Hostile),
-        settings: Settings::default(),
-        status: Mutex::new(Status::default()),
-        bytes: AtomicU64::new(0),
-        requests: AtomicU64::new(0),
-        changed: Mutex::new(Default::default()),
-        cache: None,
-    };
+    let url = RootUrl::parse("http://127.0.0.1:9/data/").unwrap();
+    let root = RemoteRoot::over(url, Box::new(Hostile), Settings::default());
     let listed: Vec<String> = root
         .list("", &|_| false)
         .unwrap()

@@ -26,14 +26,9 @@ pub fn parse_propfind(xml: &str, folder_path: &str) -> Vec<Entry> {
         let Some(href) = elements(response, "href").next() else {
             continue;
         };
-        let Some(mut path) = names(strip_origin(&unescape_entities(href.trim()))) else {
+        let Some(name) = child_of(strip_origin(&unescape_entities(href.trim())), &folder) else {
             continue;
         };
-        // A direct child of the folder: its names and one more.
-        if path.len() != folder.len() + 1 || path[..folder.len()] != folder[..] {
-            continue;
-        }
-        let name = path.pop().expect("one name more than the folder");
         if !seen.insert(name.clone()) {
             continue;
         }
@@ -99,6 +94,17 @@ fn strip_origin(href: &str) -> &str {
         Some((_, after)) => after.find('/').map_or("/", |i| &after[i..]),
         None => href,
     }
+}
+
+/// The name of the direct child of `folder` (its names, as `names` gives
+/// them) that the percent-encoded URL path `path` is: the folder's names and
+/// one more; `None` for any other path.
+pub(super) fn child_of(path: &str, folder: &[String]) -> Option<String> {
+    let mut path = names(path)?;
+    if path.len() != folder.len() + 1 || path[..folder.len()] != folder[..] {
+        return None;
+    }
+    path.pop()
 }
 
 /// The names of a percent-encoded URL path, decoded (runs of `/` are one:

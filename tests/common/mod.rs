@@ -299,15 +299,23 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// Polls `cond` until it holds; panics after `limit`.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
+pub fn wait_until(limit: Duration, cond: impl FnMut() -> bool) {
+    assert!(
+        holds_within(limit, cond),
+        "condition not met within {limit:?}"
+    );
+}
+
+/// Polls `cond` until it holds (true) or `limit` has passed (false).
+pub fn holds_within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while !cond() {
-        assert!(
-            start.elapsed() < limit,
-            "condition not met within {limit:?}"
-        );
+        if start.elapsed() >= limit {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 pub fn args(v: Value) -> Map<String, Value> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{Sandbox, wait_until};
+use super::{Sandbox, holds_within, wait_until};
 
 pub use super::faults::{FaultProxy, XrdRelay};
 
@@ -684,23 +684,19 @@ impl XrootdCluster {
                 .lines()
                 .any(|l| l.contains(" server.") && l.contains("logged in"))
         };
-        let start = std::time::Instant::now();
-        while !logged_in() {
-            if start.elapsed() > Duration::from_secs(60) {
-                let tail = |binary: &str, role: &str| {
-                    let log = cluster.log(binary, role);
-                    let lines: Vec<&str> = log.lines().collect();
-                    lines[lines.len().saturating_sub(15)..].join("\n")
-                };
-                panic!(
-                    "the data server's cmsd did not log in to the manager's within 60 s (ports {port}, {data_port}, cms {cms_port})\n\
-                     manager's cmsd:\n{}\nserver's cmsd:\n{}\nserver's xrootd:\n{}",
-                    tail("cmsd", "manager"),
-                    tail("cmsd", "server"),
-                    tail("xrootd", "server")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !holds_within(Duration::from_secs(60), logged_in) {
+            let tail = |binary: &str, role: &str| {
+                let log = cluster.log(binary, role);
+                let lines: Vec<&str> = log.lines().collect();
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            };
+            panic!(
+                "the data server's cmsd did not log in to the manager's within 60 s (ports {port}, {data_port}, cms {cms_port})\n\
+                 manager's cmsd:\n{}\nserver's cmsd:\n{}\nserver's xrootd:\n{}",
+                tail("cmsd", "manager"),
+                tail("cmsd", "server"),
+                tail("xrootd", "server")
+            );
         }
         cluster
     }

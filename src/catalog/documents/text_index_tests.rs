@@ -23,6 +23,13 @@ fn apply(c: &Catalog, changes: &[Change]) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn remove(rel: &str) -> Change {
+    Change::Remove {
+        root_id: 0,
+        rel: rel.into(),
+    }
+}
+
 fn upsert(rel: &str, text: &str, fingerprint: u64) -> Change {
     Change::Upsert {
         root_id: 0,
@@ -305,14 +312,7 @@ fn changed_and_removed_documents_leave_the_index() {
     apply(&c, &[failed]).unwrap();
     assert_eq!(search(&c, "new", &Scope::All, false).total_matches, 0);
     apply(&c, &[upsert("a.md", "back again\n", 4)]).unwrap();
-    apply(
-        &c,
-        &[Change::Remove {
-            root_id: 0,
-            rel: "a.md".into(),
-        }],
-    )
-    .unwrap();
+    apply(&c, &[remove("a.md")]).unwrap();
     assert_eq!(search(&c, "back", &Scope::All, false).total_matches, 0);
     assert!(c.text_index().unwrap().is_empty());
 }
@@ -408,14 +408,7 @@ fn kill_after_a_deletions_files_then_restart(managed_too: bool) -> bool {
         if !wrote_del {
             return false;
         }
-        apply(
-            &c,
-            &[Change::Remove {
-                root_id: 0,
-                rel: "a.md".into(),
-            }],
-        )
-        .unwrap();
+        apply(&c, &[remove("a.md")]).unwrap();
     }
     // Killed before meta.json: the index is the older commit's, a.md in it,
     // and the catalog's tables have a.md removed.

@@ -71,11 +71,11 @@ pub(super) fn with_parser<T>(
     parse: impl FnOnce(&mut tree_sitter::Parser) -> Option<T>,
 ) -> Result<Option<T>, tree_sitter::LanguageError> {
     let slot = language as usize;
-    let grammar = grammar(language);
     let taken = PARSERS.with(|parsers| parsers.borrow_mut()[slot].take());
     let mut parser = match taken {
         Some(parser) => parser,
         None => {
+            let grammar = grammar(language); // before the parser is made
             let mut parser = tree_sitter::Parser::new();
             parser.set_language(&grammar)?;
             parser

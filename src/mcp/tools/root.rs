@@ -70,6 +70,15 @@ pub(super) struct KnownRootFile {
 
 /// Finds a ROOT file in the catalog by a tool path, without touching the disk.
 pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile, ToolError> {
+    known_root_file_snapshot(ctx, path).map(|(file, _)| file)
+}
+
+/// `known_root_file`, with the catalog snapshot its record was read from: for
+/// a tool reading several of the file's rows, all of one version.
+fn known_root_file_snapshot(
+    ctx: &Context,
+    path: &str,
+) -> Result<(KnownRootFile, FileSnapshot), ToolError> {
     let roots = ctx.catalog.roots();
     let (root_id, rel) = roots
         .resolve_lexically(path, None)
@@ -81,11 +90,12 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile
             "Use list_files() to see the ROOT files; a file written just now appears within seconds (index_status())",
         )
     };
-    let record = ctx
+    let snapshot = ctx
         .catalog
-        .record(root_id, &rel)
+        .file_snapshot(root_id, &rel)
         .map_err(ToolError::internal)?
         .ok_or_else(not_found)?;
+    let record = &snapshot.record;
     if record.info.kind != Kind::Root {
         return Err(ToolError::new(
             "file_not_found",
@@ -103,12 +113,13 @@ pub(super) fn known_root_file(ctx: &Context, path: &str) -> Result<KnownRootFile
             "Verify the file's integrity (was it copied completely?); quarry re-reads it when it changes",
         ));
     }
-    Ok(KnownRootFile {
+    let file = KnownRootFile {
         root_dir: roots.list()[root_id].canonical.clone(),
         root_id,
         rel,
-        record,
-    })
+        record: record.clone(),
+    };
+    Ok((file, snapshot))
 }
 
 /// A ROOT file opened for a call, with the identity of the version it reads
@@ -212,15 +223,10 @@ fn inspect_file(
     args: Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let args: InspectArgs = parse_args("inspect_file", args)?;
-    let file = known_root_file(ctx, &args.path)?;
     // The record and every row from one transaction: read one by one, a
     // re-index committing in between gave one version's size and summary
     // with the next one's trees.
-    let snapshot = ctx
-        .catalog
-        .file_snapshot(file.root_id, &file.rel)
-        .map_err(ToolError::internal)?
-        .ok_or_else(|| ToolError::internal("the file left the catalog while it was read"))?;
+    let (file, snapshot) = known_root_file_snapshot(ctx, &args.path)?;
     fn rows_of<T: serde::de::DeserializeOwned>(
         snapshot: &FileSnapshot,
         table: &'static str,
@@ -245,7 +251,7 @@ fn inspect_file(
     let offset = checked_offset("inspect_file", "offset", args.offset)?;
     let mut out = ToolOutput::new(json!({
         "path": path,
-        "size_bytes": snapshot.record.info.size,
+        "size_bytes": file.record.info.size,
         "compression": summary.compression,
         "root_version": summary.root_version,
         "trees": trees.iter().skip(offset).map(tree_json).collect::<Vec<_>>(),
