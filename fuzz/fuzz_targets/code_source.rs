@@ -2,7 +2,8 @@
 //! byte chooses): UTF-8 decoding, tree-sitter's parse with its time budget and
 //! the extraction of classes, functions, includes and error ranges. Errors are
 //! expected; a panic, a hang or a runaway allocation is a bug. quarry's own
-//! tree cursor must also walk every tree exactly as tree-sitter's does.
+//! tree cursor must also walk every tree exactly as tree-sitter's does, and the
+//! walk that steps over tokens must find what the walk entering every node finds.
 #![no_main]
 
 use std::time::Duration;
@@ -17,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(parsed) = code::parse(language, text.to_string(), Duration::from_secs(2)) {
         let _ = code::extract(&parsed);
         if let Some(difference) = code::walk_disagreement_for_fuzzing(&parsed) {
-            panic!("quarry's cursor and tree-sitter's disagree: {difference}");
+            panic!("the walks disagree: {difference}");
         }
     }
 });

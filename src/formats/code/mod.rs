@@ -174,9 +174,12 @@ pub fn extract(source: &ParsedSource) -> Extracted {
 }
 
 /// Where quarry's tree cursor and tree-sitter's first disagree on `source`'s
-/// tree, if anywhere: for the fuzz target `code_source`.
+/// tree, or the quick walk (stepping over tokens) and the full walk, if
+/// anywhere: for the fuzz target `code_source`.
 pub fn walk_disagreement_for_fuzzing(source: &ParsedSource) -> Option<String> {
-    walk::compare_with_tree_sitter(&source.tree).err()
+    walk::compare_with_tree_sitter(&source.tree)
+        .err()
+        .or_else(|| symbols::quick_walk_disagreement(source))
 }
 
 /// The check `formats::validate` runs: the file is UTF-8 text.

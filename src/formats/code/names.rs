@@ -14,6 +14,8 @@ use super::Language;
 pub(super) struct Names {
     /// Indexed by kind id.
     kinds: Vec<KindInfo>,
+    /// `KindInfo::inert` of each kind id, as the C cursor's skip table.
+    inert: Vec<bool>,
     /// Indexed by field id; id 0 is no field.
     fields: Vec<Option<&'static str>>,
     /// Field names and ids, sorted by name.
@@ -32,13 +34,14 @@ impl Names {
     }
 
     fn build(language: Language, grammar: &tree_sitter::Language) -> Names {
-        let kinds = (0..grammar.node_kind_count())
+        let kinds: Vec<KindInfo> = (0..grammar.node_kind_count())
             .map(|id| {
                 let name = grammar.node_kind_for_id(id as u16).unwrap_or("");
                 let named = grammar.node_kind_is_named(id as u16);
                 KindInfo::of(language, name, named)
             })
             .collect();
+        let inert = kinds.iter().map(|k| k.inert).collect();
         let fields: Vec<Option<&'static str>> = (0..=grammar.field_count())
             .map(|id| grammar.field_name_for_id(id as u16))
             .collect();
@@ -50,6 +53,7 @@ impl Names {
         field_ids.sort_unstable();
         Names {
             kinds,
+            inert,
             fields,
             field_ids,
         }
@@ -61,6 +65,12 @@ impl Names {
         self.kinds
             .get(usize::from(node.kind_id()))
             .unwrap_or(&ERROR_KIND)
+    }
+
+    /// Which kind ids are inert, for a cursor to step over
+    /// (`walk::Cursor::skipping`).
+    pub(super) fn inert_kinds(&'static self) -> &'static [bool] {
+        &self.inert
     }
 
     /// What `node.child_by_field_name(field)` gives, without tree-sitter's

@@ -179,7 +179,7 @@ impl<'a> Walk<'a> {
             ("call_expression", Some("function")) => Role::Call,
             ("field_expression", Some("field")) => {
                 let receiver = self.names.child(user, "argument");
-                let qualifier = if receiver.is_some_and(|r| r.kind() == "this") {
+                let qualifier = if receiver.is_some_and(|r| self.names.info(r).name == "this") {
                     self.enclosing_class()
                 } else {
                     String::new()
@@ -221,7 +221,10 @@ impl<'a> Walk<'a> {
             | ("enumerator", Some("name"))
             | ("concept_definition", Some("name")) => Role::Definition,
             ("using_declaration", _) => {
-                if user.child(1).is_some_and(|c| c.kind() == "namespace") {
+                if user
+                    .child(1)
+                    .is_some_and(|c| self.names.info(c).name == "namespace")
+                {
                     let full = join(&qualifier, name, "::");
                     self.usings.push(full);
                 }
@@ -239,7 +242,7 @@ impl<'a> Walk<'a> {
                     if qualifier.is_empty() && self.is_local(name) {
                         return;
                     }
-                    if node.kind() == "type_identifier" {
+                    if self.names.info(node).name == "type_identifier" {
                         Role::Type
                     } else {
                         Role::Use

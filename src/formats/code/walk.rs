@@ -16,6 +16,7 @@ struct RawCursor {
 
 unsafe extern "C" {
     fn quarry_cursor_new(tree: *const tree_sitter::ffi::TSTree) -> *mut RawCursor;
+    fn quarry_cursor_skip(cursor: *mut RawCursor, skip: *const bool, count: u32);
     fn quarry_cursor_delete(cursor: *mut RawCursor);
     fn quarry_cursor_goto_first_child(cursor: *mut RawCursor) -> bool;
     fn quarry_cursor_goto_next_sibling(cursor: *mut RawCursor) -> bool;
@@ -40,6 +41,19 @@ impl<'tree> Cursor<'tree> {
             raw,
             tree: PhantomData,
         }
+    }
+
+    /// A cursor whose moves step over the nodes of the kinds `skip` marks
+    /// (indexed by kind id) that have no error below them, as if the tree did
+    /// not hold them. When `goto_next_sibling` finds nothing, the cursor may
+    /// be left off its node, but under the same parent: `goto_parent` is the
+    /// move to make next (as the code walk does).
+    pub(super) fn skipping(tree: &'tree Tree, skip: &'static [bool]) -> Cursor<'tree> {
+        let cursor = Cursor::new(tree);
+        let count = u32::try_from(skip.len()).expect("fewer kinds than u32::MAX");
+        // SAFETY: a live cursor; the table is 'static, so it outlives it.
+        unsafe { quarry_cursor_skip(cursor.raw.as_ptr(), skip.as_ptr(), count) };
+        cursor
     }
 
     pub(super) fn node(&self) -> Node<'tree> {
