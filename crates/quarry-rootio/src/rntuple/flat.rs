@@ -6,6 +6,7 @@
 //! built and taken apart, and the column's memory reused from chunk to
 //! chunk as a TTree basket's is. Other shapes take the general path.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use super::bytes::corrupt;
@@ -199,17 +200,19 @@ fn append_counts(
         (false, Some((first, rest))) => (*first, rest),
         (false, None) => return Ok((0, 0)),
     };
-    // One pass without branches (it vectorises), then the check: offsets
-    // going backwards, or an entry of more than 2^32 items, are damage.
-    let mut last = start;
-    let mut fits = true;
-    counts.extend(ends.iter().map(|&end| {
-        let n = end.wrapping_sub(last);
-        fits &= end >= last && n <= u64::from(u32::MAX);
-        last = end;
-        n as u32
-    }));
-    if !fits {
+    let Some(&last) = ends.last() else {
+        return Ok((start, start));
+    };
+    // One pass without branches (`counts_between`), then, only when it
+    // found damage, the pass that says which.
+    let old = counts.len();
+    counts.reserve(ends.len());
+    let damaged = counts_between(start, ends, &mut counts.spare_capacity_mut()[..ends.len()]);
+    // SAFETY: `counts_between` wrote each of the `ends.len()` elements after
+    // the `old` ones (the reserve made room for them).
+    unsafe { counts.set_len(old + ends.len()) };
+    if damaged != 0 {
+        counts.truncate(old);
         let mut last = start;
         for &end in ends {
             if end < last {
@@ -222,6 +225,47 @@ fn append_counts(
         return Err(corrupt("a collection of over 2^32 items"));
     }
     Ok((start, last))
+}
+
+/// Writes the count between each offset of `ends` and the one before it (the
+/// first's before it is `start`) to every element of `out`, as long as `ends`
+/// (memory not yet written: the counts are the first writes); non-zero when an
+/// offset goes backwards or a count passes 2^32. Or-ed, not branched on, and
+/// compiled for AVX2 where the CPU has it (64-bit compares need SSE4.2 at
+/// least, so the baseline build does it one count at a time).
+fn counts_between(start: u64, ends: &[u64], out: &mut [MaybeUninit<u32>]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { counts_between_avx2(start, ends, out) };
+    }
+    counts_between_portable(start, ends, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn counts_between_avx2(start: u64, ends: &[u64], out: &mut [MaybeUninit<u32>]) -> u64 {
+    counts_between_portable(start, ends, out)
+}
+
+#[inline(always)]
+fn counts_between_portable(start: u64, ends: &[u64], out: &mut [MaybeUninit<u32>]) -> u64 {
+    let count = |earlier: u64, end: u64| {
+        let n = end.wrapping_sub(earlier);
+        (n as u32, (n >> 32) | u64::from(end < earlier))
+    };
+    assert_eq!(out.len(), ends.len(), "a count for each offset");
+    let (Some((first, rest)), Some(&end)) = (out.split_first_mut(), ends.first()) else {
+        return 0;
+    };
+    let (n, mut damaged) = count(start, end);
+    first.write(n);
+    for (c, (&earlier, &end)) in rest.iter_mut().zip(ends.iter().zip(&ends[1..])) {
+        let (n, damage) = count(earlier, end);
+        c.write(n);
+        damaged |= damage;
+    }
+    damaged
 }
 
 #[cfg(test)]
@@ -245,5 +289,20 @@ mod tests {
         assert!(back.to_string().contains("backwards"), "{back}");
         let huge = append_counts(&[0, 1 << 33], true, &mut counts).unwrap_err();
         assert!(huge.to_string().contains("2^32"), "{huge}");
+        // The first count, from the entry before: backwards too.
+        let first = append_counts(&[7, 3, 9], false, &mut counts).unwrap_err();
+        assert!(first.to_string().contains("backwards"), "{first}");
+        // Backwards by so much that the difference wraps to a small count.
+        let wrapped = append_counts(&[u64::MAX, 5], false, &mut counts).unwrap_err();
+        assert!(wrapped.to_string().contains("backwards"), "{wrapped}");
+        // Nothing to count.
+        counts.clear();
+        assert_eq!(append_counts(&[], true, &mut counts).unwrap(), (0, 0));
+        assert_eq!(append_counts(&[4], false, &mut counts).unwrap(), (4, 4));
+        assert!(counts.is_empty());
+        // Long enough for the vectorised pass: 0, 1, 2, ... items.
+        let ends: Vec<u64> = (0..100u64).map(|i| i * (i + 1) / 2).collect();
+        append_counts(&ends, false, &mut counts).unwrap();
+        assert_eq!(counts, (1..100).collect::<Vec<u32>>());
     }
 }
