@@ -187,11 +187,10 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
     // than a thread's stack allows). `frames` is the path to the current node:
     // what its ancestors are decides how an identifier is used. Where a
     // subtree has no errors (most of a file that has some: a macro tree-sitter
-    // cannot parse leaves the rest of the file clean) the walk steps over
-    // tokens and literals without a frame: half the nodes. The quick walk's
-    // cursor steps over them itself, so they never
-    // reach this loop; the check on `inert` below stays the rule's statement
-    // (and the full walk's cursor hands every node).
+    // cannot parse leaves the rest of the file clean) the quick walk's cursor
+    // steps over tokens and literals itself (`Names::inert_kinds`), about half
+    // the nodes, so every node it hands over gets a frame. The full walk's
+    // cursor hands every node.
     let quick = walking == Walking::Quick;
     let mut cursor = if quick {
         super::walk::Cursor::skipping(&source.tree, walk.names.inert_kinds())
@@ -207,28 +206,28 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
             Some(parent) if parent.clean => true,
             _ => !node.has_error(),
         };
-        let entered = !(quick && clean && info.inert);
-        if entered {
-            // The field costs a walk over the grammar's field map: the quick
-            // walk asks only where it is read.
-            let field = if quick && !info.wants_field {
-                None
-            } else {
-                walk.names.field(cursor.field_id())
-            };
-            let frame = walk.enter(node, info, field, clean);
-            walk.frames.push(frame);
-            // Strings are entered too: their parts are inert (the cursor
-            // passes over them), but a comment can sit between two of them.
-            if cursor.goto_first_child() {
-                continue;
-            }
+        debug_assert!(
+            !(quick && clean && info.inert),
+            "the quick walk's cursor handed a {} it steps over",
+            info.name
+        );
+        // The field costs a walk over the grammar's field map: the quick
+        // walk asks only where it is read.
+        let field = if quick && !info.wants_field {
+            None
+        } else {
+            walk.names.field(cursor.field_id())
+        };
+        let frame = walk.enter(node, info, field, clean);
+        walk.frames.push(frame);
+        // Strings are entered too: their parts are inert (the cursor passes
+        // over them), but a comment can sit between two of them.
+        if cursor.goto_first_child() {
+            continue;
         }
-        // Leave this node, then every ancestor whose last child it was. Only
-        // entered nodes are descended into, so every ancestor has a frame.
-        let mut has_frame = entered;
+        // Leave this node, then every ancestor whose last child it was.
         loop {
-            if has_frame && walk.frames.pop().is_some_and(|f| f.opened) {
+            if walk.frames.pop().is_some_and(|f| f.opened) {
                 walk.scopes.pop();
             }
             if cursor.goto_next_sibling() {
@@ -237,7 +236,6 @@ fn extract_with(source: &ParsedSource, walking: Walking) -> Extracted {
             if !cursor.goto_parent() {
                 break 'tree;
             }
-            has_frame = true;
         }
     }
     walk.out.lines = super::relations::count_lines(&source.text, &walk.comments);

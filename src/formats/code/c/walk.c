@@ -179,15 +179,14 @@ static inline uint32_t quarry_structural_after(const QuarryEntry *entry) {
 // (quarry_cursor_skip) does the scan go on after it.
 bool quarry_cursor_goto_first_child(QuarryCursor *self) {
   uint32_t start = self->size;
-  const QuarryEntry *top = &self->stack[self->size - 1];
-  QuarryStep step = quarry_scan(self, 0, top->position, 0);
+  // Scanning the current node's children is what entering a hidden one does.
+  QuarryStep step = QUARRY_HIDDEN;
   for (;;) {
     switch (step) {
       case QUARRY_VISIBLE:
         return true;
       case QUARRY_HIDDEN:
-        top = &self->stack[self->size - 1];
-        step = quarry_scan(self, 0, top->position, 0);
+        step = quarry_scan(self, 0, self->stack[self->size - 1].position, 0);
         break;
       default: {
         if (self->size == start) return false;
