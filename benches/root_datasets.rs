@@ -7,7 +7,12 @@
 //! - `dimuon_one_file`: the same over the first file alone (its bytes per
 //!   second against the dataset's: no per-file overhead beyond opening);
 //! - `dry_run`: the same call with `dry_run: true` (the catalog alone);
-//! - `open_members`: `read_branches(limit=0)` over the dataset, per file.
+//! - `open_members`: `read_branches(limit=0)` over the dataset, per file;
+//! - `inflate_limit`: the stored baskets of the question's six branches in
+//!   every file (read beforehand, not timed) only decompressed, on all cores,
+//!   each thread into a buffer it keeps: what the histogram could reach if
+//!   reading, decoding, the cut and the pairs cost nothing (the figure the
+//!   ratio against uproot is bounded by).
 //!
 //! `cargo bench --bench root_datasets` runs one round over the gen_root.py
 //! files in QUARRY_DATASET_BENCH_DIR (the catalog, with the statistics pass done
@@ -18,11 +23,16 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::handlers::{self, context, cpu_seconds, reset_peak_rss, rss_mb};
+use common::handlers::{
+    self, context, cpu_seconds, decompress_keeping_length, minor_faults, reset_peak_rss, rss_mb,
+};
+use quarry::formats::root::RootFile;
 use quarry::mcp::tools::Context;
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 /// The branch names of one family of files.
@@ -85,11 +95,14 @@ fn dimuon_args(n: &Names) -> Value {
 }
 
 /// Runs a tool's handler (`handlers::timed`); its answer, with the CPU
-/// seconds it took as `cpu_seconds`, and the wall seconds it took.
+/// seconds it took as `cpu_seconds` and the pages it touched fresh as
+/// `minor_faults` (each one a page the kernel zeroed: buffers not reused),
+/// and the wall seconds it took.
 fn timed(ctx: &Context, tool: &str, args: &Value) -> (Value, f64) {
-    let cpu = cpu_seconds();
+    let (cpu, faults) = (cpu_seconds(), minor_faults());
     let (mut answer, seconds) = handlers::timed(ctx, tool, args);
     answer["cpu_seconds"] = json!(cpu_seconds() - cpu);
+    answer["minor_faults"] = json!(minor_faults() - faults);
     (answer, seconds)
 }
 
@@ -135,7 +148,8 @@ fn round(ctx: &Context, n: &Names, files: &[String], bytes: u64, first_bytes: u6
         files.len(),
         seconds,
         json!({"pairs": all.iter().sum::<u64>(), "counts": all, "peak_rss_added_mb": peak - before,
-               "mb_per_s": bytes as f64 / 1e6 / seconds, "cpu_seconds": v["cpu_seconds"]}),
+               "mb_per_s": bytes as f64 / 1e6 / seconds, "cpu_seconds": v["cpu_seconds"],
+               "minor_faults": v["minor_faults"]}),
     );
     let one = with(&question, json!({"path": files[0]}));
     let (v, seconds) = timed(ctx, "compute_histogram", &one);
@@ -167,6 +181,84 @@ fn round(ctx: &Context, n: &Names, files: &[String], bytes: u64, first_bytes: u6
         json!({"ms_per_file": seconds * 1e3 / files.len() as f64}),
     );
     (all.iter().sum(), one_pairs)
+}
+
+/// A basket's compressed bytes (its key's header left out) and its size
+/// once decompressed.
+type Stored = (Vec<u8>, usize);
+
+/// The stored baskets of the question's branches in the file at `path`.
+fn stored_baskets(path: &Path, n: &Names) -> Vec<Stored> {
+    let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
+    let keys = file.walk().unwrap();
+    let key = keys
+        .iter()
+        .find(|k| k.key.class_name == "TTree" && k.key.name == n.tree)
+        .unwrap_or_else(|| panic!("{} holds no tree '{}'", path.display(), n.tree));
+    let tree = file.tree(&key.key).unwrap();
+    let wanted = [n.count, n.met, n.pt, n.eta, n.phi, n.charge];
+    let mut baskets = Vec::new();
+    for branch in tree
+        .branches
+        .iter()
+        .filter(|b| wanted.contains(&b.name.as_str()))
+    {
+        let written = branch.basket_seek.iter().zip(&branch.basket_bytes);
+        for (&seek, &bytes) in written.take(branch.write_basket) {
+            let (Ok(seek), Ok(bytes)) = (u64::try_from(seek), usize::try_from(bytes)) else {
+                continue;
+            };
+            if bytes == 0 {
+                continue;
+            }
+            // A TKey: nbytes (4), version (2), object length (4), date (4),
+            // key length (2), all big-endian.
+            let head = file.read_at(seek, 18, "basket key").unwrap();
+            let object_len = u32::from_be_bytes(head[6..10].try_into().unwrap()) as usize;
+            let key_len = usize::from(u16::from_be_bytes(head[14..16].try_into().unwrap()));
+            let stored = file
+                .read_at(seek + key_len as u64, bytes - key_len, "basket")
+                .unwrap();
+            baskets.push((stored, object_len));
+        }
+    }
+    baskets
+}
+
+/// Wall and CPU seconds to decompress the question's baskets of every file
+/// in `files` on all cores, each thread into a buffer it keeps (grown
+/// beforehand to the largest basket: the limit is the decompressor's, not
+/// that of the system's fresh pages), ten files at a time (their baskets
+/// read beforehand, not timed: memory for ten files, and a wait for the
+/// last basket of a batch that is a small share of it), and the stored and
+/// decompressed bytes.
+fn inflate_limit(files: &[PathBuf], n: &Names) -> (f64, f64, u64, u64) {
+    let (mut wall, mut cpu, mut stored, mut inflated) = (0.0, 0.0, 0, 0);
+    let mut buffers: Vec<std::sync::Mutex<Vec<u8>>> = (0..rayon::current_num_threads())
+        .map(|_| std::sync::Mutex::new(Vec::new()))
+        .collect();
+    for batch in files.chunks(10) {
+        let baskets: Vec<Stored> = batch.iter().flat_map(|f| stored_baskets(f, n)).collect();
+        let largest = baskets.iter().map(|(_, len)| *len).max().unwrap_or(0);
+        for b in &mut buffers {
+            let b = b.get_mut().unwrap();
+            if b.len() < largest {
+                b.resize(largest, 1);
+            }
+        }
+        let (before, t) = (cpu_seconds(), Instant::now());
+        baskets.par_iter().with_max_len(1).for_each(|(bytes, len)| {
+            let thread = rayon::current_thread_index().unwrap_or(0);
+            let mut out = buffers[thread % buffers.len()].lock().unwrap();
+            decompress_keeping_length(bytes, *len, &mut out);
+            black_box(&out);
+        });
+        wall += t.elapsed().as_secs_f64();
+        cpu += cpu_seconds() - before;
+        stored += baskets.iter().map(|(b, _)| b.len() as u64).sum::<u64>();
+        inflated += baskets.iter().map(|(_, len)| *len as u64).sum::<u64>();
+    }
+    (wall, cpu, stored, inflated)
 }
 
 /// The catalog's statistics of every file (once; kept between rounds), so that
@@ -226,6 +318,15 @@ fn main() {
     let ctx = context(&data, &catalog);
     ensure_stats(&ctx, names, &files);
     let (dataset_pairs, one_pairs) = round(&ctx, names, &files, bytes, size(&files[0]));
+    let paths: Vec<PathBuf> = files.iter().map(|f| data.join(f)).collect();
+    let (seconds, cpu, stored, inflated) = inflate_limit(&paths, names);
+    report(
+        "inflate_limit",
+        files.len(),
+        seconds,
+        json!({"cpu_seconds": cpu, "stored_mb": stored as f64 / 1e6,
+               "uncompressed_mb": inflated as f64 / 1e6}),
+    );
     if !full {
         // The self-check's files are copies of one: the dataset holds each
         // pair of the file once per copy (and the file has pairs to fill).

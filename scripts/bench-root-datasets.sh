@@ -3,9 +3,10 @@
 # EVENTS events from ../shared/benchgen/gen_root.py (seeds 1..FILES, zlib-1; default 200
 # of 1,000,000, about 11 GB) in $BENCHDATA/dataset_<FILES>x<EVENTS>, unless already there;
 # ROUNDS (default 3) rounds, each one run of benches/root_datasets.rs (release, server
-# time per tool call) then one of scripts/bench/uproot_dataset.py (uproot + awkward +
-# vector, the fastest of its ways); prints the medians, the ratio and the targets, and
-# checks that both filled the same bins.
+# time per tool call, and the six branches' baskets only inflated: the ratio's
+# ceiling) then one of scripts/bench/uproot_dataset.py (uproot + awkward + vector, the
+# fastest of its ways); prints the medians, the ratio, the ceiling and the targets,
+# and checks that both filled the same bins.
 # Needs Python 3 and PyPI (a virtual environment outside the repository).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,9 @@ def med(tool, op, key="seconds"):
     return statistics.median(xs) if xs else None
 q, u = med("quarry", "dimuon_dataset"), med("uproot", "fastest")
 print(f"dimuon mass over the dataset: quarry {q:.2f} s, uproot {u:.2f} s: {u / q:.1f}x (target >= 8x)")
+lim, lcpu = med("quarry", "inflate_limit"), med("quarry", "inflate_limit", "cpu_seconds")
+print(f"inflating the six branches alone (libdeflate, both cores): {lim:.2f} s ({lcpu:.2f} s of CPU): "
+      f"the ratio's ceiling is {u / lim:.1f}x; quarry runs at {lim / q:.2f} of it")
 print(f"peak RSS added: {med('quarry', 'dimuon_dataset', 'peak_rss_added_mb'):.0f} MB (target <= 300)")
 d, one = med("quarry", "dimuon_dataset", "mb_per_s"), med("quarry", "dimuon_one_file", "mb_per_s")
 print(f"bytes per second: dataset {d:.0f} MB/s, one file {one:.0f} MB/s (target: the same)")
@@ -58,9 +62,12 @@ uc = [r["counts"] for r in rows if "counts" in r and r.get("tool") is None]
 if qc and uc:
     # vector computes float32 inputs' masses in float32, quarry (as VecOps'
     # docs describe) in double: a mass that close to a bin edge may land in
-    # the next bin. The pairs must be the same and the bins within 1e-4.
+    # the next bin. The pairs must be the same, and the pairs that moved to
+    # another bin a few in a million (a bin's relative difference says
+    # little: one pair is 1e-3 of a tail bin of a thousand).
     q, u = qc[-1], uc[-1]
-    worst = max(abs(a - b) / max(b, 1) for a, b in zip(q, u))
+    moved = sum(abs(a - b) for a, b in zip(q, u)) // 2
     print(f"pairs: quarry {sum(q)}, uproot {sum(u)} (same: {sum(q) == sum(u)}); "
-          f"largest bin difference {worst:.1e} of the bin (float32 rounding in vector; must be < 1e-4)")
+          f"{moved} in another bin ({moved / max(sum(u), 1):.1e} of them: float32 rounding in vector; "
+          f"must be < 1e-5)")
 PY

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quarry::catalog::Catalog;
+use quarry::formats::root::decompress_into;
 use quarry::indexing::{IndexOptions, Indexer, Quiet, StatsMode};
 use quarry::mcp::tools::{self, Context, Limits, ServerSettings};
 use quarry::roots::Roots;
@@ -85,9 +86,37 @@ pub fn rss_mb() -> (f64, f64) {
 /// The CPU time (user and system, every thread) this process has used, in
 /// seconds: on a shared machine it says what work cost whatever else ran.
 pub fn cpu_seconds() -> f64 {
+    let usage = usage();
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// This process's minor page faults so far: each one a page the kernel
+/// handed over zeroed (memory taken fresh, not reused).
+pub fn minor_faults() -> i64 {
+    usage().ru_minflt
+}
+
+/// This process's resource usage so far.
+fn usage() -> libc::rusage {
     // SAFETY: getrusage only writes the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+    usage
+}
+
+/// `decompress_into` for a decompressor's limit: `buf` keeps its length.
+/// `decompress_into` cuts a buffer to the record's size, so a larger record
+/// after it would pay for zeroing the growth, which the readers' pooled
+/// buffers do not: the limit would be slower than the decompressor.
+pub fn decompress_keeping_length(src: &[u8], len: usize, buf: &mut Vec<u8>) {
+    let kept = buf.len();
+    decompress_into(src, len, buf).unwrap();
+    if buf.len() < kept {
+        assert!(buf.capacity() >= kept);
+        // SAFETY: the buffer held `kept` initialised bytes before the call,
+        // in the same allocation (its capacity never shrinks), and cutting a
+        // Vec<u8> short leaves the bytes past its end as they were.
+        unsafe { buf.set_len(kept) };
+    }
 }

@@ -14,6 +14,7 @@ mod counted;
 pub mod cutflow;
 pub mod dataset;
 pub mod defines;
+mod elementary;
 pub mod eval;
 pub mod export;
 pub mod export_join;
