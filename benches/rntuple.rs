@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::handlers::{
-    context, decompress_keeping_length, link_into, reset_peak_rss, rss_mb, timed,
+    Record, context, decompress_on_all_cores, link_into, reset_peak_rss, rss_mb, timed,
 };
 use quarry::analysis::Origin;
 use quarry::formats::root::rntuple::Locator;
@@ -114,8 +114,8 @@ fn raw_read(path: &Path) -> Raw {
 }
 
 /// Seconds to decompress the pages of the RNTuple's top-level fields
-/// `fields` (every field when empty) on all cores, each thread into a buffer
-/// it keeps, and the bytes that makes.
+/// `fields` (every field when empty) on all cores (`decompress_on_all_cores`),
+/// and the bytes that makes.
 fn decompress_limit(path: &Path, fields: &[&str]) -> (f64, u64) {
     let (file, nt) = open_ntuple(path);
     let top = |mut field: usize| {
@@ -128,7 +128,7 @@ fn decompress_limit(path: &Path, fields: &[&str]) -> (f64, u64) {
         let name = &nt.schema.fields[top(nt.schema.columns[c].field)].name;
         fields.is_empty() || fields.contains(&name.as_str())
     };
-    let mut pages: Vec<(Vec<u8>, usize)> = Vec::new();
+    let mut pages: Vec<Record> = Vec::new();
     for cluster in &nt.clusters {
         for (c, range) in cluster.columns.iter().enumerate() {
             if !wanted(c) {
@@ -145,21 +145,7 @@ fn decompress_limit(path: &Path, fields: &[&str]) -> (f64, u64) {
             }
         }
     }
-    // Each thread's buffer, grown beforehand to the largest page: the limit
-    // is the decompressor's, not that of the system's fresh pages (rayon may
-    // start a task's `init` many times a thread).
-    let largest = pages.iter().map(|(_, len)| *len).max().unwrap_or(0);
-    let buffers: Vec<std::sync::Mutex<Vec<u8>>> = (0..rayon::current_num_threads())
-        .map(|_| std::sync::Mutex::new(vec![1u8; largest]))
-        .collect();
-    let t = Instant::now();
-    pages.par_iter().for_each(|(stored, len)| {
-        let thread = rayon::current_thread_index().unwrap_or(0);
-        let mut out = buffers[thread % buffers.len()].lock().unwrap();
-        decompress_keeping_length(stored, *len, &mut out);
-        black_box(&out);
-    });
-    let seconds = t.elapsed().as_secs_f64();
+    let (seconds, _) = decompress_on_all_cores(&pages);
     (seconds, pages.iter().map(|(_, len)| *len as u64).sum())
 }
 

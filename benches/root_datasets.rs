@@ -23,16 +23,15 @@
 
 mod common;
 
-use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::handlers::{
-    self, context, cpu_seconds, decompress_keeping_length, minor_faults, reset_peak_rss, rss_mb,
+    self, Record, context, cpu_seconds, decompress_on_all_cores, minor_faults, reset_peak_rss,
+    rss_mb,
 };
 use quarry::formats::root::RootFile;
 use quarry::mcp::tools::Context;
-use rayon::prelude::*;
 use serde_json::{Value, json};
 
 /// The branch names of one family of files.
@@ -183,12 +182,9 @@ fn round(ctx: &Context, n: &Names, files: &[String], bytes: u64, first_bytes: u6
     (all.iter().sum(), one_pairs)
 }
 
-/// A basket's compressed bytes (its key's header left out) and its size
-/// once decompressed.
-type Stored = (Vec<u8>, usize);
-
-/// The stored baskets of the question's branches in the file at `path`.
-fn stored_baskets(path: &Path, n: &Names) -> Vec<Stored> {
+/// The stored baskets of the question's branches in the file at `path`,
+/// each read once, key and all, then its key's header dropped.
+fn stored_baskets(path: &Path, n: &Names) -> Vec<Record> {
     let file = RootFile::open(std::fs::File::open(path).unwrap()).unwrap();
     let keys = file.walk().unwrap();
     let key = keys
@@ -211,14 +207,12 @@ fn stored_baskets(path: &Path, n: &Names) -> Vec<Stored> {
             if bytes == 0 {
                 continue;
             }
+            let mut stored = file.read_at(seek, bytes, "basket").unwrap();
             // A TKey: nbytes (4), version (2), object length (4), date (4),
             // key length (2), all big-endian.
-            let head = file.read_at(seek, 18, "basket key").unwrap();
-            let object_len = u32::from_be_bytes(head[6..10].try_into().unwrap()) as usize;
-            let key_len = usize::from(u16::from_be_bytes(head[14..16].try_into().unwrap()));
-            let stored = file
-                .read_at(seek + key_len as u64, bytes - key_len, "basket")
-                .unwrap();
+            let object_len = u32::from_be_bytes(stored[6..10].try_into().unwrap()) as usize;
+            let key_len = usize::from(u16::from_be_bytes(stored[14..16].try_into().unwrap()));
+            stored.drain(..key_len);
             baskets.push((stored, object_len));
         }
     }
@@ -226,35 +220,17 @@ fn stored_baskets(path: &Path, n: &Names) -> Vec<Stored> {
 }
 
 /// Wall and CPU seconds to decompress the question's baskets of every file
-/// in `files` on all cores, each thread into a buffer it keeps (grown
-/// beforehand to the largest basket: the limit is the decompressor's, not
-/// that of the system's fresh pages), ten files at a time (their baskets
-/// read beforehand, not timed: memory for ten files, and a wait for the
-/// last basket of a batch that is a small share of it), and the stored and
-/// decompressed bytes.
+/// in `files` on all cores (`decompress_on_all_cores`), ten files at a time
+/// (their baskets read beforehand, not timed: memory for ten files, and a
+/// wait for the last basket of a batch that is a small share of it), and
+/// the stored and decompressed bytes.
 fn inflate_limit(files: &[PathBuf], n: &Names) -> (f64, f64, u64, u64) {
     let (mut wall, mut cpu, mut stored, mut inflated) = (0.0, 0.0, 0, 0);
-    let mut buffers: Vec<std::sync::Mutex<Vec<u8>>> = (0..rayon::current_num_threads())
-        .map(|_| std::sync::Mutex::new(Vec::new()))
-        .collect();
     for batch in files.chunks(10) {
-        let baskets: Vec<Stored> = batch.iter().flat_map(|f| stored_baskets(f, n)).collect();
-        let largest = baskets.iter().map(|(_, len)| *len).max().unwrap_or(0);
-        for b in &mut buffers {
-            let b = b.get_mut().unwrap();
-            if b.len() < largest {
-                b.resize(largest, 1);
-            }
-        }
-        let (before, t) = (cpu_seconds(), Instant::now());
-        baskets.par_iter().with_max_len(1).for_each(|(bytes, len)| {
-            let thread = rayon::current_thread_index().unwrap_or(0);
-            let mut out = buffers[thread % buffers.len()].lock().unwrap();
-            decompress_keeping_length(bytes, *len, &mut out);
-            black_box(&out);
-        });
-        wall += t.elapsed().as_secs_f64();
-        cpu += cpu_seconds() - before;
+        let baskets: Vec<Record> = batch.iter().flat_map(|f| stored_baskets(f, n)).collect();
+        let (w, c) = decompress_on_all_cores(&baskets);
+        wall += w;
+        cpu += c;
         stored += baskets.iter().map(|(b, _)| b.len() as u64).sum::<u64>();
         inflated += baskets.iter().map(|(_, len)| *len as u64).sum::<u64>();
     }

@@ -1,7 +1,8 @@
 //! `sinh` and `sin_cos` for the four-vectors of the kinematics functions,
 //! within a few units in the last place of libm's (`sin_cos` 2, `sinh` 2 near
-//! zero and up to 12 above 1/16) and at a fraction of its cost. A pair histogram over a dataset makes one four-vector per muon: with
-//! libm's functions they were a fifth of the call's time, the rest of which is
+//! zero and up to 12 above 1/16) and at a fraction of its cost. A pair
+//! histogram over a dataset makes one four-vector per muon: with libm's
+//! functions they were a fifth of the call's time, the rest of which is
 //! inflating baskets (docs/benchmarks.md, "Datasets"). Arguments outside the
 //! range these are made for (rapidities far past any detector's, angles of
 //! many turns) go to libm, so every double gets an answer as good as libm's
