@@ -167,6 +167,10 @@ impl Reading<'_> {
             return Ok((0, 0));
         }
         let column = self.choose(index, cluster)?[0];
+        let counts = into.counts.get_or_insert_with(Vec::new);
+        if let Some(items) = self.counts_of_whole_pages(column, cluster, entries.clone(), counts)? {
+            return Ok(items);
+        }
         // The offset before the first entry is where its items start.
         let from = entries.start.saturating_sub(1);
         let mut offsets = std::mem::replace(&mut self.offsets, Decoded::Index(Vec::new()));

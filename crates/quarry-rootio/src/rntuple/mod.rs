@@ -22,6 +22,7 @@ mod bytes;
 mod clusters;
 mod columns;
 mod convert;
+mod counts;
 mod data;
 mod decode;
 mod envelope;

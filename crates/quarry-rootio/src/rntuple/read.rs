@@ -11,6 +11,7 @@ use std::ops::Range;
 use super::RNTuple;
 use super::bytes::corrupt;
 use super::convert::into_prim;
+use super::counts::ChunkEnd;
 use super::data::FieldData;
 use super::decode::{decode_into, direct, prepare, undo_direct};
 use super::fields::{Reprs, Shape};
@@ -53,8 +54,11 @@ struct KeptPage {
 pub(super) struct Reading<'a> {
     pub file: &'a RootFile,
     pub nt: &'a RNTuple,
-    buffers: PageBuffers,
+    pub(super) buffers: PageBuffers,
     pages: HashMap<usize, KeptPage>,
+    /// Where the last chunk of a collection's counts read from whole pages
+    /// ended (`counts_of_whole_pages`), for the next chunk to start from.
+    pub(super) chunk_end: Option<ChunkEnd>,
     /// A collection's offsets, kept for the flat reads' next chunk.
     pub(super) offsets: Decoded,
     limit: u64,
@@ -68,6 +72,7 @@ impl<'a> Reading<'a> {
             nt,
             buffers: PageBuffers::pooled(),
             pages: HashMap::new(),
+            chunk_end: None,
             offsets: Decoded::Index(Vec::new()),
             limit: DEFAULT_READ_LIMIT,
             budget: DEFAULT_READ_LIMIT,
