@@ -87,7 +87,7 @@ impl<'t> Origin<'t> {
                 SourceReader::Branch(file.column_reader(branch, leaf)?)
             }
             Origin::Ntuple { ntuple, column } => {
-                SourceReader::Ntuple(file.ntuple_reader(ntuple, column)?)
+                SourceReader::Ntuple(Box::new(file.ntuple_reader(ntuple, column)?))
             }
         })
     }
@@ -156,7 +156,9 @@ impl<'t> Origin<'t> {
 /// (pages of its entry-level column), behind one interface.
 pub enum SourceReader<'f> {
     Branch(ColumnReader<'f>),
-    Ntuple(NtupleReader<'f>),
+    // Boxed: an RNTuple column's reader holds its read state, three times a
+    // branch reader's size.
+    Ntuple(Box<NtupleReader<'f>>),
 }
 
 impl<'f> SourceReader<'f> {
