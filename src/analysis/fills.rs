@@ -274,11 +274,18 @@ fn compact_masked<T: Copy>(
     to_f64: impl Fn(T) -> f64,
     (values, passed_before, mask): (&mut [f64], &mut [u32], &[u8]),
 ) -> usize {
+    assert!(
+        values.len() >= v.len() && mask.len() >= v.len() && passed_before.len() > v.len(),
+        "room for every value"
+    );
     let mut kept = 0;
-    for (i, (&x, &pass)) in v.iter().zip(mask).enumerate() {
-        values[kept] = to_f64(x);
-        passed_before[i] = kept as u32;
-        kept += usize::from(pass);
+    for ((&x, &pass), before) in v.iter().zip(mask).zip(passed_before.iter_mut()) {
+        // Unchecked: a checked store here cost a third of this loop's time.
+        // SAFETY: `kept` counts the values before this one that passed, so
+        // it is below this value's index, below `v.len() <= values.len()`.
+        unsafe { *values.get_unchecked_mut(kept) = to_f64(x) };
+        *before = kept as u32;
+        kept += usize::from(pass != 0);
     }
     passed_before[v.len()] = kept as u32;
     kept

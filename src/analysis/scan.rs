@@ -163,13 +163,22 @@ fn lay_out_collection(
                 * inner
         }
     };
-    offsets.reserve(entries.len() + 1);
-    offsets.push(0);
+    let counts = &counts[entries.clone()];
+    let old = offsets.len();
+    offsets.reserve(counts.len() + 1);
+    // Written into the spare room and the length set once: `push` stored the
+    // length and checked the capacity at every entry, which made this loop a
+    // twentieth of a histogram's time.
+    let room = &mut offsets.spare_capacity_mut()[..counts.len() + 1];
+    room[0].write(0);
     let mut at = 0;
-    for &c in &counts[entries.clone()] {
+    for (slot, &c) in room[1..].iter_mut().zip(counts) {
         at += c as usize * inner;
-        offsets.push(at);
+        slot.write(at);
     }
+    // SAFETY: the loop above wrote every one of the `counts.len() + 1`
+    // elements after the `old` ones, within the room reserved.
+    unsafe { offsets.set_len(old + counts.len() + 1) };
     *next = (entries.end, start + at);
     start..start + at
 }

@@ -10,6 +10,8 @@
 //! - `ZS`: a Zstandard frame;
 //! - `CS`: ROOT's pre-2000 algorithm, not supported.
 
+use std::mem::MaybeUninit;
+
 use crate::FormatError;
 
 const HEADER: usize = 9;
@@ -114,7 +116,7 @@ pub(super) fn decompress_head_over(
             decode_block(
                 block.tag,
                 block.payload,
-                &mut out[filled..filled + block.u_len],
+                as_room(&mut out[filled..filled + block.u_len]),
             )?;
             filled += block.u_len;
         }
@@ -123,10 +125,11 @@ pub(super) fn decompress_head_over(
 }
 
 /// A compressed record (`src`, not stored raw) decoded whole into `out`,
-/// exactly its uncompressed size: the caller's own memory (an RNTuple
-/// page's typed values), so the bytes are written once, not decoded into a
-/// buffer and copied.
-pub(super) fn decompress_exact(src: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
+/// exactly its uncompressed size: the caller's own memory (the room for an
+/// RNTuple page's typed values), so the bytes are written once, not decoded
+/// into a buffer and copied, nor zeroed first. Every byte of `out` is
+/// written when this returns `Ok`.
+pub(super) fn decompress_exact(src: &[u8], out: &mut [MaybeUninit<u8>]) -> Result<(), FormatError> {
     let mut filled = 0;
     let mut rest = src;
     while filled < out.len() {
@@ -198,7 +201,7 @@ unsafe extern "C" {
 /// Debian 12) rather than lz4_flex: on the benchmark's `nMuon` baskets it
 /// decodes about a tenth faster, and decoding them is half of an LZ4
 /// selection's time (docs/decisions/0029-lz4-through-liblz4.md).
-fn lz4_block(block: &[u8], out: &mut [u8]) -> Result<usize, FormatError> {
+fn lz4_block(block: &[u8], out: &mut [MaybeUninit<u8>]) -> Result<usize, FormatError> {
     let (Ok(src_len), Ok(dst_len)) = (i32::try_from(block.len()), i32::try_from(out.len())) else {
         return Err(corrupt(format!(
             "LZ4 block of {} bytes decoding to {} is beyond LZ4's 2 GB",
@@ -261,10 +264,72 @@ fn xz_block(payload: &[u8], out: &mut [u8]) -> Result<usize, FormatError> {
     }
 }
 
+/// A libdeflate decoder, freed when its thread ends. libdeflate itself
+/// rather than its Rust wrapper: the wrapper writes only into initialised
+/// memory (an RNTuple page's values would be zeroed before every page, a
+/// thirtieth of a histogram's time), and panics on a result code it does not
+/// know.
+struct Inflater(std::ptr::NonNull<libdeflate_sys::libdeflate_decompressor>);
+
+impl Drop for Inflater {
+    fn drop(&mut self) {
+        // SAFETY: the decoder came from `libdeflate_alloc_decompressor` and
+        // is freed once, here.
+        unsafe { libdeflate_sys::libdeflate_free_decompressor(self.0.as_ptr()) }
+    }
+}
+
 thread_local! {
     /// One zlib decoder per thread, kept: making one allocates its tables.
-    static INFLATER: std::cell::RefCell<libdeflater::Decompressor> =
-        std::cell::RefCell::new(libdeflater::Decompressor::new());
+    /// None if libdeflate could not allocate one.
+    static INFLATER: Option<Inflater> =
+        // SAFETY: allocating a decoder has no precondition (null: no memory).
+        std::ptr::NonNull::new(unsafe { libdeflate_sys::libdeflate_alloc_decompressor() })
+            .map(Inflater);
+}
+
+/// How a zlib stream inflated into a buffer ended.
+enum Inflated {
+    /// The stream ended, this many bytes written.
+    Whole(usize),
+    /// The buffer filled before the stream ended: every symbol before the
+    /// first that did not fit is written.
+    OutOfRoom,
+}
+
+/// Inflates the zlib stream `payload` into `out`, writing no byte past it.
+fn inflate(payload: &[u8], out: &mut [MaybeUninit<u8>]) -> Result<Inflated, FormatError> {
+    use libdeflate_sys as ld;
+    INFLATER.with(|inflater| {
+        let Some(inflater) = inflater else {
+            return Err(corrupt("no memory for a zlib decoder".into()));
+        };
+        let mut written = 0usize;
+        // SAFETY: libdeflate reads at most `payload.len()` bytes of `payload`
+        // and writes at most `out.len()` bytes into `out` (which need not be
+        // initialised), whatever the bytes; the decoder is this thread's
+        // own, used by one call at a time.
+        let result = unsafe {
+            ld::libdeflate_zlib_decompress(
+                inflater.0.as_ptr(),
+                payload.as_ptr().cast(),
+                payload.len(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                &mut written,
+            )
+        };
+        match result {
+            ld::libdeflate_result_LIBDEFLATE_SUCCESS => Ok(Inflated::Whole(written)),
+            ld::libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE => Ok(Inflated::OutOfRoom),
+            ld::libdeflate_result_LIBDEFLATE_BAD_DATA => Err(corrupt(
+                "bad zlib block: its data is invalid (a bad code, length or checksum)".into(),
+            )),
+            other => Err(corrupt(format!(
+                "bad zlib block: libdeflate result {other}"
+            ))),
+        }
+    })
 }
 
 thread_local! {
@@ -282,21 +347,71 @@ thread_local! {
 /// are all there (`a_zlib_head_is_the_head_of_the_whole` checks it on every
 /// cut of real data, so a libdeflate that behaved otherwise fails the tests).
 fn inflate_head(payload: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
-    match INFLATER.with_borrow_mut(|inflater| inflater.zlib_decompress(payload, out)) {
-        Err(libdeflater::DecompressionError::InsufficientSpace) => Ok(()),
-        Err(e) => Err(corrupt(format!("bad zlib block: {e}"))),
-        Ok(n) => Err(corrupt(format!(
+    match inflate(payload, as_room(out))? {
+        Inflated::OutOfRoom => Ok(()),
+        Inflated::Whole(n) => Err(corrupt(format!(
             "compressed block decoded to {n} bytes, fewer than its header says"
         ))),
     }
 }
 
-fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), FormatError> {
+/// `bytes` as room a decoder writes into. Sound because what is written
+/// through it is only ever decoded bytes, never an uninitialised one.
+fn as_room(bytes: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: the same layout; `decode_block` writes initialised bytes only.
+    unsafe { &mut *(bytes as *mut [u8] as *mut [MaybeUninit<u8>]) }
+}
+
+/// `room` zeroed, for the decoders that take initialised memory.
+fn zeroed(room: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    room.fill(MaybeUninit::new(0));
+    // SAFETY: every byte was just written.
+    unsafe { &mut *(room as *mut [MaybeUninit<u8>] as *mut [u8]) }
+}
+
+/// `room`'s first bytes as zstd fills them (ZSTD writes into memory that
+/// need not be initialised and says how much it wrote).
+struct ZstdRoom<'a> {
+    room: &'a mut [MaybeUninit<u8>],
+    filled: usize,
+}
+
+// SAFETY: `as_slice` covers only the bytes zstd said it wrote (`filled_until`),
+// `capacity` and `as_mut_ptr` are the room's own.
+unsafe impl zstd::zstd_safe::WriteBuf for ZstdRoom<'_> {
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the first `filled` bytes were written by zstd.
+        unsafe { std::slice::from_raw_parts(self.room.as_ptr().cast(), self.filled) }
+    }
+    fn capacity(&self) -> usize {
+        self.room.len()
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.room.as_mut_ptr().cast()
+    }
+    unsafe fn filled_until(&mut self, n: usize) {
+        self.filled = n;
+    }
+}
+
+/// Decodes one block into `out` (room that need not be initialised), which
+/// must come out exactly full: every byte of it written when this returns
+/// `Ok`.
+fn decode_block(
+    tag: &[u8],
+    payload: &[u8],
+    out: &mut [MaybeUninit<u8>],
+) -> Result<(), FormatError> {
     let expected = out.len();
     let produced = match tag {
-        b"ZL" => INFLATER
-            .with_borrow_mut(|inflater| inflater.zlib_decompress(payload, out))
-            .map_err(|e| corrupt(format!("bad zlib block: {e}")))?,
+        b"ZL" => match inflate(payload, out)? {
+            Inflated::Whole(n) => n,
+            Inflated::OutOfRoom => {
+                return Err(corrupt(format!(
+                    "compressed block decodes to more than the {expected} bytes its header says"
+                )));
+            }
+        },
         b"L4" => {
             if payload.len() < 8 {
                 return Err(corrupt("LZ4 block shorter than its checksum".into()));
@@ -311,11 +426,17 @@ fn decode_block(tag: &[u8], payload: &[u8], out: &mut [u8]) -> Result<(), Format
             }
             lz4_block(block, out)?
         }
-        b"XZ" => xz_block(payload, out)?,
+        b"XZ" => xz_block(payload, zeroed(out))?,
         b"ZS" => ZSTD
             .with_borrow_mut(|zstd| match zstd {
-                Some(d) => d.decompress_to_buffer(payload, out),
-                None => zstd::bulk::decompress_to_buffer(payload, out),
+                Some(d) => d.decompress_to_buffer(
+                    payload,
+                    &mut ZstdRoom {
+                        room: out,
+                        filled: 0,
+                    },
+                ),
+                None => zstd::bulk::decompress_to_buffer(payload, zeroed(out)),
             })
             .map_err(|e| corrupt(format!("bad ZSTD block: {e}")))?,
         b"CS" => {

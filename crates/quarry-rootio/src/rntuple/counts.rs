@@ -107,10 +107,10 @@ fn page_counts(
     counts.reserve(n);
     let out = &mut counts.spare_capacity_mut()[..n];
     let (last, damaged) = match kind {
-        T::Index32 => plain_counts::<4>(bytes, start, out),
-        T::Index64 => plain_counts::<8>(bytes, start, out),
-        T::SplitIndex32 => split_counts::<4>(bytes, n, start, out),
-        T::SplitIndex64 => split_counts::<8>(bytes, n, start, out),
+        T::Index32 => offsets_counts::<4, false>(bytes, n, start, out),
+        T::Index64 => offsets_counts::<8, false>(bytes, n, start, out),
+        T::SplitIndex32 => offsets_counts::<4, true>(bytes, n, start, out),
+        T::SplitIndex64 => offsets_counts::<8, true>(bytes, n, start, out),
         _ => return None,
     };
     // SAFETY: each counter wrote all `n` elements after the `old` ones (the
@@ -131,35 +131,56 @@ fn offset<const N: usize>(b: &[u8]) -> u64 {
     u64::from_le_bytes(le)
 }
 
-/// Counts of a page of plain offsets (each the end of its entry's items):
-/// each less the one before, the first less `start`. Returns the last offset
-/// and non-zero when one went backwards or a count passed 2^32 (or-ed, not
-/// branched on, so the pass vectorises).
-fn plain_counts<const N: usize>(
+/// The counts of a page of `n` offsets of `N` bytes, plain or (`SPLIT`)
+/// byte-split and delta-encoded (`plain_counts`, `split_counts`); returns
+/// the last offset and non-zero when one went backwards or a count passed
+/// 2^32 (or-ed, not branched on, so the pass vectorises). Compiled for AVX2
+/// too, and that chosen when the CPU has it: 64-bit compares need SSE4.2 at
+/// least, so the baseline build does it one count at a time.
+fn offsets_counts<const N: usize, const SPLIT: bool>(
     bytes: &[u8],
+    n: usize,
     start: u64,
     out: &mut [MaybeUninit<u32>],
 ) -> (u64, u64) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { plain_counts_avx2::<N>(bytes, start, out) };
+        return unsafe { offsets_counts_avx2::<N, SPLIT>(bytes, n, start, out) };
     }
-    plain_counts_portable::<N>(bytes, start, out)
+    offsets_counts_portable::<N, SPLIT>(bytes, n, start, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn plain_counts_avx2<const N: usize>(
+fn offsets_counts_avx2<const N: usize, const SPLIT: bool>(
     bytes: &[u8],
+    n: usize,
     start: u64,
     out: &mut [MaybeUninit<u32>],
 ) -> (u64, u64) {
-    plain_counts_portable::<N>(bytes, start, out)
+    offsets_counts_portable::<N, SPLIT>(bytes, n, start, out)
 }
 
 #[inline(always)]
-fn plain_counts_portable<const N: usize>(
+fn offsets_counts_portable<const N: usize, const SPLIT: bool>(
+    bytes: &[u8],
+    n: usize,
+    start: u64,
+    out: &mut [MaybeUninit<u32>],
+) -> (u64, u64) {
+    if SPLIT {
+        split_counts::<N>(bytes, n, start, out)
+    } else {
+        plain_counts::<N>(bytes, start, out)
+    }
+}
+
+/// Counts of a page of plain offsets (each the end of its entry's items):
+/// each less the one before, the first less `start`. Returns the last offset
+/// and the damage found (`offsets_counts`).
+#[inline(always)]
+fn plain_counts<const N: usize>(
     bytes: &[u8],
     start: u64,
     out: &mut [MaybeUninit<u32>],
@@ -188,33 +209,8 @@ fn plain_counts_portable<const N: usize>(
 /// before): the first is that offset less `start`, the others the deltas.
 /// Returns the last offset (the first plus the other deltas) and non-zero
 /// when the first went backwards or any count passed 2^32.
-fn split_counts<const N: usize>(
-    bytes: &[u8],
-    n: usize,
-    start: u64,
-    out: &mut [MaybeUninit<u32>],
-) -> (u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { split_counts_avx2::<N>(bytes, n, start, out) };
-    }
-    split_counts_portable::<N>(bytes, n, start, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn split_counts_avx2<const N: usize>(
-    bytes: &[u8],
-    n: usize,
-    start: u64,
-    out: &mut [MaybeUninit<u32>],
-) -> (u64, u64) {
-    split_counts_portable::<N>(bytes, n, start, out)
-}
-
 #[inline(always)]
-fn split_counts_portable<const N: usize>(
+fn split_counts<const N: usize>(
     bytes: &[u8],
     n: usize,
     start: u64,

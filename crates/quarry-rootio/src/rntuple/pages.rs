@@ -6,6 +6,8 @@
 //! decompressed straight into its values instead (`fetch_page_into`), and a
 //! page of offsets through a per-thread memo (`with_offsets_page`).
 
+use std::mem::MaybeUninit;
+
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::bytes::{Locator, corrupt, mismatch};
@@ -328,16 +330,17 @@ pub(super) fn fetch_page(
     decompress_head_over(&buffers.stored[..stored], len, len, &mut buffers.bytes)
 }
 
-/// `fetch_page` into `out` rather than `buffers.bytes`: the memory of the
-/// values the page decodes to, when its bytes are theirs (`decode::direct`),
-/// so they are written once. `out` must be exactly the page's size.
+/// `fetch_page` into `out` rather than `buffers.bytes`: the room for the
+/// values the page decodes to, when its bytes are theirs (`decode::fill_direct`),
+/// so they are written once. `out` must be exactly the page's size; every
+/// byte of it is written when this returns `Ok`.
 pub(super) fn fetch_page_into(
     file: &RootFile,
     codec: &ColumnCodec,
     page: &Page,
     max_key_size: u64,
     buffers: &mut PageBuffers,
-    out: &mut [u8],
+    out: &mut [MaybeUninit<u8>],
 ) -> Result<(), FormatError> {
     let (stored, len) = fetch_stored(file, codec, page, max_key_size, buffers)?;
     if len != out.len() {
@@ -348,7 +351,9 @@ pub(super) fn fetch_page_into(
     }
     let stored = &buffers.stored[..stored];
     if stored.len() == len {
-        out.copy_from_slice(stored);
+        for (to, &b) in out.iter_mut().zip(stored) {
+            to.write(b);
+        }
         return Ok(());
     }
     decompress_exact(stored, out)

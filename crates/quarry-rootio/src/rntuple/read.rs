@@ -13,7 +13,7 @@ use super::bytes::corrupt;
 use super::convert::into_prim;
 use super::counts::ChunkEnd;
 use super::data::FieldData;
-use super::decode::{decode_into, direct, prepare, undo_direct};
+use super::decode::{decode_into, fill_direct, prepare};
 use super::fields::{Reprs, Shape};
 use super::pages::{
     ColumnCodec, Decoded, PageBuffers, fetch_page, fetch_page_into, with_offsets_page,
@@ -452,12 +452,16 @@ impl<'a> Reading<'a> {
                         with_offsets_page(file, &codec, info, max_key, buffers, |bytes| {
                             decode_into(&codec, bytes, n, wanted, out)
                         })??;
-                    } else if whole && let Some(values) = direct(&codec, n, out) {
-                        let (file, buffers) = (self.file, &mut self.buffers);
-                        let fetched = fetch_page_into(file, &codec, info, max_key, buffers, values);
-                        if fetched.is_err() {
-                            undo_direct(out, n);
+                    } else if whole
+                        && let (file, buffers) = (self.file, &mut self.buffers)
+                        // SAFETY: `fetch_page_into` writes every byte of the
+                        // room when it succeeds.
+                        && let Some(fetched) = unsafe {
+                            fill_direct(&codec, n, out, |room| {
+                                fetch_page_into(file, &codec, info, max_key, buffers, room)
+                            })
                         }
+                    {
                         fetched?;
                     } else {
                         let len = fetch_page(self.file, &codec, info, max_key, &mut self.buffers)?;
