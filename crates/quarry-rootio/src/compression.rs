@@ -408,7 +408,7 @@ fn decode_block(
             Inflated::Whole(n) => n,
             Inflated::OutOfRoom => {
                 return Err(corrupt(format!(
-                    "compressed block decodes to more than the {expected} bytes its header says"
+                    "zlib block decodes to more than the {expected} bytes its header says"
                 )));
             }
         },
